@@ -1,0 +1,69 @@
+// The seed's deterministic stub teacher: a TEST DOUBLE that reads the answer key
+// (Task.hints) and emits exactly the wire format a real model would, offline. Its yield
+// is high but not guaranteed: a search that misses the fact makes it answer "unknown".
+import { escapeRegExp, pyStrip, splitOnce } from './pystr';
+import type { Task } from './types';
+import { END, TOOL_RESULT, USER, renderCall } from './wire';
+
+export type Teacher = (prompt: string) => string;
+
+/** Every tool result seen so far, in order. */
+export function observationsOf(prompt: string): string[] {
+  return prompt.split(TOOL_RESULT).slice(1).map((chunk) => splitOnce(chunk, END)[0]);
+}
+
+/**
+ * The value in the corpus's canonical clause "the {attr} of {ent} is {value}". The class
+ * excludes the comma: one template continues ", a choice made during..." and a greedy
+ * `[^.]+` would swallow it into the value.
+ */
+export function extractFact(observations: readonly string[], entity: string, attribute: string): string | null {
+  const pattern = new RegExp(`the ${escapeRegExp(attribute)} of ${escapeRegExp(entity)} is ([^.,;]+)[.,;]`);
+  for (const obs of observations) {
+    const m = pattern.exec(obs);
+    if (m) return pyStrip(m[1]!);
+  }
+  return null;
+}
+
+export class UnknownQuestionError extends Error {}
+
+export function makeStubTeacher(tasks: readonly Task[]): Teacher {
+  const byQuestion = new Map<string, Task>();
+  for (const t of tasks) byQuestion.set(t.question, t); // later duplicates win, as a dict
+  return (prompt: string): string => {
+    const afterUser = splitOnce(prompt, USER)[1];
+    const question = afterUser === undefined ? '' : splitOnce(afterUser, END)[0];
+    const task = byQuestion.get(question);
+    if (!task) throw new UnknownQuestionError(`stub teacher: no answer key for question ${JSON.stringify(question)}`);
+    const obs = observationsOf(prompt);
+    const { queries, facts, op } = task.hints;
+
+    // Phase 1: one search per required fact, in order.
+    if (obs.length < queries.length) {
+      const i = obs.length;
+      const [ent, attr] = facts[i]!;
+      return `Thought: I need the ${attr} of ${ent}. I'll search the corpus.\n${renderCall('search', { query: queries[i]!, k: 2 })}`;
+    }
+
+    const vals = facts.map(([e, a]) => extractFact(obs, e, a));
+    if (vals.some((v) => v === null)) return 'Thought: The corpus did not give me the fact.\nAnswer: unknown';
+
+    // Phase 2: one calculator call when the shape needs arithmetic.
+    const nCalc = obs.length - queries.length;
+    if (nCalc === 0 && op !== null) {
+      const expr = op === 'double' ? `${vals[0]}*2` : op === 'sum' ? `${vals[0]}+${vals[1]}` : `${vals[0]}-${vals[1]}`;
+      return `Thought: Now I compute ${expr} with the calculator.\n${renderCall('calc', { expr })}`;
+    }
+
+    // Phase 3: synthesize.
+    let answer: string;
+    if (op === null) answer = vals[0]!;
+    else if (op === 'compare') {
+      const diff = pyStrip(obs[obs.length - 1]!);
+      const names = task.hints.names!;
+      answer = diff.startsWith('-') ? names[1] : names[0];
+    } else answer = pyStrip(obs[obs.length - 1]!);
+    return `Thought: I have everything I need.\nAnswer: ${answer}`;
+  };
+}

@@ -1,0 +1,17 @@
+// Agent Lab's extension entry point. Each feature lives in its own module with an
+// `activateXxx(context)` that registers its disposables on the context.
+import * as vscode from 'vscode';
+import { activateDistillCommands } from './distillCommands';
+import { activateLog, log } from './log';
+import { activateWorldCommands } from './worldCommands';
+
+export function activate(context: vscode.ExtensionContext): void {
+  activateLog(context);
+  activateWorldCommands(context);
+  activateDistillCommands(context);
+  log.info(`Agent Lab ${String(context.extension.packageJSON.version)} activated (${context.extension.extensionPath})`);
+}
+
+export function deactivate(): void {
+  // Everything is disposed through context.subscriptions.
+}

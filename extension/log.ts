@@ -1,0 +1,40 @@
+// The "Agent Lab" output channel: every feature logs here, the user opens it from the
+// Output panel (or from the "Show Log" button of an error message).
+import * as vscode from 'vscode';
+
+let channel: vscode.LogOutputChannel | undefined;
+
+export function activateLog(context: vscode.ExtensionContext): vscode.LogOutputChannel {
+  channel = vscode.window.createOutputChannel('Agent Lab', { log: true });
+  context.subscriptions.push(channel, { dispose: () => (channel = undefined) });
+  return channel;
+}
+
+/** The channel; usable before activation finished (falls back to the console). */
+export const log = {
+  info(message: string): void {
+    if (channel) channel.info(message);
+    else console.log(`[agent-lab] ${message}`);
+  },
+  warn(message: string): void {
+    if (channel) channel.warn(message);
+    else console.warn(`[agent-lab] ${message}`);
+  },
+  error(message: string, err?: unknown): void {
+    const detail = err instanceof Error ? `${err.message}${err.stack ? `\n${err.stack}` : ''}` : err === undefined ? '' : String(err);
+    if (channel) channel.error(detail ? `${message}: ${detail}` : message);
+    else console.error(`[agent-lab] ${message}`, detail);
+  },
+  show(): void {
+    channel?.show(true);
+  },
+};
+
+/** Shows an error message with a button that opens the log. Never throws. */
+export function reportError(message: string, err?: unknown): void {
+  log.error(message, err);
+  const text = err instanceof Error ? `${message}: ${err.message}` : message;
+  void vscode.window.showErrorMessage(`Agent Lab: ${text}`, 'Show Log').then((choice) => {
+    if (choice === 'Show Log') log.show();
+  });
+}

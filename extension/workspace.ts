@@ -1,0 +1,81 @@
+// Where the extension writes (the workspace's runs folder) and how it reads and writes
+// JSONL there. Goes through vscode.workspace.fs so remote workspaces work too.
+import * as vscode from 'vscode';
+
+export const WORLD_PREFIX = 'world-';
+
+/** The workspace folder to write into: the only one, or the one the user picks. */
+export async function pickWorkspaceFolder(): Promise<vscode.WorkspaceFolder | undefined> {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  if (folders.length === 0) return undefined;
+  if (folders.length === 1) return folders[0];
+  return vscode.window.showWorkspaceFolderPick({ placeHolder: 'Workspace folder for Agent Lab runs' });
+}
+
+/** `<workspace>/<agentLab.runsFolder>`. */
+export function runsFolderUri(folder: vscode.WorkspaceFolder): vscode.Uri {
+  const configured = vscode.workspace.getConfiguration('agentLab', folder.uri).get<string>('runsFolder') || 'runs';
+  const parts = configured.split(/[\\/]+/).filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new Error(`agentLab.runsFolder must stay inside the workspace (got "${configured}")`);
+  return vscode.Uri.joinPath(folder.uri, ...parts);
+}
+
+/** Local time as YYYYMMDD-HHMMSS (sorts by time, safe in file names on every OS). */
+export function timestamp(d = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+export async function exists(uri: vscode.Uri): Promise<boolean> {
+  try {
+    await vscode.workspace.fs.stat(uri);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One JSON object per line, "\n" after each (the same bytes as the CLI writes). */
+export function toJsonl(rows: readonly unknown[]): string {
+  return rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '');
+}
+
+export async function writeText(uri: vscode.Uri, text: string): Promise<void> {
+  await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(text));
+}
+
+/** Parses a JSONL file; blank lines are skipped, a bad line is an error naming its number. */
+export async function readJsonl(uri: vscode.Uri): Promise<unknown[]> {
+  const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+  const rows: unknown[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    try {
+      rows.push(JSON.parse(line));
+    } catch (err) {
+      throw new Error(`${uri.fsPath}:${i + 1}: not JSON (${(err as Error).message})`);
+    }
+  });
+  return rows;
+}
+
+/** The world folders under the runs folder, newest first (names sort by time). */
+export async function listWorldFolders(runs: vscode.Uri): Promise<vscode.Uri[]> {
+  let entries: [string, vscode.FileType][];
+  try {
+    entries = await vscode.workspace.fs.readDirectory(runs);
+  } catch {
+    return [];
+  }
+  return entries
+    .filter(([name, type]) => type === vscode.FileType.Directory && name.startsWith(WORLD_PREFIX))
+    .map(([name]) => name)
+    .sort()
+    .reverse()
+    .map((name) => vscode.Uri.joinPath(runs, name));
+}
+
+/** Lets the progress notification repaint between synchronous chunks of work. */
+export function yieldToUi(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

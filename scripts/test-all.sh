@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole test suite, every tier, as the README's test command runs it:
+#   0. install the test tools (Chromium, code-server) idempotently: scripts/setup-vscode-test.sh
+#   1. type check   2. build   3. unit tests (mocha: core, CLI, tokenizer, grammar ...;
+#      the TextMate tests borrow code-server's vscode-textmate)
+#   4. VS Code integration tests in a real VS Code (code-server + Chromium).
+# Ends with one line "tests: N passed, N failed[, N skipped]" summed over the tiers.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+log_dir=$(mktemp -d)
+trap 'rm -rf "$log_dir"' EXIT
+passed=0; failed=0; skipped=0; status=0
+
+# Reads mocha's closing lines ("N passing", "N failing", "N pending") from a tier's log.
+count() {
+  local log=$1 p f s
+  p=$(grep -Eo '^ *[0-9]+ passing' "$log" | tail -1 | grep -Eo '[0-9]+' || true)
+  f=$(grep -Eo '^ *[0-9]+ failing' "$log" | tail -1 | grep -Eo '[0-9]+' || true)
+  s=$(grep -Eo '^ *[0-9]+ pending' "$log" | tail -1 | grep -Eo '[0-9]+' || true)
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${s:-0}))
+}
+
+tier() {
+  local name=$1; shift
+  echo
+  echo "=== ${name} ==="
+  local start=$SECONDS
+  "$@" 2>&1 | tee "$log_dir/$name.log"
+  local rc=${PIPESTATUS[0]}
+  count "$log_dir/$name.log"
+  echo "=== ${name}: exit ${rc}, $((SECONDS - start)) s ==="
+  if [ "$rc" -ne 0 ]; then
+    status=1
+    # A tier that died before reporting its tests still counts as a failure.
+    if ! grep -Eq '^ *[0-9]+ failing' "$log_dir/$name.log"; then failed=$((failed + 1)); fi
+  fi
+}
+
+tier setup bash scripts/setup-vscode-test.sh
+tier typecheck npx tsc -p tsconfig.json --noEmit
+tier build node scripts/build.mjs
+tier unit npx mocha
+tier vscode env AGENT_LAB_SKIP_BUILD=1 bash scripts/test-vscode.sh
+
+echo
+line="tests: ${passed} passed, ${failed} failed"
+[ "$skipped" -gt 0 ] && line="${line}, ${skipped} skipped"
+echo "$line"
+exit $status
