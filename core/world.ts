@@ -133,59 +133,76 @@ function pyInt(v: string): bigint {
   return BigInt(v);
 }
 
+/** SHAPE 1: look one fact up. */
+export function lookupTask([ent, attr, val]: Fact): Task {
+  return {
+    question: `What is the ${attr} of ${ent}? Use the corpus.`,
+    gold: val,
+    kind: 'lookup',
+    hints: { queries: [`${ent} ${attr}`], facts: [[ent, attr]], op: null },
+  };
+}
+
+/** SHAPE 2: one numeric fact, times two. */
+export function doubleTask([ent, attr, val]: Fact): Task {
+  return {
+    question: `What is the ${attr} of ${ent}, multiplied by 2? Use the corpus.`,
+    gold: String(pyInt(val) * 2n),
+    kind: 'double',
+    hints: { queries: [`${ent} ${attr}`], facts: [[ent, attr]], op: 'double' },
+  };
+}
+
+/** SHAPE 3: the sum of two numeric facts. */
+export function sumTask([e1, a1, v1]: Fact, [e2, a2, v2]: Fact): Task {
+  return {
+    question: `What do you get if you add the ${a1} of ${e1} to the ${a2} of ${e2}? Use the corpus.`,
+    gold: String(pyInt(v1) + pyInt(v2)),
+    kind: 'sum',
+    hints: { queries: [`${e1} ${a1}`, `${e2} ${a2}`], facts: [[e1, a1], [e2, a2]], op: 'sum' },
+  };
+}
+
+/**
+ * SHAPE 4: which of two facts is larger, or null for the seed's two rejections: the same
+ * entity (gold is that entity either way) or equal values (no unique gold).
+ */
+export function compareTask([e1, a1, v1]: Fact, [e2, a2, v2]: Fact): Task | null {
+  if (e1 === e2 || pyInt(v1) === pyInt(v2)) return null;
+  return {
+    question:
+      `Which is larger, the ${a1} of ${e1} or the ${a2} of ${e2}? ` + 'Answer with the entity name. Use the corpus.',
+    gold: pyInt(v1) > pyInt(v2) ? e1 : e2,
+    kind: 'compare',
+    hints: {
+      queries: [`${e1} ${a1}`, `${e2} ${a2}`],
+      facts: [[e1, a1], [e2, a2]],
+      op: 'compare',
+      names: [e1, e2],
+    },
+  };
+}
+
+/** The facts that tasks are made of (all 28 are numeric, as it happens). */
+export const TASK_FACTS: readonly Fact[] = [...SPEC_FACTS, ...PAPER_FACTS];
+
 /** `make_tasks`: 262 tasks for seed 0 (lookup 28, double 28, sum 120, compare 86). */
 export function makeTasks(seed = 0): Task[] {
   const rng = new PyRandom(seed + 1);
-  const facts: Fact[] = [...SPEC_FACTS, ...PAPER_FACTS];
+  const facts = TASK_FACTS;
   const numeric = facts.filter((f) => isNum(f[2]));
   const tasks: Task[] = [];
-
-  for (const [ent, attr, val] of facts) {
-    tasks.push({
-      question: `What is the ${attr} of ${ent}? Use the corpus.`,
-      gold: val,
-      kind: 'lookup',
-      hints: { queries: [`${ent} ${attr}`], facts: [[ent, attr]], op: null },
-    });
-  }
-
-  for (const [ent, attr, val] of numeric) {
-    tasks.push({
-      question: `What is the ${attr} of ${ent}, multiplied by 2? Use the corpus.`,
-      gold: String(pyInt(val) * 2n),
-      kind: 'double',
-      hints: { queries: [`${ent} ${attr}`], facts: [[ent, attr]], op: 'double' },
-    });
-  }
-
+  for (const f of facts) tasks.push(lookupTask(f));
+  for (const f of numeric) tasks.push(doubleTask(f));
   for (let t = 0; t < 120; t++) {
-    const [[e1, a1, v1], [e2, a2, v2]] = rng.sample(numeric, 2) as [Fact, Fact];
-    tasks.push({
-      question: `What do you get if you add the ${a1} of ${e1} to the ${a2} of ${e2}? Use the corpus.`,
-      gold: String(pyInt(v1) + pyInt(v2)),
-      kind: 'sum',
-      hints: { queries: [`${e1} ${a1}`, `${e2} ${a2}`], facts: [[e1, a1], [e2, a2]], op: 'sum' },
-    });
+    const [f1, f2] = rng.sample(numeric, 2) as [Fact, Fact];
+    tasks.push(sumTask(f1, f2));
   }
-
   for (let t = 0; t < 120; t++) {
-    const [[e1, a1, v1], [e2, a2, v2]] = rng.sample(numeric, 2) as [Fact, Fact];
-    // The seed's two rejections: same entity (gold is that entity either way) or equal
-    // values (no unique gold). The draw is still consumed, so the stream stays aligned.
-    if (e1 === e2 || pyInt(v1) === pyInt(v2)) continue;
-    tasks.push({
-      question:
-        `Which is larger, the ${a1} of ${e1} or the ${a2} of ${e2}? ` +
-        'Answer with the entity name. Use the corpus.',
-      gold: pyInt(v1) > pyInt(v2) ? e1 : e2,
-      kind: 'compare',
-      hints: {
-        queries: [`${e1} ${a1}`, `${e2} ${a2}`],
-        facts: [[e1, a1], [e2, a2]],
-        op: 'compare',
-        names: [e1, e2],
-      },
-    });
+    // A rejected draw is still consumed, so the random stream stays aligned with the seed.
+    const [f1, f2] = rng.sample(numeric, 2) as [Fact, Fact];
+    const task = compareTask(f1, f2);
+    if (task) tasks.push(task);
   }
   return tasks;
 }

@@ -1,0 +1,241 @@
+// The student in the real ReAct loop: it generates one assistant turn at a time (stopping
+// at <|end|>), tool calls run for real, and the harness adds what the policy did not write
+// (turn openers, observations, a forced answer). Tool calls are grammar-constrained from
+// the moment the policy emits <|tool_call|>; the choice to call or answer stays free. The
+// trace carries token ids with a generated/harness flag per token, never re-tokenized.
+import { ToolEnv } from '../core/env';
+import { normalize, renderPrompt } from '../core/distill';
+import type { StateSet } from '../core/grammar';
+import { pyJsonDumps } from '../core/pyjson';
+import type { Task } from '../core/types';
+import { ASST, END, TOOL_CALL, TOOL_RESULT, parseAssistantStep, renderToolResult } from '../core/wire';
+import type { BpeTokenizer } from '../core/tokenizer';
+
+/** An incremental decoder: append tokens, get the next-token logits. */
+export interface DecodeSession {
+  append(ids: readonly number[]): Float32Array;
+  dispose(): void;
+}
+export interface Policy {
+  readonly vocab: number;
+  newSession(): DecodeSession;
+}
+/** The grammar as a token mask (core/tokenMask's TokenMasker fits). */
+export interface CallMask {
+  start(): StateSet;
+  /** Sets logits of tokens illegal in `states` to -Infinity (keeps <|end|> only when complete). */
+  apply(logits: Float32Array, states: StateSet): void;
+  advance(states: StateSet, id: number): StateSet;
+}
+
+export const FORCED_ANSWER_TEXT = 'Thought: I must answer now.\nAnswer:';
+export const FORMAT_ERROR =
+  'FormatError: the tool call is not valid JSON of the form {"tool": "search"|"calc", "args": {...}}';
+export const REPEATED_CALL = 'RepeatedCall: this exact call was already made; its result is above. Answer or try another call.';
+
+export interface EpisodeOptions {
+  maxSteps: number;
+  /** 0 = greedy. */
+  temperature: number;
+  constrained: boolean;
+  /** A turn that reaches this many tokens without <|end|> is closed by the harness. */
+  maxTurnTokens: number;
+  /** Uniform random numbers in [0, 1) for sampling. */
+  random?: () => number;
+  systemPrompt?: string;
+}
+export const DEFAULT_EPISODE: EpisodeOptions = { maxSteps: 6, temperature: 0, constrained: true, maxTurnTokens: 160 };
+
+export interface StepRecord {
+  kind: 'tool' | 'malformed' | 'final' | 'forced';
+  text: string;
+  tool?: string;
+  args?: unknown;
+  observation?: string;
+  guard?: 'RepeatedCall' | 'FormatError';
+  /** The turn hit maxTurnTokens and the harness closed it. */
+  truncated: boolean;
+}
+
+export interface Episode {
+  question: string;
+  gold: string;
+  kind: string;
+  answer: string | null;
+  solved: boolean;
+  steps: number;
+  outOfSteps: boolean;
+  text: string;
+  ids: number[];
+  /** 1 where the policy sampled the token, 0 where the harness wrote it. */
+  generated: number[];
+  record: StepRecord[];
+}
+
+export class AgentRuntime {
+  private readonly endId: number;
+  private readonly callId: number;
+  /** Specials the policy may never emit in free text (roles are the harness's). */
+  private readonly forbiddenInText: number[];
+
+  constructor(
+    readonly policy: Policy,
+    readonly tokenizer: BpeTokenizer,
+    readonly env: ToolEnv,
+    readonly mask: CallMask | null,
+  ) {
+    const ids = tokenizer.specialIds;
+    this.endId = ids['<|end|>'];
+    this.callId = ids['<|tool_call|>'];
+    this.forbiddenInText = Object.values(ids).filter((id) => id !== this.endId && id !== this.callId);
+  }
+
+  run(task: Task, options: Partial<EpisodeOptions> = {}): Episode {
+    const o = { ...DEFAULT_EPISODE, ...options };
+    const session = this.policy.newSession();
+    const ids: number[] = [];
+    const generated: number[] = [];
+    let logits: Float32Array | null = null;
+    const harness = (text: string): void => {
+      const piece = this.tokenizer.encode(text);
+      if (piece.length === 0) return;
+      ids.push(...piece);
+      for (let i = 0; i < piece.length; i++) generated.push(0);
+      logits = session.append(piece);
+    };
+    const record: StepRecord[] = [];
+    const calls = new Set<string>();
+    let answer: string | null = null;
+    let steps = 0;
+    let outOfSteps = false;
+    try {
+      harness(renderPrompt(task.question, o.systemPrompt));
+      for (let s = 0; s < o.maxSteps && answer === null; s++) {
+        steps++;
+        harness(ASST);
+        const turn = this.generateTurn(session, () => logits!, (l) => (logits = l), ids, generated, o, true);
+        const action = parseAssistantStep(turn.text);
+        if (action.kind === 'final') {
+          answer = action.answer;
+          record.push({ kind: 'final', text: turn.text, truncated: turn.truncated });
+          break;
+        }
+        let observation: string;
+        let guard: StepRecord['guard'];
+        if (action.kind === 'malformed') {
+          observation = FORMAT_ERROR;
+          guard = 'FormatError';
+        } else {
+          const key = pyJsonDumps({ tool: action.tool, args: action.args });
+          if (calls.has(key)) {
+            observation = REPEATED_CALL;
+            guard = 'RepeatedCall';
+          } else {
+            calls.add(key);
+            observation = this.env.runTool(action);
+          }
+        }
+        record.push({
+          kind: action.kind,
+          text: turn.text,
+          ...(action.kind === 'tool' ? { tool: action.tool, args: action.args } : {}),
+          observation,
+          ...(guard ? { guard } : {}),
+          truncated: turn.truncated,
+        });
+        harness(renderToolResult(observation));
+      }
+      if (answer === null) {
+        // Out of steps: the harness forces one answer attempt; its text is not the policy's.
+        outOfSteps = true;
+        harness(ASST + FORCED_ANSWER_TEXT);
+        const turn = this.generateTurn(session, () => logits!, (l) => (logits = l), ids, generated, o, false);
+        answer = finalAnswerOf(FORCED_ANSWER_TEXT + turn.text);
+        record.push({ kind: 'forced', text: FORCED_ANSWER_TEXT + turn.text, truncated: turn.truncated });
+      }
+    } finally {
+      session.dispose();
+    }
+    return {
+      question: task.question,
+      gold: task.gold,
+      kind: task.kind,
+      answer,
+      solved: answer !== null && normalize(answer) === normalize(task.gold),
+      steps,
+      outOfSteps,
+      text: this.tokenizer.decode(ids),
+      ids,
+      generated,
+      record,
+    };
+  }
+
+  /** Generates one assistant turn up to and including <|end|> (added by the harness if cut). */
+  private generateTurn(
+    session: DecodeSession,
+    getLogits: () => Float32Array,
+    setLogits: (l: Float32Array) => void,
+    ids: number[],
+    generated: number[],
+    o: EpisodeOptions,
+    callsAllowed: boolean,
+  ): { text: string; truncated: boolean } {
+    const turnIds: number[] = [];
+    let states: StateSet | null = null; // non-null inside a tool call
+    for (let n = 0; n < o.maxTurnTokens; n++) {
+      const logits = Float32Array.from(getLogits());
+      if (states !== null && this.mask && o.constrained) this.mask.apply(logits, states);
+      else {
+        for (const id of this.forbiddenInText) logits[id] = -Infinity;
+        if (!callsAllowed || states !== null) logits[this.callId] = -Infinity;
+      }
+      const id = pick(logits, o.temperature, o.random ?? Math.random);
+      ids.push(id);
+      generated.push(1);
+      if (id === this.endId) {
+        // The logits after <|end|> are needed for the next harness text only through append.
+        setLogits(session.append([id]));
+        return { text: this.tokenizer.decode(turnIds), truncated: false };
+      }
+      turnIds.push(id);
+      if (id === this.callId) states = this.mask ? this.mask.start() : [];
+      else if (states !== null && this.mask) states = this.mask.advance(states, id);
+      setLogits(session.append([id]));
+    }
+    // Cut: the harness closes the turn; this <|end|> is not the policy's.
+    ids.push(this.endId);
+    generated.push(0);
+    setLogits(session.append([this.endId]));
+    return { text: this.tokenizer.decode(turnIds), truncated: true };
+  }
+}
+
+function finalAnswerOf(text: string): string | null {
+  const a = parseAssistantStep(text);
+  return a.kind === 'final' ? a.answer : null;
+}
+
+/** Greedy (temperature 0) or softmax sampling at `temperature`. */
+export function pick(logits: Float32Array, temperature: number, random: () => number): number {
+  let best = 0;
+  for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
+  if (temperature <= 0) return best;
+  const max = logits[best]!;
+  let sum = 0;
+  const p = new Float64Array(logits.length);
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i]!;
+    p[i] = v === -Infinity ? 0 : Math.exp((v - max) / temperature);
+    sum += p[i]!;
+  }
+  let r = random() * sum;
+  for (let i = 0; i < p.length; i++) {
+    r -= p[i]!;
+    if (r < 0) return i;
+  }
+  return best;
+}
+
+/** Marker strings, re-exported for callers that split traces. */
+export const MARKERS = { ASST, END, TOOL_CALL, TOOL_RESULT };
