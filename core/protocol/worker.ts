@@ -1,0 +1,99 @@
+// Extension ↔ training worker messages (Node IPC, one JSON object per message). The
+// extension spawns the worker by path and sends one `start`; the worker answers with
+// started → (progress | metrics | log | checkpoint)* → done | failed. `cancel` may come at
+// any time: the worker finishes the current step, writes a checkpoint and says `done`
+// with `cancelled: true`. Types and validators only: no Node, no DOM.
+
+export type JobKind = 'sft' | 'eval';
+
+export interface SftJobSpec {
+  kind: 'sft';
+  runDir: string;
+  preset?: string;
+  recipe?: string;
+  backend?: string;
+  steps?: number;
+  minutes?: number;
+  resume?: boolean;
+}
+export interface EvalJobSpec {
+  kind: 'eval';
+  runDir: string;
+  split: 'heldout' | 'train';
+  checkpoint?: string;
+  backend?: string;
+  limit?: number;
+}
+export type JobSpec = SftJobSpec | EvalJobSpec;
+
+/** extension → worker */
+export type ToWorker = { type: 'start'; job: JobSpec } | { type: 'cancel' };
+
+/** worker → extension */
+export type FromWorker =
+  | { type: 'started'; job: JobSpec; backend: string; pid: number }
+  | { type: 'progress'; phase: string; done: number; total: number; message?: string }
+  | { type: 'metrics'; record: Record<string, unknown> }
+  | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string }
+  | { type: 'checkpoint'; step: number; path: string }
+  | { type: 'done'; cancelled: boolean; summary: Record<string, unknown> }
+  | { type: 'failed'; error: string };
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const optNum = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
+
+/** Validates a job spec; returns an error message naming the bad field, or null. */
+export function checkJobSpec(v: unknown): string | null {
+  if (!isObj(v)) return 'job must be an object';
+  if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
+  if (v['kind'] === 'sft') {
+    for (const k of ['preset', 'recipe', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of ['steps', 'minutes']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
+    if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
+    return null;
+  }
+  if (v['kind'] === 'eval') {
+    if (v['split'] !== 'heldout' && v['split'] !== 'train') return "job.split must be 'heldout' or 'train'";
+    for (const k of ['checkpoint', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
+    return null;
+  }
+  return `job.kind must be 'sft' or 'eval', got ${JSON.stringify(v['kind'])}`;
+}
+
+export function parseToWorker(v: unknown): ToWorker | { error: string } {
+  if (!isObj(v)) return { error: 'message must be an object' };
+  if (v['type'] === 'cancel') return { type: 'cancel' };
+  if (v['type'] === 'start') {
+    const err = checkJobSpec(v['job']);
+    return err ? { error: err } : { type: 'start', job: v['job'] as JobSpec };
+  }
+  return { error: `unknown message type ${JSON.stringify(v['type'])}` };
+}
+
+export function parseFromWorker(v: unknown): FromWorker | { error: string } {
+  if (!isObj(v) || typeof v['type'] !== 'string') return { error: 'message must be an object with a type' };
+  switch (v['type']) {
+    case 'started':
+      return typeof v['backend'] === 'string' && checkJobSpec(v['job']) === null ? (v as FromWorker) : { error: 'bad started' };
+    case 'progress':
+      return typeof v['phase'] === 'string' && typeof v['done'] === 'number' && typeof v['total'] === 'number'
+        ? (v as FromWorker)
+        : { error: 'bad progress' };
+    case 'metrics':
+      return isObj(v['record']) ? (v as FromWorker) : { error: 'bad metrics' };
+    case 'log':
+      return ['info', 'warn', 'error'].includes(v['level'] as string) && typeof v['message'] === 'string'
+        ? (v as FromWorker)
+        : { error: 'bad log' };
+    case 'checkpoint':
+      return typeof v['step'] === 'number' && typeof v['path'] === 'string' ? (v as FromWorker) : { error: 'bad checkpoint' };
+    case 'done':
+      return typeof v['cancelled'] === 'boolean' && isObj(v['summary']) ? (v as FromWorker) : { error: 'bad done' };
+    case 'failed':
+      return typeof v['error'] === 'string' ? (v as FromWorker) : { error: 'bad failed' };
+    default:
+      return { error: `unknown message type ${JSON.stringify(v['type'])}` };
+  }
+}

@@ -1,0 +1,82 @@
+// Evaluation's verdicts, with scripted students: one that replays the teacher (all solved),
+// and ones that depart from the teacher at a known step (the failure taxonomy must name it).
+import * as assert from 'node:assert/strict';
+import { ToolEnv, rollout } from '../../core/distill';
+import { makeStubTeacher, type Teacher } from '../../core/stubTeacher';
+import { encodeWithMask } from '../../core/sftFormat';
+import { trainDefaultTokenizer } from '../../core/tokenizer';
+import type { Task } from '../../core/types';
+import { buildCorpus, makeTaskPool } from '../../core/world';
+import { overlapKey } from '../../core/overlap';
+import { AgentRuntime, DecodeSession, Policy } from '../../trainer/agentRuntime';
+import { evaluateTasks, reward } from '../../trainer/eval';
+
+const tok = trainDefaultTokenizer();
+const env = new ToolEnv(buildCorpus());
+const pool = makeTaskPool();
+
+/** A student that replays whatever transcript `teacherFor(task)` rolls out. */
+function replayPolicy(tasks: readonly Task[], teacher: Teacher): Policy {
+  const scripts = new Map<string, number[]>();
+  for (const t of tasks) scripts.set(t.question, encodeWithMask(rollout(t, teacher, env).transcript, tok).ids);
+  return {
+    vocab: tok.vocabSize,
+    newSession(): DecodeSession {
+      const history: number[] = [];
+      let script: number[] | undefined;
+      return {
+        append(ids) {
+          history.push(...ids);
+          if (!script) {
+            const text = tok.decode(history);
+            const q = text.slice(text.indexOf('<|user|>') + 8, text.indexOf('<|end|>', text.indexOf('<|user|>')));
+            script = scripts.get(q);
+          }
+          const l = new Float32Array(tok.vocabSize).fill(-10);
+          l[script?.[history.length] ?? 3] = 10;
+          return l;
+        },
+        dispose() {},
+      };
+    },
+  };
+}
+
+function twisted(tasks: readonly Task[], edit: (out: string, prompt: string) => string): Teacher {
+  const base = makeStubTeacher(tasks);
+  return (prompt) => edit(base(prompt), prompt);
+}
+
+describe('evaluation', () => {
+  const tasks = pool.heldout.filter((t) => t.kind === 'sum').slice(0, 4);
+
+  it('a student that replays the teacher solves everything, with no failures', () => {
+    const runtime = new AgentRuntime(replayPolicy(tasks, makeStubTeacher(tasks)), tok, env, null);
+    const { rows, summary } = evaluateTasks(runtime, tasks, env, { split: 'heldout' });
+    assert.equal(summary.accuracy, 1);
+    assert.equal(summary.n, 4);
+    assert.deepEqual(summary.by_kind, { sum: { n: 4, accuracy: 1 } });
+    assert.ok(rows.every((r) => r.failure === null && r.steps === 4));
+    assert.equal(rows[0]!.reward, reward(true, 4));
+  });
+
+  it('names the step where the student departs: search, calc, final', () => {
+    const cases: [string, (out: string) => string][] = [
+      ['search', (out) => out.replace(/"query": "[^"]*"/, '"query": "LoRA publication year"')],
+      ['calc', (out) => out.replace(/"expr": "(\d)/, '"expr": "9$1')],
+      ['final', (out) => out.replace(/Answer: .*/, 'Answer: 7')],
+    ];
+    for (const [want, edit] of cases) {
+      const student = replayPolicy(tasks, twisted(tasks, edit));
+      const { rows, summary } = evaluateTasks(new AgentRuntime(student, tok, env, null), tasks, env, { split: 'heldout' });
+      assert.ok(rows.every((r) => !r.solved), want);
+      assert.equal(summary.failures[want as 'search'], tasks.length, `${want}: ${JSON.stringify(summary.failures)}`);
+    }
+  });
+
+  it('counts contaminated tasks by overlap with the training data', () => {
+    const runtime = new AgentRuntime(replayPolicy(tasks, makeStubTeacher(tasks)), tok, env, null);
+    const keys = new Set([overlapKey(tasks[1]!)]);
+    assert.equal(evaluateTasks(runtime, tasks, env, { split: 'heldout', trainingKeys: keys }).summary.contaminated, 1);
+  });
+});

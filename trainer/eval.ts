@@ -1,0 +1,169 @@
+// Evaluation: the student, greedy and constrained, through the real loop on every task of
+// a split. Exact match overall and per shape, mean steps, a failure taxonomy by the first
+// step where the student departs from the teacher, teacher-forced accuracy per span kind,
+// and contamination (evaluated tasks that overlap the run's training data).
+import { DEFAULT_MAX_STEPS, rollout } from '../core/distill';
+import { ToolEnv } from '../core/env';
+import { overlapKey } from '../core/overlap';
+import { SPAN_KINDS, SpanKind } from '../core/spans';
+import { makeStubTeacher } from '../core/stubTeacher';
+import type { Task } from '../core/types';
+import { parseAssistantStep, ASST, END } from '../core/wire';
+import { AgentRuntime, Episode, EpisodeOptions } from './agentRuntime';
+
+export type Failure = 'search' | 'calc' | 'final' | 'format' | 'out_of_steps';
+export const FAILURES: readonly Failure[] = ['search', 'calc', 'final', 'format', 'out_of_steps'];
+export const STEP_PENALTY = 0.05;
+
+/** The eval row contract (eval/<split>.jsonl). */
+export interface EvalRow {
+  question: string;
+  gold: string;
+  answer: string | null;
+  solved: boolean;
+  kind: string;
+  failure: Failure | null;
+  steps: number;
+  reward: number;
+  text: string;
+  /** Per token: 1 where the policy generated it (so viewers can tell harness text apart). */
+  generated: number[];
+}
+
+export interface EvalSummary {
+  split: string;
+  accuracy: number;
+  n: number;
+  by_kind: Record<string, { n: number; accuracy: number }>;
+  failures: Record<Failure, number>;
+  span_accuracy: Partial<Record<SpanKind, number>>;
+  contaminated: number;
+  steps_mean: number;
+}
+
+/** reward = exact match - 0.05 * steps / max_steps (the seed's verifiable reward). */
+export function reward(solved: boolean, steps: number, maxSteps = DEFAULT_MAX_STEPS): number {
+  return (solved ? 1 : 0) - (STEP_PENALTY * steps) / maxSteps;
+}
+
+interface TeacherStep {
+  kind: 'tool' | 'malformed' | 'final';
+  tool?: string;
+  call?: string;
+  answer?: string;
+}
+
+/** The assistant turns of a transcript, parsed. */
+export function assistantTurns(text: string): string[] {
+  const out: string[] = [];
+  let i = text.indexOf(ASST);
+  while (i >= 0) {
+    const start = i + ASST.length;
+    const end = text.indexOf(END, start);
+    out.push(text.slice(start, end < 0 ? text.length : end));
+    i = end < 0 ? -1 : text.indexOf(ASST, end);
+  }
+  return out;
+}
+
+function teacherSteps(text: string): TeacherStep[] {
+  return assistantTurns(text).map((t) => {
+    const a = parseAssistantStep(t);
+    if (a.kind === 'tool') return { kind: 'tool', tool: a.tool, call: JSON.stringify([a.tool, a.args]) };
+    if (a.kind === 'final') return { kind: 'final', answer: a.answer };
+    return { kind: 'malformed' };
+  });
+}
+
+/** Where the student first departs from the teacher's trajectory (null when solved). */
+export function classifyFailure(ep: Episode, teacherTranscript: string): Failure | null {
+  if (ep.solved) return null;
+  const teacher = teacherSteps(teacherTranscript);
+  for (let i = 0; i < ep.record.length; i++) {
+    const s = ep.record[i]!;
+    if (s.kind === 'malformed' || s.truncated) return 'format';
+    if (s.kind === 'forced') return 'out_of_steps';
+    const t = teacher[i];
+    if (!t) return ep.outOfSteps ? 'out_of_steps' : 'final';
+    const sameCall = s.kind === 'tool' && t.kind === 'tool' && JSON.stringify([s.tool, s.args]) === t.call;
+    if (sameCall) continue;
+    if (t.kind === 'tool') return t.tool === 'calc' ? 'calc' : 'search';
+    // The teacher answered here.
+    return s.kind === 'final' ? 'final' : ep.outOfSteps ? 'out_of_steps' : 'final';
+  }
+  return ep.outOfSteps ? 'out_of_steps' : 'final';
+}
+
+export interface EvalOptions {
+  split: string;
+  episode?: Partial<EpisodeOptions>;
+  /** Overlap keys of the run's training tasks, for `contaminated`. */
+  trainingKeys?: ReadonlySet<string>;
+  /** Teacher-forced accuracy per span kind, computed by the caller (it needs the model). */
+  spanAccuracy?: Partial<Record<SpanKind, number>>;
+  onProgress?: (done: number, total: number, row: EvalRow) => void;
+  isCancelled?: () => boolean;
+}
+
+export function evaluateTasks(
+  runtime: AgentRuntime,
+  tasks: readonly Task[],
+  env: ToolEnv,
+  options: EvalOptions,
+): { rows: EvalRow[]; summary: EvalSummary } {
+  const teacher = makeStubTeacher(tasks);
+  const rows: EvalRow[] = [];
+  let contaminated = 0;
+  for (const task of tasks) {
+    if (options.isCancelled?.()) break;
+    const ep = runtime.run(task, options.episode);
+    const ref = rollout(task, teacher, env).transcript;
+    const failure = classifyFailure(ep, ref);
+    const maxSteps = options.episode?.maxSteps ?? DEFAULT_MAX_STEPS;
+    const row: EvalRow = {
+      question: task.question,
+      gold: task.gold,
+      answer: ep.answer,
+      solved: ep.solved,
+      kind: task.kind,
+      failure,
+      steps: ep.steps,
+      reward: reward(ep.solved, ep.steps, maxSteps),
+      text: ep.text,
+      generated: ep.generated,
+    };
+    rows.push(row);
+    if (options.trainingKeys?.has(overlapKey(task))) contaminated++;
+    options.onProgress?.(rows.length, tasks.length, row);
+  }
+  return { rows, summary: summarize(options.split, rows, contaminated, options.spanAccuracy ?? {}) };
+}
+
+export function summarize(
+  split: string,
+  rows: readonly EvalRow[],
+  contaminated: number,
+  spanAccuracy: Partial<Record<SpanKind, number>>,
+): EvalSummary {
+  const byKind: EvalSummary['by_kind'] = {};
+  for (const r of rows) {
+    const k = (byKind[r.kind] ??= { n: 0, accuracy: 0 });
+    k.n++;
+    k.accuracy += r.solved ? 1 : 0;
+  }
+  for (const k of Object.values(byKind)) k.accuracy = k.n ? k.accuracy / k.n : 0;
+  const failures = Object.fromEntries(FAILURES.map((f) => [f, 0])) as Record<Failure, number>;
+  for (const r of rows) if (r.failure) failures[r.failure]++;
+  const span: Partial<Record<SpanKind, number>> = {};
+  for (const k of SPAN_KINDS) if (k !== 'format' && spanAccuracy[k] !== undefined) span[k] = spanAccuracy[k];
+  return {
+    split,
+    accuracy: rows.length ? rows.filter((r) => r.solved).length / rows.length : 0,
+    n: rows.length,
+    by_kind: byKind,
+    failures,
+    span_accuracy: span,
+    contaminated,
+    steps_mean: rows.length ? rows.reduce((a, r) => a + r.steps, 0) / rows.length : 0,
+  };
+}
