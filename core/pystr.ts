@@ -5,8 +5,7 @@
 /** The characters of Python's `str.isspace()`, as a regex character-class body. */
 export const PY_SPACE_CLASS = '\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
 
-const LEADING = new RegExp(`^[${PY_SPACE_CLASS}]+`);
-const TRAILING = new RegExp(`[${PY_SPACE_CLASS}]+$`);
+const ONE_SPACE = new RegExp(`^[${PY_SPACE_CLASS}]$`);
 const RUNS = new RegExp(`[${PY_SPACE_CLASS}]+`);
 
 const ALL_SPACE = new RegExp(`^[${PY_SPACE_CLASS}]+$`);
@@ -18,7 +17,12 @@ export function pyIsSpace(s: string): boolean {
 
 /** `s.strip()` */
 export function pyStrip(s: string): string {
-  return s.replace(LEADING, '').replace(TRAILING, '');
+  // Index loops, not /\s+$/: that regex retries from every space of an inner run (quadratic).
+  let start = 0;
+  let end = s.length;
+  while (start < end && ONE_SPACE.test(s[start]!)) start++;
+  while (end > start && ONE_SPACE.test(s[end - 1]!)) end--;
+  return s.slice(start, end);
 }
 
 /** `s.split()` (no separator): runs of whitespace, no empty pieces. */

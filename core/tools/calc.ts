@@ -3,7 +3,9 @@
 // error as a string. Nothing is ever evaluated as code. Results and runtime errors are
 // CPython 3.11's; syntax errors are "CalcError: " + a message of ours. Deliberate
 // deviations (DESIGN, "Calculator bounds"): ints over 4300 digits, complex results,
-// True/False, and bounds on input length and nesting so that nothing can hang.
+// True/False, and bounds on input length and nesting so that nothing can hang. Float `**`
+// is correctly rounded, where CPython's glibc pow is not always (about 1 in 1000 random
+// float powers differ in the last bit, e.g. 10.0**23).
 import {
   PyError,
   bigIntToFloat,
@@ -43,15 +45,20 @@ type Node =
   | { readonly k: 'const'; readonly bool: 'True' | 'False' | null; readonly d: number }
   | { readonly k: 'unary'; readonly op: '+' | '-'; readonly e: Node; readonly d: number }
   | { readonly k: 'bin'; readonly op: ArithOp; readonly l: Node; readonly r: Node; readonly d: number }
-  | { readonly k: 'bad'; readonly name: string; readonly d: number };
+  | { readonly k: 'bad'; readonly name: string; readonly d: number; readonly target?: boolean };
 
 /** A syntax error: ours, not CPython's wording. */
 class CalcSyntaxError extends Error {}
 /** One of the DESIGN's deliberate deviations from the reference. */
 class CalcDeviation extends Error {}
 
-function bad(name: string): Node {
-  return { k: 'bad', name, d: 1 };
+/** `target`: the node is also an assignment target (a comprehension's `for` part). */
+function bad(name: string, target = false): Node {
+  return target ? { k: 'bad', name, d: 1, target } : { k: 'bad', name, d: 1 };
+}
+
+function isTarget(n: Node): boolean {
+  return n.k === 'bad' && n.target === true;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -389,9 +396,11 @@ function checkEscapes(body: string, bytes: boolean, pos: number): void {
       if (parseInt(h, 16) > 0x10ffff) throw syntax('illegal Unicode character in string literal', pos);
       i += 8;
     } else if (!bytes && c === 'N') {
-      // The name itself is not checked: there is no Unicode name table here.
+      // Without a Unicode name table only the name's form is checked (letters, digits,
+      // spaces, hyphens); CPython also rejects well-formed names it does not know.
       const close = body[i + 1] === '{' ? body.indexOf('}', i + 2) : -1;
       if (close < 0 || close === i + 2) throw syntax('malformed \\N character escape in string literal', pos);
+      if (!/^[A-Za-z][A-Za-z0-9]*(?:[ -][A-Za-z0-9]+)*$/.test(body.slice(i + 2, close))) throw syntax('unknown Unicode character name', pos);
       i = close;
     }
   }
@@ -547,6 +556,13 @@ interface Parsed {
   node: Node;
   /** How the expression was written, for the few places the grammar cares. */
   form: 'plain' | 'starred' | 'walrus';
+  /** For a starred item, whether what follows the '*' is a target. */
+  starredTarget?: boolean;
+}
+
+/** An item of a tuple or list that may stand in a target list. */
+function isStarTarget(p: Parsed): boolean {
+  return p.form === 'starred' ? p.starredTarget === true : p.form === 'plain' && isTarget(p.node);
 }
 
 class Parser {
@@ -656,8 +672,8 @@ class Parser {
   /** star_named_expression: '*' bitwise_or | named_expression */
   private starNamedExpression(): Parsed {
     if (this.accept('*')) {
-      this.binary(0);
-      return { node: bad('Starred'), form: 'starred' };
+      const inner = this.binary(0);
+      return { node: bad('Starred'), form: 'starred', starredTarget: isTarget(inner) };
     }
     return this.namedExpression();
   }
@@ -755,13 +771,13 @@ class Parser {
     for (;;) {
       if (this.accept('.')) {
         this.name();
-        node = bad('Attribute');
+        node = bad('Attribute', true);
       } else if (this.accept('(')) {
         this.callArgs();
         node = bad('Call');
       } else if (this.accept('[')) {
         this.slices();
-        node = bad('Subscript');
+        node = bad('Subscript', true);
       } else return node;
     }
   }
@@ -776,7 +792,7 @@ class Parser {
         return this.strings();
       case 'name':
         this.p++;
-        return bad('Name');
+        return bad('Name', true);
       case 'kw':
         if (t.text === 'True' || t.text === 'False') {
           this.p++;
@@ -819,7 +835,7 @@ class Parser {
   /** '(' ... ')': tuple, group, generator expression or yield. */
   private parenthesized(): Node {
     this.expect('(');
-    if (this.accept(')')) return bad('Tuple');
+    if (this.accept(')')) return bad('Tuple', true);
     if (this.accept('yield')) {
       let name = 'Yield';
       if (this.accept('from')) {
@@ -842,12 +858,13 @@ class Parser {
       return first.node;
     }
     this.expect(',');
+    let target = isStarTarget(first);
     while (!this.at(')')) {
-      this.starNamedExpression();
+      if (!isStarTarget(this.starNamedExpression())) target = false;
       if (!this.accept(',')) break;
     }
     this.expect(')');
-    return bad('Tuple');
+    return bad('Tuple', target);
   }
 
   /** star_expressions (after yield) */
@@ -861,19 +878,20 @@ class Parser {
 
   private bracketed(): Node {
     this.expect('[');
-    if (this.accept(']')) return bad('List');
+    if (this.accept(']')) return bad('List', true);
     const first = this.starNamedExpression();
     if (first.form !== 'starred' && (this.at('for') || this.at('async'))) {
       this.comprehension();
       this.expect(']');
       return bad('ListComp');
     }
+    let target = isStarTarget(first);
     while (this.accept(',')) {
       if (this.at(']')) break;
-      this.starNamedExpression();
+      if (!isStarTarget(this.starNamedExpression())) target = false;
     }
     this.expect(']');
-    return bad('List');
+    return bad('List', target);
   }
 
   private braced(): Node {
@@ -933,78 +951,17 @@ class Parser {
     } while (this.at('for') || this.at('async'));
   }
 
-  /** star_targets, up to the 'in' */
+  /**
+   * star_targets, up to the 'in'. Targets are a subset of expressions: parse each item as
+   * one (bitwise_or, so the 'in' is not taken) and check its shape, with no backtracking.
+   */
   private starTargets(): void {
     for (;;) {
-      this.starTarget();
-      if (!this.accept(',')) return;
-      if (this.at('in')) return;
+      const t = this.peek();
+      if (this.accept('*') && this.at('*')) throw this.unexpected();
+      if (!isTarget(this.binary(0))) throw syntax('invalid assignment target in comprehension', t.pos);
+      if (!this.accept(',') || this.at('in')) return;
     }
-  }
-
-  private starTarget(): void {
-    this.enter();
-    try {
-      if (this.accept('*')) {
-        if (this.at('*')) throw this.unexpected();
-        this.starTarget();
-        return;
-      }
-      this.targetWithStarAtom();
-    } finally {
-      this.leave();
-    }
-  }
-
-  /** t_primary ('.' NAME | '[' slices ']') | star_atom, in PEG order. */
-  private targetWithStarAtom(): void {
-    const save = this.p;
-    const t = this.peek();
-    if (!(t.kind === 'name' && !this.at('.', 1) && !this.at('(', 1) && !this.at('[', 1))) {
-      // An attribute or subscript of any primary is a target; a call is not.
-      try {
-        this.atom();
-        let last = '';
-        for (;;) {
-          if (this.accept('.')) {
-            this.name();
-            last = '.';
-          } else if (this.accept('(')) {
-            this.callArgs();
-            last = '(';
-          } else if (this.accept('[')) {
-            this.slices();
-            last = '[';
-          } else break;
-        }
-        if (last === '.' || last === '[') return;
-      } catch (e) {
-        if (!(e instanceof CalcSyntaxError)) throw e;
-      }
-      this.p = save;
-    }
-    if (this.peek().kind === 'name') {
-      this.p++;
-      return;
-    }
-    const open = this.peek().text;
-    if (this.accept('(') || this.accept('[')) {
-      const close = open === '(' ? ')' : ']';
-      if (this.accept(close)) return;
-      this.starTarget();
-      let comma = false;
-      while (this.accept(',')) {
-        comma = true;
-        if (this.at(close)) break;
-        this.starTarget();
-      }
-      if (open === '(' && !comma && this.toks[save + 1]?.text === '*') {
-        throw syntax('cannot use starred expression here', this.peek().pos);
-      }
-      this.expect(close);
-      return;
-    }
-    throw this.unexpected('expected an assignment target');
   }
 
   /** '(' [arguments] ')' after a primary; the '(' is consumed. */
@@ -1238,7 +1195,7 @@ function evaluate(n: Node): Value {
     case 'unary': {
       const v = evaluate(n.e);
       if (n.op === '+') return v;
-      return typeof v === 'bigint' ? -v : -v;
+      return typeof v === 'bigint' ? -v : -v; // one branch per type: TS types - per operand
     }
     case 'bin': {
       const l = evaluate(n.l);
