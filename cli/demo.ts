@@ -2,12 +2,10 @@
 // distills it with the stub teacher, trains the tokenizer, formats the SFT data, writes
 // a run folder and prints what it achieved.
 import * as path from 'node:path';
-import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
-import { findOverlaps } from '../core/overlap';
 import { DEFAULT_MAX_LEN, buildDataset, encodeWithMask } from '../core/sftFormat';
-import { canonicalTokenizerJson, tokenizerConfig, tokenizerHash, trainBpe } from '../core/tokenizer';
-import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
+import { tokenizerHash } from '../core/tokenizer';
+import { writeJsonAtomic } from '../trainer/files';
+import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData } from '../trainer/prepare';
 
 export interface DemoOptions {
   runDir?: string | undefined;
@@ -17,7 +15,10 @@ export interface DemoOptions {
 export interface DemoReport {
   runDir: string;
   passages: number;
+  /** Tasks per shape: the training pool (overlaps excluded) and the held-out split. */
   tasks: Record<'train' | 'heldout', Record<string, number>>;
+  /** Seed-split training tasks left out because they overlap a held-out task. */
+  excludedOverlapping: number;
   teacherYield: Record<'train' | 'heldout', Record<string, { kept: number; tasks: number }>>;
   overlap: { exact: number; swapped: number };
   tokenizer: { vocabSize: number; sha256: string; trainSeconds: number };
@@ -27,8 +28,6 @@ export interface DemoReport {
   seconds: number;
 }
 
-const SEED = 0;
-const SAMPLES_PER_TASK = 4;
 
 function timestamp(d = new Date()): string {
   return d.toISOString().replace(/[:]/g, '-').replace(/\..*$/, '');
@@ -45,59 +44,35 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
   const started = Date.now();
   const runDir = options.runDir ?? path.join('runs', timestamp());
 
-  log(`[1/4] building the world (seed ${SEED})`);
-  const corpus = buildCorpus(SEED);
-  const pool = makeTaskPool(SEED);
-  writeJsonlAtomic(path.join(runDir, 'world', 'corpus.jsonl'), corpus.map(passageToRow));
-  writeJsonlAtomic(path.join(runDir, 'world', 'train.jsonl'), pool.train.map(taskToRow));
-  writeJsonlAtomic(path.join(runDir, 'world', 'heldout.jsonl'), pool.heldout.map(taskToRow));
+  let stage = 0;
+  const data = prepareRunData(runDir, 'seed', (line) => log(`[${++stage}/4] ${line}`));
+  const tokenizer = data.tokenizer;
 
-  log('[2/4] distilling with the stub teacher');
-  const env = new ToolEnv(corpus);
-  const splits = { train: pool.train, heldout: pool.heldout } as const;
-  const rows = { train: [] as ReturnType<typeof distill>, heldout: [] as ReturnType<typeof distill> };
-  const teacherYield: DemoReport['teacherYield'] = { train: {}, heldout: {} };
-  for (const split of ['train', 'heldout'] as const) {
-    const stats: DistillStats = { perKind: {} };
-    rows[split] = distill(splits[split], makeStubTeacher(splits[split]), env, SAMPLES_PER_TASK, stats);
-    for (const [kind, s] of Object.entries(stats.perKind)) teacherYield[split][kind] = { kept: s.kept, tasks: s.tasks };
-    writeJsonlAtomic(path.join(runDir, 'data', `${split}.traces.jsonl`), rows[split]);
-  }
-
-  log('[3/4] training the tokenizer on the world');
-  const tokStart = Date.now();
-  const texts = [...corpus.map((p) => p.text), ...rows.train.map((r) => r.text), ...rows.heldout.map((r) => r.text)];
-  const tokenizer = trainBpe(texts);
-  const trainSeconds = (Date.now() - tokStart) / 1000;
-  const sha256 = tokenizerHash(tokenizer);
-  writeFileAtomic(path.join(runDir, 'tokenizer.json'), canonicalTokenizerJson(tokenizer));
-  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
-
-  log('[4/4] formatting the SFT data');
-  const allTexts = [...rows.train, ...rows.heldout].map((r) => r.text);
+  log(`[4/4] formatting the SFT data`);
   const dataset = buildDataset(
-    rows.train.map((r) => r.text),
+    data.train.rows.map((r) => r.text),
     tokenizer,
     DEFAULT_MAX_LEN,
   );
   let supervised = 0;
   let total = 0;
   const lengths: number[] = [];
-  for (const t of allTexts) {
-    const enc = encodeWithMask(t, tokenizer);
+  for (const r of [...data.train.rows, ...data.heldout.rows]) {
+    const enc = encodeWithMask(r.text, tokenizer);
     lengths.push(enc.ids.length);
     total += enc.ids.length;
     supervised += enc.supervised.filter(Boolean).length;
   }
-  const overlaps = findOverlaps(pool.train, pool.heldout);
+  const sha256 = tokenizerHash(tokenizer);
 
   const report: DemoReport = {
     runDir,
-    passages: corpus.length,
-    tasks: { train: countBy(pool.train, (t) => t.kind), heldout: countBy(pool.heldout, (t) => t.kind) },
-    teacherYield,
-    overlap: { exact: overlaps.exact.length, swapped: overlaps.swapped.length },
-    tokenizer: { vocabSize: tokenizer.vocabSize, sha256, trainSeconds },
+    passages: data.corpusSize,
+    tasks: { train: countBy(data.train.tasks, (t) => t.kind), heldout: countBy(data.heldout.tasks, (t) => t.kind) },
+    excludedOverlapping: data.train.excluded,
+    teacherYield: { train: data.train.yield, heldout: data.heldout.yield },
+    overlap: data.overlap,
+    tokenizer: { vocabSize: tokenizer.vocabSize, sha256, trainSeconds: data.tokenizerSeconds },
     tokensPerTranscript: {
       mean: total / Math.max(1, lengths.length),
       min: Math.min(...lengths),
@@ -109,10 +84,11 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
   };
   writeJsonAtomic(path.join(runDir, 'config.json'), {
     kind: 'demo',
-    seeds: { world: SEED, tasks: SEED },
+    seeds: { world: WORLD_SEED, tasks: WORLD_SEED },
     distractors: 120,
     samplesPerTask: SAMPLES_PER_TASK,
     teacher: 'stub',
+    pool: 'seed',
     taskCounts: report.tasks,
     tokenizer: { sha256, vocabSize: tokenizer.vocabSize },
     sftMaxLen: DEFAULT_MAX_LEN,
@@ -144,7 +120,7 @@ export function formatReport(r: DemoReport): string[] {
     '',
     `Agent Lab demo — run folder ${r.runDir}`,
     `  passages               ${r.passages}`,
-    `  tasks (train)          ${per(r.tasks.train)}`,
+    `  tasks (train)          ${per(r.tasks.train)} (${r.excludedOverlapping} overlapping held-out excluded)`,
     `  tasks (held-out)       ${per(r.tasks.heldout)}`,
     `  teacher yield (train)  ${yieldLine('train')}`,
     `  teacher yield (h-out)  ${yieldLine('heldout')}`,

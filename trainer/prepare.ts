@@ -1,0 +1,96 @@
+// Prepares a run folder's data: the world, the distilled transcripts the run trains on
+// (the training pool minus every task that overlaps the held-out split), the held-out
+// teacher transcripts (for held-out loss and span accuracy), and the tokenizer. Every
+// file is written atomically, so a killed preparation leaves nothing half-written.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
+import { findOverlaps } from '../core/overlap';
+import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJsonText, trainBpe } from '../core/tokenizer';
+import { PoolName, trainingPool } from '../core/trainingPool';
+import type { Task } from '../core/types';
+import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
+
+export const WORLD_SEED = 0;
+export const SAMPLES_PER_TASK = 4;
+
+export interface PreparedData {
+  corpusSize: number;
+  train: { tasks: Task[]; rows: TraceRow[]; excluded: number; yield: Record<string, { kept: number; tasks: number }> };
+  heldout: { tasks: Task[]; rows: TraceRow[]; yield: Record<string, { kept: number; tasks: number }> };
+  overlap: { exact: number; swapped: number };
+  tokenizer: BpeTokenizer;
+  tokenizerSeconds: number;
+}
+
+export const dataFiles = (runDir: string) => ({
+  trainTraces: path.join(runDir, 'data', 'train.traces.jsonl'),
+  heldoutTraces: path.join(runDir, 'data', 'heldout.traces.jsonl'),
+  trainTasks: path.join(runDir, 'data', 'train.tasks.jsonl'),
+  tokenizer: path.join(runDir, 'tokenizer.json'),
+});
+
+/** Builds the default world and distills it with the stub teacher into `runDir`. */
+export function prepareRunData(runDir: string, pool: PoolName, log: (line: string) => void = () => {}): PreparedData {
+  log(`building the world (seed ${WORLD_SEED})`);
+  const corpus = buildCorpus(WORLD_SEED);
+  const split = makeTaskPool(WORLD_SEED);
+  writeJsonlAtomic(path.join(runDir, 'world', 'corpus.jsonl'), corpus.map(passageToRow));
+  writeJsonlAtomic(path.join(runDir, 'world', 'train.jsonl'), split.train.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, 'world', 'heldout.jsonl'), split.heldout.map(taskToRow));
+
+  const training = trainingPool(pool, split.train, split.heldout);
+  log(`distilling with the stub teacher: ${training.tasks.length} training tasks (${pool} pool, ${training.excluded.length} overlapping held-out excluded), ${split.heldout.length} held-out`);
+  const env = new ToolEnv(corpus);
+  const run = (tasks: Task[]) => {
+    const stats: DistillStats = { perKind: {} };
+    const rows = distill(tasks, makeStubTeacher(tasks), env, SAMPLES_PER_TASK, stats);
+    const y: Record<string, { kept: number; tasks: number }> = {};
+    for (const [k, s] of Object.entries(stats.perKind)) y[k] = { kept: s.kept, tasks: s.tasks };
+    return { rows, y };
+  };
+  const tr = run(training.tasks);
+  const he = run(split.heldout);
+  const files = dataFiles(runDir);
+  writeJsonlAtomic(files.trainTraces, tr.rows);
+  writeJsonlAtomic(files.heldoutTraces, he.rows);
+  writeJsonlAtomic(files.trainTasks, training.tasks.map(taskToRow));
+
+  log('training the tokenizer on the world');
+  const t0 = Date.now();
+  // The tokenizer sees the world's text only (passages and teacher transcripts); it is not
+  // a model, and held-out questions cut into rare pieces would only add noise to eval.
+  const tokenizer = trainBpe([...corpus.map((p) => p.text), ...tr.rows.map((r) => r.text), ...he.rows.map((r) => r.text)]);
+  const tokenizerSeconds = (Date.now() - t0) / 1000;
+  writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
+  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  const overlaps = findOverlaps(split.train, split.heldout);
+  return {
+    corpusSize: corpus.length,
+    train: { tasks: training.tasks, rows: tr.rows, excluded: training.excluded.length, yield: tr.y },
+    heldout: { tasks: split.heldout, rows: he.rows, yield: he.y },
+    overlap: { exact: overlaps.exact.length, swapped: overlaps.swapped.length },
+    tokenizer,
+    tokenizerSeconds,
+  };
+}
+
+export function readJsonl<T>(file: string): T[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const out: T[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch (err) {
+      throw new Error(`${file}:${i + 1}: not JSON (${(err as Error).message})`);
+    }
+  });
+  return out;
+}
+
+export function loadTokenizer(runDir: string): BpeTokenizer {
+  const file = dataFiles(runDir).tokenizer;
+  return tokenizerFromJsonText(fs.readFileSync(file, 'utf8'));
+}
