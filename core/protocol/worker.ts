@@ -62,38 +62,41 @@ export function checkJobSpec(v: unknown): string | null {
   return `job.kind must be 'sft' or 'eval', got ${JSON.stringify(v['kind'])}`;
 }
 
-export function parseToWorker(v: unknown): ToWorker | { error: string } {
-  if (!isObj(v)) return { error: 'message must be an object' };
-  if (v['type'] === 'cancel') return { type: 'cancel' };
+/** A validated message, or why it was refused. */
+export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };
+const ok = <T>(message: T): Parsed<T> => ({ ok: true, message });
+const bad = <T>(error: string): Parsed<T> => ({ ok: false, error });
+
+export function parseToWorker(v: unknown): Parsed<ToWorker> {
+  if (!isObj(v)) return bad('message must be an object');
+  if (v['type'] === 'cancel') return ok({ type: 'cancel' });
   if (v['type'] === 'start') {
     const err = checkJobSpec(v['job']);
-    return err ? { error: err } : { type: 'start', job: v['job'] as JobSpec };
+    return err ? bad(err) : ok({ type: 'start', job: v['job'] as JobSpec });
   }
-  return { error: `unknown message type ${JSON.stringify(v['type'])}` };
+  return bad(`unknown message type ${JSON.stringify(v['type'])}`);
 }
 
-export function parseFromWorker(v: unknown): FromWorker | { error: string } {
-  if (!isObj(v) || typeof v['type'] !== 'string') return { error: 'message must be an object with a type' };
+export function parseFromWorker(v: unknown): Parsed<FromWorker> {
+  if (!isObj(v) || typeof v['type'] !== 'string') return bad('message must be an object with a type');
   switch (v['type']) {
     case 'started':
-      return typeof v['backend'] === 'string' && checkJobSpec(v['job']) === null ? (v as FromWorker) : { error: 'bad started' };
+      return typeof v['backend'] === 'string' && checkJobSpec(v['job']) === null ? ok(v as FromWorker) : bad('bad started');
     case 'progress':
       return typeof v['phase'] === 'string' && typeof v['done'] === 'number' && typeof v['total'] === 'number'
-        ? (v as FromWorker)
-        : { error: 'bad progress' };
+        ? ok(v as FromWorker) : bad('bad progress');
     case 'metrics':
-      return isObj(v['record']) ? (v as FromWorker) : { error: 'bad metrics' };
+      return isObj(v['record']) ? ok(v as FromWorker) : bad('bad metrics');
     case 'log':
       return ['info', 'warn', 'error'].includes(v['level'] as string) && typeof v['message'] === 'string'
-        ? (v as FromWorker)
-        : { error: 'bad log' };
+        ? ok(v as FromWorker) : bad('bad log');
     case 'checkpoint':
-      return typeof v['step'] === 'number' && typeof v['path'] === 'string' ? (v as FromWorker) : { error: 'bad checkpoint' };
+      return typeof v['step'] === 'number' && typeof v['path'] === 'string' ? ok(v as FromWorker) : bad('bad checkpoint');
     case 'done':
-      return typeof v['cancelled'] === 'boolean' && isObj(v['summary']) ? (v as FromWorker) : { error: 'bad done' };
+      return typeof v['cancelled'] === 'boolean' && isObj(v['summary']) ? ok(v as FromWorker) : bad('bad done');
     case 'failed':
-      return typeof v['error'] === 'string' ? (v as FromWorker) : { error: 'bad failed' };
+      return typeof v['error'] === 'string' ? ok(v as FromWorker) : bad('bad failed');
     default:
-      return { error: `unknown message type ${JSON.stringify(v['type'])}` };
+      return bad(`unknown message type ${JSON.stringify(v['type'])}`);
   }
 }
