@@ -12,10 +12,17 @@ import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/worl
 import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { writeJsonlAtomic } from '../trainer/files';
 import { runDemo } from './demo';
+import { runTrainCommand, runEvalCommand } from './train';
+import { PRESET_NAMES } from '../trainer/model';
+import { RECIPE_NAMES } from '../trainer/recipes';
+import { BACKEND_CHOICES } from '../trainer/backend';
 
 export class CliError extends Error {}
 
-const COMMANDS: Record<string, CommandSpec & { run: (a: ParsedArgs) => void | Promise<void>; summary: string }> = {
+const COMMANDS: Record<
+  string,
+  CommandSpec & { run: (a: ParsedArgs) => void | Promise<void>; summary: string; subcommands?: readonly string[] }
+> = {
   world: {
     name: 'world',
     summary: 'build the corpus and the task pool and write them as JSONL',
@@ -91,7 +98,128 @@ const COMMANDS: Record<string, CommandSpec & { run: (a: ParsedArgs) => void | Pr
       runDemo({ runDir: a.options['run'] as string | undefined });
     },
   },
+  // ---- the student: training and evaluation (issue 3) -------------------------------------
+  train: {
+    name: 'train',
+    summary: 'train the student: sft (from the run folder\'s data, built with the stub teacher when missing)',
+    usage:
+      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--resume] [--eval-limit N] [--checkpoint-every SECONDS] --run DIR',
+    options: {
+      preset: { kind: 'string', choices: PRESET_NAMES },
+      recipe: { kind: 'string', choices: RECIPE_NAMES },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      minutes: { kind: 'int', min: 1, max: 100000 },
+      steps: { kind: 'int', min: 1, max: 100000000 },
+      resume: { kind: 'flag' },
+      'eval-limit': { kind: 'int', min: 0, max: 100000 },
+      'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
+      run: { kind: 'string', required: true },
+    },
+    positionals: 'none',
+    subcommands: ['sft'],
+    run: cmdTrain,
+  },
+  eval: {
+    name: 'eval',
+    summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
+    usage: 'agent-lab eval --run DIR [--checkpoint latest|step-N] [--split heldout|train] [--limit N] [--backend B] [--json]',
+    options: {
+      run: { kind: 'string', required: true },
+      checkpoint: { kind: 'string' },
+      split: { kind: 'string', choices: ['heldout', 'train'] },
+      limit: { kind: 'int', min: 1, max: 100000 },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      json: { kind: 'flag' },
+    },
+    positionals: 'none',
+    run: cmdEval,
+  },
+  // ---- the language server and its bench (issue 5) ----------------------------------------
+  lsp: {
+    name: 'lsp',
+    summary: 'the language server for transcripts and datasets, over stdin/stdout',
+    usage: 'agent-lab lsp --stdio',
+    options: { stdio: { kind: 'flag' } },
+    positionals: 'none',
+    run: async (a) => {
+      if (!a.options['stdio']) throw new UsageError('the language server speaks over stdio only: pass --stdio');
+      const { runStdioServer } = await import('../language-server/stdio'); // loads the server only here
+      await runStdioServer();
+    },
+  },
+  bench: {
+    name: 'bench',
+    summary: 'benchmarks that print figures (JSON is the last line)',
+    usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N]',
+    options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 } },
+    positionals: 'one-or-more',
+    positionalName: 'TARGET',
+    run: cmdBench,
+  },
+  // ---- end of the language server block -----------------------------------------------------
 };
+
+const BENCH_SPEC: CommandSpec = {
+  name: 'bench',
+  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N]',
+  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 } },
+  positionals: 'none',
+};
+
+/** `bench TARGET [options]`: options may also follow the target (`bench lsp --json`). */
+async function cmdBench(a: ParsedArgs): Promise<void> {
+  const [target, ...rest] = (a.positional ?? '').split(' ');
+  const more = parseArgs(rest, BENCH_SPEC).options;
+  const opt = (k: string): string | number | boolean | undefined => more[k] ?? a.options[k];
+  // ---- bench grammar: the token mask (issue 3) ----
+  if (target === 'grammar') return benchGrammar(opt('json') === true);
+  // ---- end bench grammar ----
+  // ---- bench train: training throughput beside PyTorch (issue 3) ----
+  if (target === 'train') return benchTrain(opt('json') === true, opt('iterations'));
+  // ---- end bench train ----
+  if (target !== 'lsp') throw new UsageError(`unknown bench '${target}': this build has 'lsp', 'grammar', 'train'`);
+  const iterations = opt('iterations');
+  const { formatLspBench, runLspBench } = await import('../bench/lsp');
+  const figures = await runLspBench({
+    large: opt('large') === true,
+    ...(typeof iterations === 'number' ? { iterations } : {}),
+    log: (line) => console.error(line),
+  });
+  if (!opt('json')) for (const line of formatLspBench(figures)) console.log(line);
+  console.log(JSON.stringify(figures));
+}
+
+// ---- bench grammar: the token mask (issue 3) ---------------------------------------------
+/** `bench grammar [--json]`: figures on stdout; with --json the JSON object is the last line. */
+async function benchGrammar(json: boolean): Promise<void> {
+  const { runGrammarBench } = await import('../bench/grammar'); // loads js-tiktoken's ranks only here
+  const result = runGrammarBench({ log: (line) => console.log(line) });
+  if (json) console.log(JSON.stringify(result));
+}
+// ---- end bench grammar ------------------------------------------------------------------
+
+// ---- bench train: training throughput beside PyTorch (issue 3) ----------------------------
+/** `bench train [--json] [--iterations N]`: N = measured steps per side per round (default 8). */
+async function benchTrain(json: boolean, iterations: string | number | boolean | undefined): Promise<void> {
+  const { formatTrainBench, runTrainBench } = await import('../bench/train'); // loads tfjs only here
+  const result = await runTrainBench({
+    ...(typeof iterations === 'number' ? { steps: iterations } : {}),
+    log: (line) => (json ? console.error(line) : console.log(line)),
+  });
+  if (!json) for (const line of formatTrainBench(result)) console.log(line);
+  console.log(JSON.stringify(result));
+}
+// ---- end bench train ----------------------------------------------------------------------
+
+async function cmdTrain(a: ParsedArgs): Promise<void> {
+  if (a.positional !== 'sft') throw new UsageError(`unknown training '${a.positional}': this build has 'sft'`);
+  if (a.options['minutes'] !== undefined && a.options['steps'] !== undefined) throw new UsageError('give --minutes or --steps, not both');
+  await runTrainCommand(a.options);
+}
+
+async function cmdEval(a: ParsedArgs): Promise<void> {
+  await runEvalCommand(a.options);
+}
 
 function usageAll(): string {
   const lines = ['usage: agent-lab <command> [options] [arguments]', '', 'commands:'];
@@ -208,7 +336,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   try {
-    await command.run(parseArgs(rest, command));
+    if (command.subcommands) {
+      // `train sft [options]`: the subcommand comes first, its options after it.
+      const [sub, ...tail] = rest;
+      if (sub === undefined || !command.subcommands.includes(sub)) {
+        throw new UsageError(`'${name}' needs one of: ${command.subcommands.join(', ')}${sub ? ` (got '${sub}')` : ''}`, command.usage);
+      }
+      await command.run({ ...parseArgs(tail, { ...command, positionals: 'none' }), positional: sub });
+    } else {
+      await command.run(parseArgs(rest, command));
+    }
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

@@ -2,13 +2,17 @@
 // `activateXxx(context)` that registers its disposables on the context.
 import * as vscode from 'vscode';
 import { activateDistillCommands } from './distillCommands';
+import { activateLanguageClient } from './languageClient';
 import { activateLog, log } from './log';
+import { activateTraining } from './training';
 import { activateWorldCommands } from './worldCommands';
 
 export function activate(context: vscode.ExtensionContext): void {
   activateLog(context);
   activateWorldCommands(context);
   activateDistillCommands(context);
+  activateLanguageClient(context);
+  activateTraining(context);
   log.info(`Agent Lab ${String(context.extension.packageJSON.version)} activated (${context.extension.extensionPath})`);
 }
 

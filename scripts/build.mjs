@@ -9,6 +9,10 @@ const production = process.argv.includes('--production');
 const nodeTargets = [
   { entryPoints: { cli: 'cli/main.ts' } },
   { entryPoints: { extension: 'extension/extension.ts' }, external: ['vscode'] },
+  // The language server (language-server/server.ts), started by the extension.
+  { entryPoints: { server: 'language-server/server.ts' } },
+  // The training worker process (trainer/worker.ts), forked by the extension by path.
+  { entryPoints: { worker: 'trainer/worker.ts' } },
 ];
 
 // ---- VS Code integration tests (test/vscode tier) -------------------------------------
@@ -25,7 +29,19 @@ nodeTargets.push({
 });
 // ---- end of the VS Code integration tests block ---------------------------------------
 
+// The code version every run folder records: package version + commit (when in git).
+import { readFileSync } from 'node:fs';
+import { execSync } from 'node:child_process';
+const pkgVersion = JSON.parse(readFileSync('package.json', 'utf8')).version;
+let commit = 'unknown';
+try {
+  commit = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+} catch {
+  /* not a git checkout */
+}
+
 const common = {
+  define: { __AGENT_LAB_VERSION__: JSON.stringify(`${pkgVersion}+${commit}`) },
   bundle: true,
   platform: 'node',
   format: 'cjs',
@@ -34,6 +50,9 @@ const common = {
   minify: production,
   outdir: 'dist',
   logLevel: 'warning',
+  // jsonc-parser's "main" is a UMD build whose require('./impl/...') calls esbuild cannot
+  // follow; its ESM build bundles cleanly (the language server uses it).
+  alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
 };
 
 mkdirSync('dist', { recursive: true });

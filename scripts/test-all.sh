@@ -3,7 +3,8 @@
 #   0. install the test tools (Chromium, code-server) idempotently: scripts/setup-vscode-test.sh
 #   1. type check   2. build   3. unit tests (mocha: core, CLI, tokenizer, grammar ...;
 #      the TextMate tests borrow code-server's vscode-textmate)
-#   4. VS Code integration tests in a real VS Code (code-server + Chromium).
+#   4. the language server over stdio and through headless Neovim (test/lsp)
+#   5. VS Code integration tests in a real VS Code (code-server + Chromium).
 # Ends with one line "tests: N passed, N failed[, N skipped]" summed over the tiers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,9 @@ tier setup bash scripts/setup-vscode-test.sh
 tier typecheck npx tsc -p tsconfig.json --noEmit
 tier build node scripts/build.mjs
 tier unit npx mocha
+# The language server over real stdio and through headless Neovim (installed idempotently;
+# without it the Neovim test is reported pending, with the reason).
+tier lsp bash -c 'bash scripts/setup-neovim.sh; AGENT_LAB_SKIP_BUILD=1 exec npx mocha --config test/lsp/.mocharc.json'
 tier vscode env AGENT_LAB_SKIP_BUILD=1 bash scripts/test-vscode.sh
 
 echo

@@ -18,8 +18,13 @@ export interface DecodeSession {
 }
 export interface Policy {
   readonly vocab: number;
+  /** The longest sequence the policy accepts (its context). */
+  readonly maxContext: number;
   newSession(): DecodeSession;
 }
+
+/** The episode no longer fits the policy's context; it ends where it is. */
+class ContextFull extends Error {}
 /** The grammar as a token mask (core/tokenMask's TokenMasker fits). */
 export interface CallMask {
   start(): StateSet;
@@ -65,6 +70,8 @@ export interface Episode {
   solved: boolean;
   steps: number;
   outOfSteps: boolean;
+  /** The episode filled the policy's context and was stopped there. */
+  contextFull: boolean;
   text: string;
   ids: number[];
   /** 1 where the policy sampled the token, 0 where the harness wrote it. */
@@ -99,6 +106,7 @@ export class AgentRuntime {
     const harness = (text: string): void => {
       const piece = this.tokenizer.encode(text);
       if (piece.length === 0) return;
+      if (ids.length + piece.length > this.policy.maxContext) throw new ContextFull();
       ids.push(...piece);
       for (let i = 0; i < piece.length; i++) generated.push(0);
       logits = session.append(piece);
@@ -108,6 +116,7 @@ export class AgentRuntime {
     let answer: string | null = null;
     let steps = 0;
     let outOfSteps = false;
+    let contextFull = false;
     try {
       harness(renderPrompt(task.question, o.systemPrompt));
       for (let s = 0; s < o.maxSteps && answer === null; s++) {
@@ -153,6 +162,10 @@ export class AgentRuntime {
         answer = finalAnswerOf(FORCED_ANSWER_TEXT + turn.text);
         record.push({ kind: 'forced', text: FORCED_ANSWER_TEXT + turn.text, truncated: turn.truncated });
       }
+    } catch (err) {
+      if (!(err instanceof ContextFull)) throw err;
+      contextFull = true;
+      outOfSteps = answer === null;
     } finally {
       session.dispose();
     }
@@ -164,6 +177,7 @@ export class AgentRuntime {
       solved: answer !== null && normalize(answer) === normalize(task.gold),
       steps,
       outOfSteps,
+      contextFull,
       text: this.tokenizer.decode(ids),
       ids,
       generated,
@@ -184,6 +198,8 @@ export class AgentRuntime {
     const turnIds: number[] = [];
     let states: StateSet | null = null; // non-null inside a tool call
     for (let n = 0; n < o.maxTurnTokens; n++) {
+      // Room for this token and, if needed, the <|end|> that closes the turn.
+      if (ids.length + 2 > this.policy.maxContext) throw new ContextFull();
       const logits = Float32Array.from(getLogits());
       if (states !== null && this.mask && o.constrained) this.mask.apply(logits, states);
       else {

@@ -52,7 +52,8 @@ export function tokenizeTrace(text: string, tok: BpeTokenizer): TokenizedTrace {
   let at = 0;
   for (const [piece] of segment(text)) {
     for (const id of tok.encode(piece)) {
-      const len = tok.tokenBytes(id)!.length;
+      // Specials have no byte symbols; their length is that of their literal text.
+      const len = tok.tokenBytes(id)?.length ?? new TextEncoder().encode(tok.decode([id])).length;
       // A token takes its first byte's kind; copy if any of its bytes is copied.
       kinds.push(byteKind[at]!);
       let c = 0;

@@ -15,6 +15,8 @@ export interface SftJobSpec {
   steps?: number;
   minutes?: number;
   resume?: boolean;
+  /** Held-out tasks per accuracy point during training (default all 50). */
+  evalLimit?: number;
 }
 export interface EvalJobSpec {
   kind: 'eval';
@@ -49,7 +51,7 @@ export function checkJobSpec(v: unknown): string | null {
   if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
   if (v['kind'] === 'sft') {
     for (const k of ['preset', 'recipe', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
-    for (const k of ['steps', 'minutes']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
+    for (const k of ['steps', 'minutes', 'evalLimit']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
     if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
     return null;
   }

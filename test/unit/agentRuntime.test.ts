@@ -19,6 +19,7 @@ const traces = distill(pool.heldout, makeStubTeacher(pool.heldout), env, 1);
 function scriptedPolicy(next: (history: readonly number[]) => number, vocab = tok.vocabSize): Policy {
   return {
     vocab,
+    maxContext: 4096,
     newSession(): DecodeSession {
       const history: number[] = [];
       return {
@@ -88,6 +89,7 @@ describe('agent runtime', () => {
     const want = encodeWithMask(row.text, tok).ids;
     const policy: Policy = {
       vocab: tok.vocabSize,
+    maxContext: 4096,
       newSession() {
         const history: number[] = [];
         return {

@@ -21,6 +21,7 @@ function replayPolicy(tasks: readonly Task[], teacher: Teacher): Policy {
   for (const t of tasks) scripts.set(t.question, encodeWithMask(rollout(t, teacher, env).transcript, tok).ids);
   return {
     vocab: tok.vocabSize,
+    maxContext: 4096,
     newSession(): DecodeSession {
       const history: number[] = [];
       let script: number[] | undefined;

@@ -1,0 +1,118 @@
+// `agent-lab train sft` and `agent-lab eval`: the worker's jobs, run in-process with the
+// progress on stderr. Ctrl-C stops after the current step with a checkpoint (a second
+// Ctrl-C exits at once; the last complete checkpoint is still there).
+import { UsageError } from './args';
+import { runJob, type JobHooks } from '../trainer/jobs';
+import { UserError, runSft } from '../trainer/sft';
+
+type Options = Record<string, string | number | boolean | undefined>;
+
+export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
+  let cancelled = false;
+  let lastProgress = 0;
+  return {
+    cancel: () => (cancelled = true),
+    started: (backend) => console.error(`[agent-lab] backend ${backend}`),
+    progress: (phase, done, total, message) => {
+      const now = Date.now();
+      if (quiet || (now - lastProgress < 2000 && done < total)) return;
+      lastProgress = now;
+      console.error(`[agent-lab] ${phase} ${done}/${total}${message ? `  ${message}` : ''}`);
+    },
+    metrics: () => {},
+    log: (level, message) => console.error(`[agent-lab]${level === 'info' ? '' : ` ${level}:`} ${message}`),
+    checkpoint: (step, path) => console.error(`[agent-lab] checkpoint step ${step}: ${path}`),
+    isCancelled: () => cancelled,
+  };
+}
+
+async function withSigint<T>(hooks: { cancel(): void }, work: () => Promise<T>): Promise<T> {
+  let count = 0;
+  const onSigint = (): void => {
+    count++;
+    if (count > 1) process.exit(130);
+    console.error('[agent-lab] stopping after the current step (Ctrl-C again to quit now)');
+    hooks.cancel();
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof UserError) throw new UsageError(err.message);
+    throw err;
+  } finally {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+  }
+}
+
+export async function runTrainCommand(o: Options): Promise<void> {
+  const hooks = trainJobHooks();
+  const result = await withSigint(hooks, () =>
+    runSft(
+      {
+        runDir: o['run'] as string,
+        ...(o['preset'] !== undefined ? { preset: o['preset'] as string } : {}),
+        ...(o['recipe'] !== undefined ? { recipe: o['recipe'] as string } : {}),
+        ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
+        ...(o['steps'] !== undefined ? { steps: o['steps'] as number } : {}),
+        ...(o['minutes'] !== undefined ? { minutes: o['minutes'] as number } : {}),
+        ...(o['resume'] ? { resume: true } : {}),
+        ...(o['eval-limit'] !== undefined ? { evalLimit: o['eval-limit'] as number } : {}),
+        ...(o['checkpoint-every'] !== undefined ? { checkpointEverySeconds: o['checkpoint-every'] as number } : {}),
+      },
+      hooks,
+    ),
+  );
+  const s = result.summary;
+  console.log(
+    `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
+      (s['heldout_accuracy'] !== undefined ? `; held-out exact match ${(100 * Number(s['heldout_accuracy'])).toFixed(1)}%` : ''),
+  );
+  console.log(JSON.stringify(s));
+}
+
+export async function runEvalCommand(o: Options): Promise<void> {
+  const hooks = trainJobHooks(Boolean(o['json']));
+  const result = await withSigint(hooks, () =>
+    runJob(
+      {
+        kind: 'eval',
+        runDir: o['run'] as string,
+        split: ((o['split'] as string | undefined) ?? 'heldout') as 'heldout' | 'train',
+        ...(o['checkpoint'] !== undefined ? { checkpoint: o['checkpoint'] as string } : {}),
+        ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
+        ...(o['limit'] !== undefined ? { limit: o['limit'] as number } : {}),
+      },
+      hooks,
+    ),
+  );
+  const s = result.summary as {
+    accuracy: number;
+    n: number;
+    by_kind: Record<string, { n: number; accuracy: number }>;
+    failures: Record<string, number>;
+    span_accuracy: Record<string, number>;
+    contaminated: number;
+    steps_mean: number;
+  };
+  if (!o['json']) {
+    console.log(`exact match ${(100 * s.accuracy).toFixed(1)}% on ${s.n} tasks (mean ${s.steps_mean.toFixed(2)} steps)`);
+    for (const [k, v] of Object.entries(s.by_kind)) console.log(`  ${k.padEnd(8)} ${(100 * v.accuracy).toFixed(1)}% of ${v.n}`);
+    console.log(`  failures: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    console.log(`  teacher-forced span accuracy: ${Object.entries(s.span_accuracy).map(([k, v]) => `${k} ${(100 * v).toFixed(1)}%`).join(', ')}`);
+    console.log(`  contaminated: ${s.contaminated}`);
+  }
+  console.log(
+    JSON.stringify({
+      accuracy: s.accuracy,
+      n: s.n,
+      by_kind: s.by_kind,
+      failures: s.failures,
+      span_accuracy: s.span_accuracy,
+      contaminated: s.contaminated,
+      steps_mean: s.steps_mean,
+    }),
+  );
+}

@@ -1,0 +1,78 @@
+// The language client: starts dist/server.js (the same server as `agent-lab lsp --stdio`)
+// for transcripts, datasets and any JSONL file (the server decides by glob, run folder or
+// content whether a JSONL file is a dataset, and says so; the client then switches the
+// document's language to agent-dataset). Settings: agentLab.datasetGlobs,
+// agentLab.tokenizerPath, agentLab.trace.server.
+import * as vscode from 'vscode';
+import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import {
+  DatasetRecognizedNotification,
+  LossMaskParams,
+  LossMaskRequest,
+  LossMaskResult,
+  isDatasetRecognizedParams,
+  isLossMaskResult,
+} from '../core/protocol/lsp';
+import { log } from './log';
+
+let client: LanguageClient | undefined;
+
+/** The running client (for features that send custom requests, e.g. the loss-mask panel). */
+export function languageClient(): LanguageClient | undefined {
+  return client;
+}
+
+/** agentLab/lossMask through the running client; the result is validated. */
+export async function requestLossMask(params: LossMaskParams): Promise<LossMaskResult> {
+  if (!client) throw new Error('the Agent Lab language server is not running');
+  const result: unknown = await client.sendRequest(LossMaskRequest.method, params);
+  if (!isLossMaskResult(result)) throw new Error(`${LossMaskRequest.method}: the server answered with an unexpected shape`);
+  return result;
+}
+
+export function activateLanguageClient(context: vscode.ExtensionContext): void {
+  const module = context.asAbsolutePath('dist/server.js');
+  const serverOptions: ServerOptions = {
+    run: { module, transport: TransportKind.ipc },
+    debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6009'] } },
+  };
+  const settings = (): Record<string, unknown> => {
+    const c = vscode.workspace.getConfiguration('agentLab');
+    return { datasetGlobs: c.get<string[]>('datasetGlobs'), tokenizerPath: c.get<string>('tokenizerPath') ?? '' };
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { language: 'agent-transcript' },
+      { language: 'agent-dataset' },
+      { scheme: 'file', pattern: '**/*.jsonl' },
+      { scheme: 'untitled', language: 'agent-transcript' },
+    ],
+    initializationOptions: { settings: settings() },
+    synchronize: { configurationSection: 'agentLab' },
+    outputChannelName: 'Agent Lab Language Server',
+  };
+  client = new LanguageClient('agentLab', 'Agent Lab Language Server', serverOptions, clientOptions);
+  const c = client;
+  context.subscriptions.push({
+    dispose: () => {
+      client = undefined;
+      void c.stop().catch(() => undefined);
+    },
+  });
+  c.start().then(
+    () => {
+      log.info('language server started');
+      context.subscriptions.push(
+        c.onNotification(DatasetRecognizedNotification.method, async (p: unknown) => {
+          if (!isDatasetRecognizedParams(p)) return;
+          const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === p.uri);
+          if (doc && doc.languageId !== 'agent-dataset') {
+            log.info(`${doc.uri.fsPath}: a dataset (${p.reason}); switching its language to agent-dataset`);
+            await vscode.languages.setTextDocumentLanguage(doc, 'agent-dataset');
+          }
+        }),
+      );
+    },
+    (err: unknown) => log.error('the language server failed to start', err),
+  );
+}

@@ -1,0 +1,75 @@
+// Completion: the nine special tokens (replacing a partly typed `<|...`), and tool-call
+// skeletons built from the tools' MCP `inputSchema`s in the canonical spelling, as
+// snippets whose placeholders are the arguments.
+import { CompletionItem, CompletionItemKind, InsertTextFormat, MarkupKind } from 'vscode-languageserver';
+import { END, SPECIAL_TOKENS, TOOL_CALL } from '../../core/wire';
+import { turnAt } from '../analysis/transcript';
+import { AGENT_TOOLS, skeleton } from '../analysis/toolSchemas';
+import type { Unit } from '../documents';
+
+const SPECIAL_DOCS: Record<string, string> = {
+  '<|bos|>': 'beginning of sequence (not used inside transcripts)',
+  '<|eos|>': 'end of sequence (not used inside transcripts)',
+  '<|pad|>': 'padding (never in a transcript)',
+  '<|end|>': 'closes a turn; after an assistant turn it is supervised (the model learns to stop)',
+  '<|system|>': 'opens the system prompt (masked)',
+  '<|user|>': "opens the user's question (masked)",
+  '<|assistant|>': 'opens an assistant turn: the marker is masked, the content supervised',
+  '<|tool_call|>': 'starts a tool call inside an assistant turn (supervised)',
+  '<|tool_result|>': "opens a tool's observation (masked)",
+};
+
+const snippetEscape = (s: string): string => s.replace(/[\\$}]/g, '\\$&');
+
+export function completionsAt(unit: Unit, offset: number): CompletionItem[] {
+  const a = unit.analysis;
+  const before = a.text.slice(Math.max(0, offset - 30), offset);
+  const m = /<\|?[A-Za-z_]*\|?$/.exec(before);
+  const prefixLen = m ? m[0].length : 0;
+  const range = unit.toRange(offset - prefixLen, offset);
+  const items: CompletionItem[] = [];
+  SPECIAL_TOKENS.forEach((tok, i) => {
+    items.push({
+      label: tok,
+      kind: CompletionItemKind.Keyword,
+      detail: 'special token',
+      documentation: SPECIAL_DOCS[tok] ?? '',
+      sortText: `0${i}`,
+      filterText: tok,
+      textEdit: { range, newText: unit.escape(tok) },
+    });
+  });
+  // Tool-call skeletons inside an assistant turn (or anywhere the turn is still open).
+  const turn = turnAt(a, Math.max(0, offset - 1)) ?? turnAt(a, offset);
+  const afterCallMarker = a.text.slice(0, offset).endsWith(TOOL_CALL);
+  if (turn === null || turn.role === 'assistant') {
+    AGENT_TOOLS.forEach((tool, i) => {
+      const sk = skeleton(tool);
+      // Snippet text: literal pieces escaped for the document, then for the snippet syntax.
+      let snippet = '';
+      let at = 0;
+      sk.holes.forEach(([s, e], h) => {
+        snippet += snippetEscape(unit.escape(sk.body.slice(at, s)));
+        snippet += `\${${h + 1}:${snippetEscape(unit.escape(sk.body.slice(s, e)))}}`;
+        at = e;
+      });
+      snippet += snippetEscape(unit.escape(sk.body.slice(at)));
+      const lead = afterCallMarker ? '' : snippetEscape(unit.escape(TOOL_CALL));
+      const full = `${lead}${snippet}${snippetEscape(unit.escape(END))}$0`;
+      items.push({
+        label: `${tool.name} call`,
+        kind: CompletionItemKind.Snippet,
+        detail: `${TOOL_CALL}${sk.body}${END}`,
+        documentation: {
+          kind: MarkupKind.Markdown,
+          value: `${tool.description}\n\nCanonical spelling (key order tool, args; separators \`, \` and \`: \`), from the tool's \`inputSchema\`:\n\n\`\`\`json\n${JSON.stringify(tool.inputSchema, null, 2)}\n\`\`\``,
+        },
+        sortText: `1${i}`,
+        filterText: afterCallMarker ? `${tool.name}` : `${TOOL_CALL}${tool.name}`,
+        insertTextFormat: InsertTextFormat.Snippet,
+        textEdit: { range, newText: full },
+      });
+    });
+  }
+  return items;
+}

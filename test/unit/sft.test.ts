@@ -1,0 +1,112 @@
+// SFT end to end on the real model (tiny preset, wasm): the loss falls, metrics lines and
+// checkpoints are written; a run killed with SIGKILL mid-training (plus a torn last
+// metrics line) resumes from its last checkpoint with the same metrics file.
+import * as assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { repoRoot } from '../support/reference';
+
+const bin = path.join(repoRoot, 'bin', 'agent-lab');
+
+function metricsLines(runDir: string): Record<string, unknown>[] {
+  const text = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8');
+  assert.ok(text.endsWith('\n'), 'metrics.jsonl ends with a complete line');
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('SFT training (CLI, tiny preset)', function () {
+  this.timeout(300_000);
+  let tmp: string;
+  before(() => {
+    const b = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(b.status, 0, b.stderr);
+    tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-sft-'));
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('trains: the loss falls, every step is a metrics line, the last step is checkpointed', () => {
+    const run = path.join(tmp, 'short');
+    const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '40', '--recipe', 'plain', '--eval-limit', '0', '--run', run], {
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = metricsLines(run).filter((l) => l['phase'] === 'sft');
+    assert.deepEqual(
+      lines.map((l) => l['step']),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
+    for (const l of lines) for (const k of ['loss', 'sup_acc', 'lr', 'tokens_per_s', 'grad_norm', 'time']) assert.equal(typeof l[k], 'number', k);
+    const first = lines.slice(0, 5).reduce((a, l) => a + (l['loss'] as number), 0) / 5;
+    const last = lines.slice(-5).reduce((a, l) => a + (l['loss'] as number), 0) / 5;
+    assert.ok(last < first * 0.7, `loss fell: ${first.toFixed(3)} -> ${last.toFixed(3)}`);
+    assert.equal(readFileSync(path.join(run, 'checkpoints', 'latest'), 'utf8').trim(), 'step-40');
+    const config = JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8'));
+    assert.equal(config.preset, 'tiny');
+    assert.equal(config.recipe.name, 'plain');
+    assert.match(config.tokenizer.sha256, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(['wasm', 'cpu', 'tfjs-node', 'tfjs-node-gpu'].includes(config.backend.used));
+  });
+
+  it('a run killed mid-training resumes from its last checkpoint; every metrics line parses', async () => {
+    const run = path.join(tmp, 'killed');
+    const args = [bin, 'train', 'sft', '--steps', '60', '--eval-limit', '0', '--checkpoint-every', '0', '--run', run];
+    const child = spawn(process.execPath, args, { stdio: 'ignore' });
+    // Wait for a few checkpoints, then kill without warning.
+    const latest = path.join(run, 'checkpoints', 'latest');
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const step = existsSync(latest) ? Number(readFileSync(latest, 'utf8').trim().slice('step-'.length)) : 0;
+      if (step >= 8) break;
+      assert.ok(Date.now() < deadline, 'no checkpoint appeared');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const checkpointed = Number(readFileSync(latest, 'utf8').trim().slice('step-'.length));
+    // A crash mid-write leaves a torn last line; the resume must cut it.
+    appendFileSync(path.join(run, 'metrics.jsonl'), '{"phase": "sft", "step": 99');
+
+    const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--resume', '--eval-limit', '0', '--run', run], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`resumed from step ${checkpointed}`));
+    const lines = metricsLines(run); // throws if any line does not parse
+    const resume = lines.findIndex((l) => l['event'] === 'resume');
+    assert.ok(resume > 0, 'a resume marker');
+    assert.equal(lines[resume]!['step'], checkpointed);
+    const after = lines.slice(resume + 1).filter((l) => l['phase'] === 'sft');
+    assert.equal(after[0]!['step'], checkpointed + 1, 'training continues at the step after the checkpoint');
+    assert.equal(after[after.length - 1]!['step'], 60);
+    assert.equal(readFileSync(latest, 'utf8').trim(), 'step-60');
+  });
+
+  it('refuses to overwrite a run, and to resume a folder without one (exit 2, clear message)', () => {
+    const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '5', '--run', path.join(tmp, 'short')], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /already holds an SFT run; pass --resume/);
+    const r2 = spawnSync(process.execPath, [bin, 'train', 'sft', '--resume', '--run', path.join(tmp, 'nothing')], { encoding: 'utf8' });
+    assert.equal(r2.status, 2);
+    assert.match(r2.stderr, /has no SFT run to resume/);
+  });
+
+  it('eval --json prints the summary contract as its last line and saves every trajectory', () => {
+    const run = path.join(tmp, 'short');
+    const r = spawnSync(process.execPath, [bin, 'eval', '--run', run, '--split', 'heldout', '--limit', '4', '--json'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const last = JSON.parse(r.stdout.trim().split('\n').pop()!);
+    assert.deepEqual(Object.keys(last).slice(0, 6), ['accuracy', 'n', 'by_kind', 'failures', 'span_accuracy', 'contaminated']);
+    assert.equal(last.n, 4);
+    assert.equal(last.contaminated, 0);
+    for (const k of ['thought', 'query', 'expr', 'answer']) assert.equal(typeof last.span_accuracy[k], 'number', k);
+    const rows = readFileSync(path.join(run, 'eval', 'heldout.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(rows.length, 4);
+    for (const row of rows) {
+      assert.deepEqual(Object.keys(row).slice(0, 9), ['question', 'gold', 'answer', 'solved', 'kind', 'failure', 'steps', 'reward', 'text']);
+      assert.ok(row.text.startsWith('<|system|>'));
+    }
+  });
+});

@@ -1,0 +1,104 @@
+// The jobs the worker process (and the CLI, in-process) runs: SFT training and evaluation.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { JobSpec } from '../core/protocol/worker';
+import { overlapKey } from '../core/overlap';
+import { makeTaskPool } from '../core/world';
+import { BackendAsk, initBackend } from './backend';
+import { loadCheckpoint } from './checkpoint';
+import { tokenizeTrace, toExample, type TrainExample } from './data';
+import { writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
+import { ModelConfig, StackModel } from './model';
+import { dataFiles, loadTokenizer, readJsonl } from './prepare';
+import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
+import { JobHooks, UserError, evaluateModel, loadTasks, runSft } from './sft';
+
+export type { JobHooks } from './sft';
+
+export interface JobResult {
+  cancelled: boolean;
+  summary: Record<string, unknown>;
+}
+
+export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult> {
+  if (spec.kind === 'sft') {
+    return runSft(
+      {
+        runDir: spec.runDir,
+        ...(spec.preset !== undefined ? { preset: spec.preset } : {}),
+        ...(spec.recipe !== undefined ? { recipe: spec.recipe } : {}),
+        ...(spec.backend !== undefined ? { backend: spec.backend } : {}),
+        ...(spec.steps !== undefined ? { steps: spec.steps } : {}),
+        ...(spec.minutes !== undefined ? { minutes: spec.minutes } : {}),
+        ...(spec.resume !== undefined ? { resume: spec.resume } : {}),
+        ...(spec.evalLimit !== undefined ? { evalLimit: spec.evalLimit } : {}),
+      },
+      hooks,
+    );
+  }
+  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks);
+}
+
+export async function runEval(
+  runDirArg: string,
+  split: 'heldout' | 'train',
+  which: string,
+  backendAsk: string,
+  limit: number | undefined,
+  hooks: JobHooks,
+): Promise<JobResult> {
+  const runDir = path.resolve(runDirArg);
+  const configFile = path.join(runDir, CONFIG_FILE);
+  if (!fs.existsSync(configFile)) throw new UserError(`${runDir} is not a run folder (no ${CONFIG_FILE})`);
+  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { kind?: string; model?: ModelConfig };
+  if (!config.model) throw new UserError(`${configFile} describes no trained model (kind ${config.kind ?? 'unknown'}); train one first`);
+  let backend;
+  try {
+    backend = await initBackend(backendAsk as BackendAsk);
+  } catch (err) {
+    throw new UserError((err as Error).message);
+  }
+  hooks.started(backend.used);
+  let ck;
+  try {
+    ck = loadCheckpoint(runDir, which);
+  } catch (err) {
+    throw new UserError(`cannot load checkpoint '${which}' of ${runDir}: ${(err as Error).message}`);
+  }
+  const tokenizer = loadTokenizer(runDir);
+  const model = StackModel.fromWeights(config.model, ck.weights);
+  try {
+    const files = dataFiles(runDir);
+    const pool = makeTaskPool(0);
+    const tasks = (split === 'heldout' ? pool.heldout : fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : pool.train).slice(
+      0,
+      limit ?? undefined,
+    );
+    const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : pool.train;
+    const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
+    const traces = fs.existsSync(traceFile) ? readJsonl<{ text: string }>(traceFile) : [];
+    const spanExamples = traces
+      .slice(0, limit ?? undefined)
+      .map((r) => toExample(tokenizeTrace(r.text, tokenizer), config.model!.maxSeq, { copyWeight: 1 }))
+      .filter((e): e is TrainExample => e !== null);
+    const { rows, summary } = evaluateModel(model, tokenizer, tasks, split, new Set(trainingTasks.map(overlapKey)), spanExamples, hooks);
+    writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
+    writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), summary);
+    const metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));
+    const rec = {
+      phase: 'eval' as const,
+      step: ck.step,
+      time: Number((ck.extra['trainer_state'] as { elapsed?: number } | undefined)?.elapsed ?? 0),
+      split,
+      accuracy: summary.accuracy,
+      by_kind: summary.by_kind,
+      checkpoint: which,
+    };
+    metrics.append(rec);
+    metrics.close();
+    hooks.metrics(rec);
+    return { cancelled: hooks.isCancelled(), summary: { ...summary, checkpoint: which, step: ck.step } };
+  } finally {
+    model.dispose();
+  }
+}

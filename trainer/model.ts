@@ -1,0 +1,1117 @@
+// The "Stack" transformer: a decoder-only language model in TensorFlow.js.
+//
+// Architecture: token embedding tied with the output head; per layer a pre-norm RMSNorm,
+// grouped-query causal self-attention with RoPE, a residual add, a pre-norm RMSNorm, a
+// SwiGLU MLP, a residual add; a final RMSNorm; no biases anywhere.
+//
+// Conventions (the checkpoint format documents the same; see trainer/checkpoint.ts):
+// - Weights are stored [in, out] (y = x @ W). Parameter names and shapes:
+//     tok_embeddings            [vocab, d]        rows are tokens; the head is h @ tok_embeddings^T
+//     layers.{i}.attn_norm      [d]
+//     layers.{i}.wqkv           [d, (heads + 2*kvHeads) * headDim]   columns: q heads, k heads, v heads
+//     layers.{i}.wo             [heads * headDim, d]
+//     layers.{i}.mlp_norm       [d]
+//     layers.{i}.w_gate         [d, mlp]          SwiGLU: (silu(h @ w_gate) * (h @ w_up)) @ w_down
+//     layers.{i}.w_up           [d, mlp]
+//     layers.{i}.w_down         [mlp, d]
+//     final_norm                [d]
+// - RMSNorm: x * rsqrt(mean(x^2) + 1e-5) * g.
+// - RoPE, "rotate half" (GPT-NeoX / Llama layout): per head, x' = x*cos + rot(x)*sin with
+//   rot([x1, x2]) = [-x2, x1], angle(pos, j) = pos * base^(-2(j mod hd/2)/hd); position =
+//   index in the sequence (0-based). Applied to q and k; the 1/sqrt(hd) score scale is
+//   folded into q's tables.
+// - Query head h reads key/value head floor(h / (heads / kvHeads)).
+// - Causal: position t attends to positions <= t of its own row only.
+//
+// Speed (wasm): the tfjs wasm backend is fast only for plain 2-D, non-transposed matMul
+// (XNNPACK); transposed or batched matMuls take a scalar fallback ~10x slower, and some
+// gradients are missing. So this model does not use tfjs autodiff: `lossAndGrads` runs a
+// hand-written backward pass in which every matMul is 2-D and non-transposed (transposed
+// operands are materialised with cheap transposes, attention runs per row and head),
+// embedding rows and the supervised rows of the head are gathered in JS, and the
+// softmax/cross-entropy of the head is finished in JS. The backward pass is checked against
+// tfjs autodiff of a plain implementation and against finite differences
+// (test/unit/model.test.ts). On native backends (tfjs-node) the same code runs with tensor
+// ops instead of the JS shortcuts.
+import * as tf from '@tensorflow/tfjs-core';
+import { isLocalBackend } from './backend';
+
+let shortcutsOverride: boolean | null = null;
+/**
+ * Tests: force (true) or forbid (false) the JS shortcuts (embedding/row gathers and the
+ * loss in JS) regardless of the backend; null restores the default (on for wasm and cpu).
+ */
+export function setJsShortcuts(on: boolean | null): void {
+  shortcutsOverride = on;
+}
+function useJs(): boolean {
+  return shortcutsOverride ?? isLocalBackend();
+}
+
+export interface ModelConfig {
+  /** Embedding rows (the tokenizer's vocabulary size, or that padded up; see padVocabTo). */
+  vocab: number;
+  dModel: number;
+  layers: number;
+  /** Query heads; head dim = dModel / heads. */
+  heads: number;
+  /** Key/value heads (grouped-query attention); divides `heads`. */
+  kvHeads: number;
+  /** SwiGLU inner size. */
+  mlp: number;
+  /** Context length (the longest sequence the model accepts). */
+  maxSeq: number;
+  /** RoPE base. */
+  ropeBase: number;
+}
+
+export type PresetName = 'tiny' | 'small' | 'long' | 'stack-100m';
+export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'long', 'stack-100m'];
+
+export interface Preset {
+  /** Model dimensions; the vocabulary comes from the tokenizer (padded up to padVocabTo). */
+  model: Omit<ModelConfig, 'vocab'> & { padVocabTo?: number };
+  /** Sequences per optimiser step. */
+  batch: number;
+  /** Peak learning rate (AdamW). */
+  lr: number;
+  /** Default training budget in minutes (wall clock). */
+  minutes: number;
+  betas: [number, number];
+  weightDecay: number;
+  /** Global gradient-norm clip. */
+  clip: number;
+  warmupSteps: number;
+  /** Cosine decay ends at lr * minLrRatio. */
+  minLrRatio: number;
+  /** Where the preset is meant to run. */
+  device: 'cpu' | 'gpu';
+  summary: string;
+}
+
+export const PRESETS: Record<PresetName, Preset> = {
+  tiny: {
+    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 4e-3,
+    minutes: 12,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 50,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: '~465k parameters at vocab 748: the calibration that learned best on 2 CPU cores (PyTorch, 12 minutes)',
+  },
+  small: {
+    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 3e-3,
+    minutes: 20,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 50,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: '~1.3M parameters: more capacity, fewer steps per minute',
+  },
+  long: {
+    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 4e-3,
+    minutes: 60,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 100,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: "~650k parameters (tiny's width, one more layer) for a 60-minute CPU budget",
+  },
+  'stack-100m': {
+    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768 },
+    batch: 8,
+    lr: 6e-4,
+    minutes: 120,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 200,
+    minLrRatio: 0.1,
+    device: 'gpu',
+    summary: "the seed's ~101M-parameter Stack (d 512, 30 layers, 8 q / 2 kv heads, head 64): for a GPU",
+  },
+};
+
+/** The ModelConfig of a preset for a tokenizer of `vocab` tokens (padded up when the preset says so). */
+export function presetConfig(name: PresetName, vocab: number): ModelConfig {
+  const p = PRESETS[name];
+  if (!p) throw new Error(`unknown preset '${name}' (known: ${PRESET_NAMES.join(', ')})`);
+  const { padVocabTo, ...dims } = p.model;
+  return { vocab: padVocabTo !== undefined ? Math.max(vocab, padVocabTo) : vocab, ...dims };
+}
+
+export function validateConfig(cfg: ModelConfig): void {
+  const ints: (keyof ModelConfig)[] = ['vocab', 'dModel', 'layers', 'heads', 'kvHeads', 'mlp', 'maxSeq'];
+  for (const k of ints) {
+    if (!Number.isInteger(cfg[k]) || cfg[k] < 1) throw new Error(`model config: ${k} must be a positive integer (got ${cfg[k]})`);
+  }
+  if (cfg.dModel % cfg.heads !== 0) throw new Error(`model config: dModel ${cfg.dModel} is not a multiple of heads ${cfg.heads}`);
+  if (cfg.heads % cfg.kvHeads !== 0) throw new Error(`model config: heads ${cfg.heads} is not a multiple of kvHeads ${cfg.kvHeads}`);
+  if ((cfg.dModel / cfg.heads) % 2 !== 0) throw new Error('model config: the head dim must be even (RoPE)');
+  if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');
+}
+
+/** Parameter names and shapes, in the canonical order (checkpoints and flat buffers use it). */
+export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[] {
+  const hd = cfg.dModel / cfg.heads;
+  const d = cfg.dModel;
+  const specs: { name: string; shape: number[] }[] = [{ name: 'tok_embeddings', shape: [cfg.vocab, d] }];
+  for (let i = 0; i < cfg.layers; i++) {
+    specs.push(
+      { name: `layers.${i}.attn_norm`, shape: [d] },
+      { name: `layers.${i}.wqkv`, shape: [d, (cfg.heads + 2 * cfg.kvHeads) * hd] },
+      { name: `layers.${i}.wo`, shape: [cfg.heads * hd, d] },
+      { name: `layers.${i}.mlp_norm`, shape: [d] },
+      { name: `layers.${i}.w_gate`, shape: [d, cfg.mlp] },
+      { name: `layers.${i}.w_up`, shape: [d, cfg.mlp] },
+      { name: `layers.${i}.w_down`, shape: [cfg.mlp, d] },
+    );
+  }
+  specs.push({ name: 'final_norm', shape: [d] });
+  return specs;
+}
+
+export function countParams(cfg: ModelConfig): number {
+  return paramSpecs(cfg).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+}
+
+/** Label value of a position that is not a loss target. */
+export const IGNORE = -100;
+
+/**
+ * A batch of `batch` rows of `seq` positions, row-major. labels[t] is the target token for
+ * the input at t (already shifted), IGNORE (-100) where masked. weights (optional) is a
+ * per-position loss weight (default 1). Positions after the last supervised one of every
+ * row are not computed (causality makes them irrelevant to the loss).
+ */
+export interface Batch {
+  inputIds: Int32Array;
+  labels: Int32Array;
+  weights?: Float32Array | undefined;
+  batch: number;
+  seq: number;
+}
+
+export interface LossStats {
+  /** sum(w * CE) / sum(w) over supervised positions (0 when there are none). */
+  loss: number;
+  /** sum(w * CE): add these over shards, then divide by the summed weightSum. */
+  lossSum: number;
+  /** sum(w) over supervised positions. */
+  weightSum: number;
+  /** Unweighted sum of CE over supervised positions (a plain token loss: ceSum / supervised). */
+  ceSum: number;
+  /** Supervised positions whose argmax equals the label. */
+  correct: number;
+  /** Positions with a label (label != -100). */
+  supervised: number;
+}
+
+/** Gradients by parameter name (same shapes as the weights). The caller disposes them. */
+export type Grads = Map<string, tf.Tensor>;
+
+export interface EvalResult extends LossStats {
+  /** argmax token at every position (batch*seq), when asked. */
+  argmax?: Int32Array;
+}
+
+const NORM_EPS = 1e-5;
+const MASK_NEG = -1e9;
+
+/** Deterministic PRNG (mulberry32) and a normal sampler, so init is the same on every backend. */
+export function makeRng(seed: number): { uniform: () => number; normal: () => number } {
+  let a = seed >>> 0;
+  const uniform = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  let spare: number | null = null;
+  const normal = (): number => {
+    if (spare !== null) {
+      const s = spare;
+      spare = null;
+      return s;
+    }
+    let u = 0;
+    while (u === 0) u = uniform();
+    const v = uniform();
+    const r = Math.sqrt(-2 * Math.log(u));
+    spare = r * Math.sin(2 * Math.PI * v);
+    return r * Math.cos(2 * Math.PI * v);
+  };
+  return { uniform, normal };
+}
+
+/**
+ * A key/value cache for incremental decoding of one sequence. Holds, per layer, the keys
+ * (after RoPE) transposed, [kvHeads*headDim, length], and the values, [length,
+ * kvHeads*headDim]. `clone()` copies it (e.g. to branch several samples from one prompt).
+ */
+export class KvCache {
+  length = 0;
+  kT: (tf.Tensor2D | null)[];
+  v: (tf.Tensor2D | null)[];
+  constructor(layers: number) {
+    this.kT = new Array<tf.Tensor2D | null>(layers).fill(null);
+    this.v = new Array<tf.Tensor2D | null>(layers).fill(null);
+  }
+  clone(): KvCache {
+    const c = new KvCache(this.kT.length);
+    c.length = this.length;
+    c.kT = this.kT.map((t) => (t ? tf.keep(tf.clone(t)) : null));
+    c.v = this.v.map((t) => (t ? tf.keep(tf.clone(t)) : null));
+    return c;
+  }
+  dispose(): void {
+    for (const t of [...this.kT, ...this.v]) t?.dispose();
+    this.kT.fill(null);
+    this.v.fill(null);
+    this.length = 0;
+  }
+}
+
+interface NormSave {
+  xhat: tf.Tensor2D;
+  r: tf.Tensor2D;
+}
+
+/** Per row of the batch: what the attention backward needs. */
+interface RowSave {
+  /** [(H+K)*hd, T]: q and k after RoPE, transposed (query rows scaled by 1/sqrt(hd)). */
+  qkT: tf.Tensor2D;
+  /** [K*hd, T]: values, transposed. */
+  vT: tf.Tensor2D;
+  /** Per kv group and query block [b0, b1): the group's query heads stacked, [rep*(b1-b0), hd] (head-major rows). */
+  q: tf.Tensor2D[][];
+  /** Per kv group and query block: attention probabilities, [rep*(b1-b0), b1]. */
+  probs: tf.Tensor2D[][];
+}
+
+interface LayerSave {
+  n1: NormSave;
+  h1: tf.Tensor2D;
+  rows: RowSave[];
+  o: tf.Tensor2D;
+  n2: NormSave;
+  h2: tf.Tensor2D;
+  sig: tf.Tensor2D;
+  silu: tf.Tensor2D;
+  up: tf.Tensor2D;
+  act: tf.Tensor2D;
+}
+
+interface RopeTables {
+  /** [(H+K)*hd, T]: cos per (head row, position), query rows scaled by 1/sqrt(hd). */
+  cosT: tf.Tensor2D;
+  /** The same for sin, with the rotate-half sign folded in (-1 on each head's first half). */
+  sinT: tf.Tensor2D;
+  /** Query blocks [start, end) of the causal attention (keys 0..end-1 for block [start, end)). */
+  blocks: [number, number][];
+  /** Per block, [rep*(end-start), end]: the additive causal mask of a kv group's stacked query heads. */
+  masks: tf.Tensor2D[];
+}
+
+/** Which positions of a batch are computed and which are loss targets. */
+interface Prepared {
+  rows: number;
+  T: number;
+  ids: Int32Array; // rows*T
+  /** Flat positions (in rows*T) with a label, in order. */
+  supIdx: Int32Array;
+  supLabels: Int32Array;
+  supW: Float32Array;
+  weightSum: number;
+}
+
+export class StackModel {
+  readonly config: ModelConfig;
+  readonly headDim: number;
+  private params = new Map<string, tf.Tensor>();
+  private transposed = new Map<string, tf.Tensor2D>();
+  private ropeCache = new Map<string, RopeTables>();
+  private rot: tf.Tensor2D;
+  private rotT: tf.Tensor2D;
+  private invFreq: Float64Array;
+  /** Bumped whenever the weights change. */
+  version = 0;
+  /**
+   * Query blocks of the causal attention (training and evaluate): block j of T/n positions
+   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: by
+   * length (1 below 96 positions, 2 below 192, else 3 — measured on wasm).
+   */
+  attnBlocks: number | null = null;
+
+  private constructor(cfg: ModelConfig) {
+    validateConfig(cfg);
+    this.config = { ...cfg };
+    this.headDim = cfg.dModel / cfg.heads;
+    const hd = this.headDim;
+    const h2 = hd / 2;
+    this.invFreq = new Float64Array(h2);
+    for (let i = 0; i < h2; i++) this.invFreq[i] = Math.pow(cfg.ropeBase, (-2 * i) / hd);
+    // rot(x) = x @ R with rot([x1, x2]) = [-x2, x1].
+    const r = new Float32Array(hd * hd);
+    for (let j = 0; j < h2; j++) {
+      r[(j + h2) * hd + j] = -1;
+      r[j * hd + (j + h2)] = 1;
+    }
+    this.rot = tf.keep(tf.tensor2d(r, [hd, hd]));
+    this.rotT = tf.keep(tf.transpose(this.rot));
+  }
+
+  /** A freshly initialised model: N(0, 0.02) weights (residual outputs scaled by 1/sqrt(2*layers)), unit norms. */
+  static create(cfg: ModelConfig, seed: number): StackModel {
+    const m = new StackModel(cfg);
+    const rng = makeRng(seed);
+    const weights: Record<string, Float32Array> = {};
+    const residualStd = 0.02 / Math.sqrt(2 * cfg.layers);
+    for (const spec of paramSpecs(cfg)) {
+      const n = spec.shape.reduce((a, b) => a * b, 1);
+      const data = new Float32Array(n);
+      if (spec.shape.length === 1) data.fill(1);
+      else {
+        const std = /\.(wo|w_down)$/.test(spec.name) ? residualStd : 0.02;
+        for (let i = 0; i < n; i++) data[i] = rng.normal() * std;
+      }
+      weights[spec.name] = data;
+    }
+    m.setWeights(weights);
+    return m;
+  }
+
+  /** A model with the given weights (every parameter of paramSpecs(cfg), by name). */
+  static fromWeights(cfg: ModelConfig, weights: Record<string, Float32Array>): StackModel {
+    const m = new StackModel(cfg);
+    m.setWeights(weights);
+    return m;
+  }
+
+  paramCount(): number {
+    return countParams(this.config);
+  }
+
+  paramSpecs(): { name: string; shape: number[] }[] {
+    return paramSpecs(this.config);
+  }
+
+  /** The weight tensors by name (owned by the model: do not dispose). */
+  weights(): ReadonlyMap<string, tf.Tensor> {
+    return this.params;
+  }
+
+  /**
+   * Replace weights. Accepts Float32Arrays (copied) or tensors (the model takes ownership).
+   * Every name must be a parameter; names not given keep their value. Shapes are checked.
+   */
+  setWeights(weights: Record<string, Float32Array | tf.Tensor> | Map<string, Float32Array | tf.Tensor>): void {
+    const specs = new Map(paramSpecs(this.config).map((s) => [s.name, s.shape]));
+    const entries = weights instanceof Map ? [...weights.entries()] : Object.entries(weights);
+    for (const [name, value] of entries) {
+      const shape = specs.get(name);
+      if (!shape) throw new Error(`setWeights: unknown parameter '${name}'`);
+      const n = shape.reduce((a, b) => a * b, 1);
+      let t: tf.Tensor;
+      if (value instanceof tf.Tensor) {
+        if (value.size !== n) throw new Error(`setWeights: ${name} has ${value.size} values, expected ${n}`);
+        t = value.shape.join() === shape.join() ? value : tf.reshape(value, shape);
+        if (t !== value) value.dispose();
+      } else {
+        if (value.length !== n) throw new Error(`setWeights: ${name} has ${value.length} values, expected ${n}`);
+        t = tf.tensor(value.slice(), shape, 'float32'); // a copy: the cpu backend would alias the array
+      }
+      tf.keep(t);
+      this.params.get(name)?.dispose();
+      this.params.set(name, t);
+    }
+    for (const s of specs.keys()) if (!this.params.has(s)) throw new Error(`setWeights: parameter '${s}' missing`);
+    for (const t of this.transposed.values()) t.dispose();
+    this.transposed.clear();
+    this.version++;
+  }
+
+  /** A copy of every weight as Float32Arrays, by name (canonical order). */
+  exportWeights(): Record<string, Float32Array> {
+    const out: Record<string, Float32Array> = {};
+    for (const s of paramSpecs(this.config)) out[s.name] = new Float32Array(this.params.get(s.name)!.dataSync() as Float32Array);
+    return out;
+  }
+
+  dispose(): void {
+    for (const t of this.params.values()) t.dispose();
+    for (const t of this.transposed.values()) t.dispose();
+    for (const r of this.ropeCache.values()) {
+      r.cosT.dispose();
+      r.sinT.dispose();
+      for (const m of r.masks) m.dispose();
+    }
+    this.params.clear();
+    this.transposed.clear();
+    this.ropeCache.clear();
+    this.rot.dispose();
+    this.rotT.dispose();
+  }
+
+  // ---- helpers ------------------------------------------------------------------------
+
+  private p2(name: string): tf.Tensor2D {
+    return this.params.get(name) as tf.Tensor2D;
+  }
+  private p1(name: string): tf.Tensor1D {
+    return this.params.get(name) as tf.Tensor1D;
+  }
+  /** The transpose of a weight, cached until the weights change. */
+  private pT(name: string): tf.Tensor2D {
+    let t = this.transposed.get(name);
+    if (!t) {
+      const w = this.p2(name);
+      t = tf.keep(tf.tidy(() => tf.transpose(w)));
+      this.transposed.set(name, t);
+    }
+    return t;
+  }
+
+  private angleTables(positions: number, offset: number, rows: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+    const { heads, kvHeads } = this.config;
+    const hd = this.headDim;
+    const h2 = hd / 2;
+    const width = (heads + kvHeads) * hd;
+    const scale = 1 / Math.sqrt(hd);
+    const cos = new Float32Array(rows * positions * width);
+    const sin = new Float32Array(rows * positions * width);
+    for (let t = 0; t < positions; t++) {
+      const base = t * width;
+      for (let j = 0; j < hd; j++) {
+        const a = (offset + t) * this.invFreq[j % h2]!;
+        const c = Math.cos(a);
+        const s = Math.sin(a);
+        for (let h = 0; h < heads + kvHeads; h++) {
+          const k = h < heads ? scale : 1;
+          cos[base + h * hd + j] = c * k;
+          sin[base + h * hd + j] = s * k;
+        }
+      }
+    }
+    for (let r = 1; r < rows; r++) {
+      cos.copyWithin(r * positions * width, 0, positions * width);
+      sin.copyWithin(r * positions * width, 0, positions * width);
+    }
+    return { cos: tf.tensor2d(cos, [rows * positions, width]), sin: tf.tensor2d(sin, [rows * positions, width]) };
+  }
+
+  private causalMask(q: number, k: number, offset: number): tf.Tensor2D {
+    const m = new Float32Array(q * k);
+    for (let i = 0; i < q; i++) for (let j = offset + i + 1; j < k; j++) m[i * k + j] = MASK_NEG;
+    return tf.tensor2d(m, [q, k]);
+  }
+
+  /** Transposed RoPE tables and the causal masks for sequences of T positions (cached). */
+  private tables(T: number): RopeTables {
+    const nb = Math.max(1, Math.min(T, this.attnBlocks ?? (T >= 192 ? 3 : T >= 96 ? 2 : 1)));
+    const key = `${T}/${nb}`;
+    let r = this.ropeCache.get(key);
+    if (r) {
+      this.ropeCache.delete(key);
+      this.ropeCache.set(key, r); // LRU order
+      return r;
+    }
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const h2 = hd / 2;
+    const rep = H / K;
+    const scale = 1 / Math.sqrt(hd);
+    const W1 = (H + K) * hd;
+    const cos = new Float32Array(W1 * T);
+    const sin = new Float32Array(W1 * T);
+    for (let h = 0; h < H + K; h++) {
+      const k = h < H ? scale : 1;
+      for (let j = 0; j < hd; j++) {
+        const row = (h * hd + j) * T;
+        const sign = j < h2 ? -1 : 1;
+        const f = this.invFreq[j % h2]!;
+        for (let t = 0; t < T; t++) {
+          cos[row + t] = Math.cos(t * f) * k;
+          sin[row + t] = Math.sin(t * f) * k * sign;
+        }
+      }
+    }
+    const size = Math.ceil(T / nb);
+    const blocks: [number, number][] = [];
+    for (let s0 = 0; s0 < T; s0 += size) blocks.push([s0, Math.min(T, s0 + size)]);
+    const masks = blocks.map(([b0, b1]) => {
+      const n = b1 - b0;
+      const m = new Float32Array(rep * n * b1);
+      for (let h = 0; h < rep; h++) for (let i = 0; i < n; i++) m.fill(MASK_NEG, (h * n + i) * b1 + b0 + i + 1, (h * n + i + 1) * b1);
+      return tf.keep(tf.tensor2d(m, [rep * n, b1]));
+    });
+    r = { cosT: tf.keep(tf.tensor2d(cos, [W1, T])), sinT: tf.keep(tf.tensor2d(sin, [W1, T])), blocks, masks };
+    this.ropeCache.set(key, r);
+    while (this.ropeCache.size > 8) {
+      const [oldKey, old] = this.ropeCache.entries().next().value as [string, RopeTables];
+      old.cosT.dispose();
+      old.sinT.dispose();
+      for (const m of old.masks) m.dispose();
+      this.ropeCache.delete(oldKey);
+    }
+    return r;
+  }
+
+  /**
+   * Per head (blocks of hd rows), swap the two halves of the rows: [a; b] -> [b; a]. With the
+   * sign folded into the sin table this is rotate-half in the transposed layout; it is its
+   * own transpose, so the backward uses it too. Only contiguous copies.
+   */
+  private swapHalves(x: tf.Tensor2D): tf.Tensor2D {
+    const [rows, T] = x.shape;
+    const nh = rows / this.headDim;
+    const L = (this.headDim / 2) * T;
+    const x3 = tf.reshape(x, [nh, 2, L]);
+    const swapped = tf.concat([tf.slice(x3, [0, 1, 0], [nh, 1, L]), tf.slice(x3, [0, 0, 0], [nh, 1, L])], 1);
+    return tf.reshape(swapped, [rows, T]);
+  }
+
+  /** [rep*hd, T] (head-major rows) <-> [rep*T, hd] (head-major rows). */
+  private headsToRows(xT: tf.Tensor2D, rep: number): tf.Tensor2D {
+    const T = xT.shape[1];
+    const hd = this.headDim;
+    return tf.reshape(tf.transpose(tf.reshape(xT, [rep, hd, T]), [0, 2, 1]), [rep * T, hd]);
+  }
+  private rowsToHeads(x: tf.Tensor2D, rep: number): tf.Tensor2D {
+    const hd = this.headDim;
+    const T = x.shape[0] / rep;
+    return tf.reshape(tf.transpose(tf.reshape(x, [rep, T, hd]), [0, 2, 1]), [rep * hd, T]);
+  }
+
+  private rmsNorm(x: tf.Tensor2D, g: tf.Tensor1D): { y: tf.Tensor2D; save: NormSave } {
+    const r = tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), NORM_EPS)) as tf.Tensor2D;
+    const xhat = tf.mul(x, r) as tf.Tensor2D;
+    return { y: tf.mul(xhat, g) as tf.Tensor2D, save: { xhat, r } };
+  }
+
+  /** Backward of rmsNorm: returns dx and dg. */
+  private rmsNormBack(dy: tf.Tensor2D, g: tf.Tensor1D, s: NormSave): { dx: tf.Tensor2D; dg: tf.Tensor1D } {
+    const dg = tf.sum(tf.mul(dy, s.xhat), 0) as tf.Tensor1D;
+    const dxhat = tf.mul(dy, g);
+    const m = tf.mean(tf.mul(dxhat, s.xhat), -1, true);
+    const dx = tf.mul(tf.sub(dxhat, tf.mul(s.xhat, m)), s.r) as tf.Tensor2D;
+    return { dx, dg };
+  }
+
+  /** x @ R per head: rotate-half over [N, nHeads*hd]. */
+  private rotate(x: tf.Tensor2D, r: tf.Tensor2D): tf.Tensor2D {
+    const [n, w] = x.shape;
+    const hd = this.headDim;
+    return tf.reshape(tf.matMul(tf.reshape(x, [(n * w) / hd, hd]), r), [n, w]);
+  }
+
+  private prepare(b: Batch, trim: boolean): Prepared {
+    const { batch: rows, seq } = b;
+    if (!(rows >= 1 && seq >= 1)) throw new Error('batch: batch and seq must be >= 1');
+    if (b.inputIds.length !== rows * seq || b.labels.length !== rows * seq) {
+      throw new Error(`batch: inputIds/labels must have batch*seq = ${rows * seq} entries`);
+    }
+    if (b.weights && b.weights.length !== rows * seq) throw new Error('batch: weights must have batch*seq entries');
+    // Positions after the last labelled one of every row cannot change the loss.
+    let T = seq;
+    if (trim) {
+      T = 1;
+      for (let r = 0; r < rows; r++) {
+        for (let t = seq - 1; t >= T; t--) {
+          if (b.labels[r * seq + t] !== IGNORE) {
+            T = t + 1;
+            break;
+          }
+        }
+      }
+    }
+    if (T > this.config.maxSeq) throw new Error(`batch: sequence length ${T} exceeds the model's context ${this.config.maxSeq}`);
+    const V = this.config.vocab;
+    const ids = new Int32Array(rows * T);
+    const sup: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      for (let t = 0; t < T; t++) {
+        const id = b.inputIds[r * seq + t]!;
+        if (!(id >= 0 && id < V)) throw new Error(`batch: token id ${id} out of range [0, ${V})`);
+        ids[r * T + t] = id;
+        const lab = b.labels[r * seq + t]!;
+        if (lab !== IGNORE) {
+          if (!(lab >= 0 && lab < V)) throw new Error(`batch: label ${lab} out of range [0, ${V})`);
+          sup.push(r * seq + t, r * T + t);
+        }
+      }
+    }
+    const n = sup.length / 2;
+    const supIdx = new Int32Array(n);
+    const supLabels = new Int32Array(n);
+    const supW = new Float32Array(n);
+    let weightSum = 0;
+    for (let i = 0; i < n; i++) {
+      const src = sup[2 * i]!;
+      supIdx[i] = sup[2 * i + 1]!;
+      supLabels[i] = b.labels[src]!;
+      const w = b.weights ? b.weights[src]! : 1;
+      if (!(w >= 0) || !Number.isFinite(w)) throw new Error(`batch: weight ${w} must be finite and >= 0`);
+      supW[i] = w;
+      weightSum += w;
+    }
+    return { rows, T, ids, supIdx, supLabels, supW, weightSum };
+  }
+
+  /** Embedding rows for ids: [ids.length, d]. */
+  private embed(ids: Int32Array): tf.Tensor2D {
+    const E = this.p2('tok_embeddings');
+    const d = this.config.dModel;
+    if (useJs()) {
+      const e = E.dataSync() as Float32Array;
+      const out = new Float32Array(ids.length * d);
+      for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
+      return tf.tensor2d(out, [ids.length, d]);
+    }
+    return tf.gather(E, tf.tensor1d(ids, 'int32')) as tf.Tensor2D;
+  }
+
+  /** Rows `idx` of x: [idx.length, cols]. */
+  private gatherRows(x: tf.Tensor2D, idx: Int32Array): tf.Tensor2D {
+    const cols = x.shape[1];
+    if (useJs()) {
+      const src = x.dataSync() as Float32Array;
+      const out = new Float32Array(idx.length * cols);
+      for (let i = 0; i < idx.length; i++) out.set(src.subarray(idx[i]! * cols, idx[i]! * cols + cols), i * cols);
+      return tf.tensor2d(out, [idx.length, cols]);
+    }
+    return tf.gather(x, tf.tensor1d(idx, 'int32')) as tf.Tensor2D;
+  }
+
+  /** Rows of x placed at `idx` of an all-zero [n, cols]. */
+  private scatterRows(x: tf.Tensor2D, idx: Int32Array, n: number): tf.Tensor2D {
+    const cols = x.shape[1];
+    if (useJs()) {
+      const src = x.dataSync() as Float32Array;
+      const out = new Float32Array(n * cols);
+      for (let i = 0; i < idx.length; i++) out.set(src.subarray(i * cols, i * cols + cols), idx[i]! * cols);
+      return tf.tensor2d(out, [n, cols]);
+    }
+    return tf.scatterND(tf.tensor2d(idx, [idx.length, 1], 'int32'), x, [n, cols]) as tf.Tensor2D;
+  }
+
+  // ---- the forward pass ---------------------------------------------------------------
+
+  /**
+   * One block over rows*T positions; saves what the backward needs when `save` is given.
+   * Attention runs per row and kv group in a transposed layout where every slice and concat
+   * is a contiguous copy: the group's query heads are stacked into one [rep*T, hd] operand,
+   * so one matMul, one mask add and one softmax serve `rep` heads.
+   */
+  private block(i: number, x: tf.Tensor2D, rows: number, T: number, tb: RopeTables, save: LayerSave[] | null): tf.Tensor2D {
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const W1 = (H + K) * hd;
+    const pre = `layers.${i}.`;
+    const n1 = this.rmsNorm(x, this.p1(pre + 'attn_norm'));
+    const h1 = n1.y;
+    const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+    const rowSaves: RowSave[] = [];
+    const rowOuts: tf.Tensor2D[] = [];
+    for (let r = 0; r < rows; r++) {
+      const qkvR = rows === 1 ? qkv : tf.slice(qkv, [r * T, 0], [T, qkv.shape[1]]);
+      const qkvT = tf.transpose(qkvR);
+      const qkRawT = tf.slice(qkvT, [0, 0], [W1, T]);
+      const vT = tf.slice(qkvT, [W1, 0], [K * hd, T]);
+      const qkT = tf.add(tf.mul(qkRawT, tb.cosT), tf.mul(this.swapHalves(qkRawT), tb.sinT)) as tf.Tensor2D;
+      const qs: tf.Tensor2D[][] = [];
+      const probs: tf.Tensor2D[][] = [];
+      const outsT: tf.Tensor2D[] = [];
+      const nb = tb.blocks.length;
+      for (let g = 0; g < K; g++) {
+        const qT = tf.slice(qkT, [g * rep * hd, 0], [rep * hd, T]);
+        const kT = tf.slice(qkT, [(H + g) * hd, 0], [hd, T]);
+        const v = tf.transpose(tf.slice(vT, [g * hd, 0], [hd, T])) as tf.Tensor2D;
+        const gq: tf.Tensor2D[] = [];
+        const gp: tf.Tensor2D[] = [];
+        const gout: tf.Tensor2D[] = [];
+        // Causal attention by query blocks: block [b0, b1) only meets keys 0..b1-1.
+        tb.blocks.forEach(([b0, b1], j) => {
+          const q = this.headsToRows(nb === 1 ? qT : tf.slice(qT, [0, b0], [rep * hd, b1 - b0]), rep);
+          const kTj = b1 === T ? kT : tf.slice(kT, [0, 0], [hd, b1]);
+          const p = tf.softmax(tf.add(tf.matMul(q, kTj), tb.masks[j]!)) as tf.Tensor2D;
+          const vj = b1 === T ? v : tf.slice(v, [0, 0], [b1, hd]);
+          gout.push(this.rowsToHeads(tf.matMul(p, vj) as tf.Tensor2D, rep));
+          gq.push(q);
+          gp.push(p);
+        });
+        outsT.push(nb === 1 ? gout[0]! : tf.concat(gout, 1));
+        qs.push(gq);
+        probs.push(gp);
+      }
+      rowOuts.push(tf.transpose(K === 1 ? outsT[0]! : tf.concat(outsT, 0)));
+      rowSaves.push({ qkT, vT, q: qs, probs });
+    }
+    const o = rows === 1 ? rowOuts[0]! : tf.concat(rowOuts, 0);
+    const x1 = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
+    const n2 = this.rmsNorm(x1, this.p1(pre + 'mlp_norm'));
+    const h2 = n2.y;
+    const gate = tf.matMul(h2, this.p2(pre + 'w_gate')) as tf.Tensor2D;
+    const up = tf.matMul(h2, this.p2(pre + 'w_up')) as tf.Tensor2D;
+    const sig = tf.sigmoid(gate) as tf.Tensor2D;
+    const silu = tf.mul(gate, sig) as tf.Tensor2D;
+    const act = tf.mul(silu, up) as tf.Tensor2D;
+    const x2 = tf.add(x1, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
+    if (save) save.push({ n1: n1.save, h1, rows: rowSaves, o, n2: n2.save, h2, sig, silu, up, act });
+    return x2;
+  }
+
+  /**
+   * dW = x^T dy. XNNPACK repacks a matMul's right operand whenever it is a new tensor (cost
+   * ~K*N), so the narrower of x and dy is made the right operand: dW = (dy^T x)^T when x has
+   * fewer columns. `dyT`, when the caller has it, saves a transpose.
+   */
+  private weightGrad(x: tf.Tensor2D, dy: tf.Tensor2D, dyT?: tf.Tensor2D): tf.Tensor2D {
+    if (x.shape[1] <= dy.shape[1]) return tf.transpose(tf.matMul(dyT ?? tf.transpose(dy), x)) as tf.Tensor2D;
+    return tf.matMul(tf.transpose(x), dy) as tf.Tensor2D;
+  }
+
+  /** Backward of one block: dx2 -> dx, putting weight gradients into `grads`. */
+  private blockBack(i: number, dx2: tf.Tensor2D, rows: number, T: number, tb: RopeTables, s: LayerSave, grads: Grads): tf.Tensor2D {
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const pre = `layers.${i}.`;
+    // MLP
+    const dact = tf.matMul(dx2, this.pT(pre + 'w_down'));
+    grads.set(pre + 'w_down', this.weightGrad(s.act, dx2));
+    const dup = tf.mul(dact, s.silu) as tf.Tensor2D;
+    // silu'(g) = sig + silu * (1 - sig)
+    const dgate = tf.mul(tf.mul(dact, s.up), tf.add(s.sig, tf.mul(s.silu, tf.sub(1, s.sig)))) as tf.Tensor2D;
+    grads.set(pre + 'w_gate', this.weightGrad(s.h2, dgate));
+    grads.set(pre + 'w_up', this.weightGrad(s.h2, dup)); // same right operand: XNNPACK's packing is reused
+    const dh2 = tf.add(tf.matMul(dgate, this.pT(pre + 'w_gate')), tf.matMul(dup, this.pT(pre + 'w_up'))) as tf.Tensor2D;
+    const nb2 = this.rmsNormBack(dh2, this.p1(pre + 'mlp_norm'), s.n2);
+    grads.set(pre + 'mlp_norm', nb2.dg);
+    const dx1 = tf.add(dx2, nb2.dx) as tf.Tensor2D;
+    // attention
+    const dO = tf.matMul(dx1, this.pT(pre + 'wo')) as tf.Tensor2D;
+    grads.set(pre + 'wo', this.weightGrad(s.o, dx1));
+    const dqkvTRows: tf.Tensor2D[] = [];
+    for (let r = 0; r < rows; r++) {
+      const rs = s.rows[r]!;
+      const dOT = tf.transpose(rows === 1 ? dO : tf.slice(dO, [r * T, 0], [T, dO.shape[1]]));
+      const dQT: tf.Tensor2D[] = [];
+      const dKT: tf.Tensor2D[] = [];
+      const dVT: tf.Tensor2D[] = [];
+      const nb = tb.blocks.length;
+      for (let g = 0; g < K; g++) {
+        const dOTg = tf.slice(dOT, [g * rep * hd, 0], [rep * hd, T]);
+        const vTg = tf.slice(rs.vT, [g * hd, 0], [hd, T]);
+        const k = tf.transpose(tf.slice(rs.qkT, [(H + g) * hd, 0], [hd, T])) as tf.Tensor2D;
+        const dQTs: tf.Tensor2D[] = [];
+        let dK: tf.Tensor2D | null = null;
+        let dV: tf.Tensor2D | null = null;
+        tb.blocks.forEach(([b0, b1], j) => {
+          const p = rs.probs[g]![j]!;
+          const q = rs.q[g]![j]!;
+          const dOg = this.headsToRows(nb === 1 ? dOTg : tf.slice(dOTg, [0, b0], [rep * hd, b1 - b0]), rep);
+          const dP = tf.matMul(dOg, b1 === T ? vTg : tf.slice(vTg, [0, 0], [hd, b1]));
+          const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dP, p), -1, true))) as tf.Tensor2D;
+          dQTs.push(this.rowsToHeads(tf.matMul(dS, b1 === T ? k : tf.slice(k, [0, 0], [b1, hd])) as tf.Tensor2D, rep));
+          // dK = dS^T q and dV = p^T dO: explicit transposes keep the right operands narrow
+          const pad = (x: tf.Tensor2D): tf.Tensor2D => (b1 === T ? x : (tf.concat([x, tf.zeros([T - b1, hd])], 0) as tf.Tensor2D));
+          const dKj = pad(tf.matMul(tf.transpose(dS), q) as tf.Tensor2D);
+          const dVj = pad(tf.matMul(tf.transpose(p), dOg) as tf.Tensor2D);
+          dK = dK ? (tf.add(dK, dKj) as tf.Tensor2D) : dKj;
+          dV = dV ? (tf.add(dV, dVj) as tf.Tensor2D) : dVj;
+        });
+        dQT.push(nb === 1 ? dQTs[0]! : (tf.concat(dQTs, 1) as tf.Tensor2D));
+        dKT.push(tf.transpose(dK!) as tf.Tensor2D);
+        dVT.push(tf.transpose(dV!) as tf.Tensor2D);
+      }
+      const dqkT = tf.concat([...dQT, ...dKT], 0) as tf.Tensor2D;
+      const dqkRawT = tf.add(tf.mul(dqkT, tb.cosT), this.swapHalves(tf.mul(dqkT, tb.sinT) as tf.Tensor2D));
+      dqkvTRows.push(tf.concat([dqkRawT, ...dVT], 0) as tf.Tensor2D);
+    }
+    const dqkv = rows === 1 ? (tf.transpose(dqkvTRows[0]!) as tf.Tensor2D) : (tf.concat(dqkvTRows.map((t) => tf.transpose(t)), 0) as tf.Tensor2D);
+    grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, rows === 1 ? dqkvTRows[0]! : undefined));
+    const dh1 = tf.matMul(dqkv, this.pT(pre + 'wqkv')) as tf.Tensor2D;
+    const nb1 = this.rmsNormBack(dh1, this.p1(pre + 'attn_norm'), s.n1);
+    grads.set(pre + 'attn_norm', nb1.dg);
+    return tf.add(dx1, nb1.dx) as tf.Tensor2D;
+  }
+
+  /** Softmax cross-entropy of logits [S, V] against labels: stats, dlogits (normalised by weightSum). */
+  private crossEntropy(
+    logits: tf.Tensor2D,
+    labels: Int32Array,
+    w: Float32Array,
+    weightSum: number,
+    wantGrad: boolean,
+  ): { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D | null } {
+    const [S, V] = logits.shape;
+    if (useJs()) {
+      const probs = tf.softmax(logits);
+      const p = probs.dataSync() as Float32Array;
+      let ceSum = 0;
+      let lossSum = 0;
+      let correct = 0;
+      let logitData: Float32Array | null = null;
+      const grad = wantGrad ? new Float32Array(p) : null;
+      for (let i = 0; i < S; i++) {
+        const base = i * V;
+        const y = labels[i]!;
+        let best = 0;
+        let bestV = p[base]!;
+        for (let j = 1; j < V; j++) {
+          const pv = p[base + j]!;
+          if (pv > bestV) {
+            bestV = pv;
+            best = j;
+          }
+        }
+        if (best === y) correct++;
+        let ce: number;
+        const py = p[base + y]!;
+        if (py > 1e-30) ce = -Math.log(py);
+        else {
+          // Underflow: recompute log-softmax for this row from the logits.
+          logitData ??= logits.dataSync() as Float32Array;
+          let mx = -Infinity;
+          for (let j = 0; j < V; j++) mx = Math.max(mx, logitData[base + j]!);
+          let z = 0;
+          for (let j = 0; j < V; j++) z += Math.exp(logitData[base + j]! - mx);
+          ce = mx + Math.log(z) - logitData[base + y]!;
+        }
+        ceSum += ce;
+        lossSum += w[i]! * ce;
+        if (grad) {
+          const k = weightSum > 0 ? w[i]! / weightSum : 0;
+          grad[base + y]! -= 1;
+          for (let j = 0; j < V; j++) grad[base + j]! *= k;
+        }
+      }
+      probs.dispose();
+      return { ceSum, lossSum, correct, dlogits: grad ? tf.tensor2d(grad, [S, V]) : null };
+    }
+    const res = { ceSum: 0, lossSum: 0, correct: 0, dlogits: null as tf.Tensor2D | null };
+    // The gradient tensor is the tidy's result, so it belongs to the caller's scope.
+    const dlogits = tf.tidy(() => {
+      const lab = tf.tensor1d(labels, 'int32');
+      const onehot = tf.oneHot(lab, V, 1, 0, 'float32');
+      const logp = tf.logSoftmax(logits);
+      const ce = tf.neg(tf.sum(tf.mul(logp, onehot), 1));
+      const wt = tf.tensor1d(w);
+      res.ceSum = tf.sum(ce).dataSync()[0]!;
+      res.lossSum = tf.sum(tf.mul(ce, wt)).dataSync()[0]!;
+      res.correct = tf.sum(tf.cast(tf.equal(tf.argMax(logits, 1), lab), 'int32')).dataSync()[0]!;
+      if (!wantGrad) return tf.zeros([0]);
+      const k = weightSum > 0 ? tf.div(wt, weightSum) : tf.zerosLike(wt);
+      return tf.mul(tf.sub(tf.exp(logp), onehot), tf.reshape(k, [S, 1])) as tf.Tensor2D;
+    });
+    if (wantGrad) res.dlogits = dlogits as tf.Tensor2D;
+    else dlogits.dispose();
+    return res;
+  }
+
+  // ---- public API ---------------------------------------------------------------------
+
+  /**
+   * One training step's forward and backward. Loss = sum(w*CE)/sum(w) over positions with a
+   * label. Returns the statistics and the gradients of that loss (a Map the caller
+   * disposes; every parameter has an entry).
+   */
+  lossAndGrads(b: Batch): LossStats & { grads: Grads } {
+    const prep = this.prepare(b, true);
+    const { rows, T } = prep;
+    const N = rows * T;
+    const L = this.config.layers;
+    const stats = { loss: 0, lossSum: 0, weightSum: prep.weightSum, ceSum: 0, correct: 0, supervised: prep.supIdx.length };
+    const gradList = tf.tidy(() => {
+      const grads: Grads = new Map();
+      const tb = this.tables(T);
+      const x0 = this.embed(prep.ids);
+      const saves: LayerSave[] = [];
+      let x = x0;
+      for (let i = 0; i < L; i++) x = this.block(i, x, rows, T, tb, saves);
+      const nf = this.rmsNorm(x, this.p1('final_norm'));
+      const E = this.p2('tok_embeddings');
+      const S = prep.supIdx.length;
+      let dxf: tf.Tensor2D;
+      let dEhead: tf.Tensor2D | null = null;
+      if (S > 0) {
+        const hs = this.gatherRows(nf.y, prep.supIdx);
+        const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
+        const ce = this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true);
+        stats.ceSum = ce.ceSum;
+        stats.lossSum = ce.lossSum;
+        stats.correct = ce.correct;
+        const dl = ce.dlogits!;
+        const dhs = tf.matMul(dl, E) as tf.Tensor2D;
+        dEhead = tf.matMul(tf.transpose(dl), hs) as tf.Tensor2D; // right operand hs: narrow
+        dxf = this.scatterRows(dhs, prep.supIdx, N);
+      } else {
+        dxf = tf.zeros([N, this.config.dModel]);
+      }
+      const nbf = this.rmsNormBack(dxf, this.p1('final_norm'), nf.save);
+      grads.set('final_norm', nbf.dg);
+      let dx = nbf.dx;
+      for (let i = L - 1; i >= 0; i--) dx = this.blockBack(i, dx, rows, T, tb, saves[i]!, grads);
+      // Embedding gradient: scatter-add the input gradient rows onto their tokens.
+      const dEin = this.embedGrad(prep.ids, dx);
+      grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin) : dEin);
+      return paramSpecs(this.config).map((s) => grads.get(s.name)!);
+    });
+    stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
+    const grads: Grads = new Map();
+    paramSpecs(this.config).forEach((s, k) => grads.set(s.name, gradList[k]!));
+    return { ...stats, grads };
+  }
+
+  private embedGrad(ids: Int32Array, dx: tf.Tensor2D): tf.Tensor2D {
+    const { vocab: V, dModel: d } = this.config;
+    if (useJs()) {
+      const g = dx.dataSync() as Float32Array;
+      const out = new Float32Array(V * d);
+      for (let i = 0; i < ids.length; i++) {
+        const o = ids[i]! * d;
+        const s = i * d;
+        for (let j = 0; j < d; j++) out[o + j]! += g[s + j]!;
+      }
+      return tf.tensor2d(out, [V, d]);
+    }
+    return tf.unsortedSegmentSum(dx, tf.tensor1d(ids, 'int32'), V) as tf.Tensor2D;
+  }
+
+  /** Hidden states after the final norm for a batch (no gradients): [rows*T, d]. */
+  private hidden(prep: Prepared): tf.Tensor2D {
+    const tb = this.tables(prep.T);
+    let x = this.embed(prep.ids);
+    for (let i = 0; i < this.config.layers; i++) x = this.block(i, x, prep.rows, prep.T, tb, null);
+    return this.rmsNorm(x, this.p1('final_norm')).y;
+  }
+
+  /**
+   * Loss and accuracy without gradients; with `argmax`, the argmax token at every position
+   * (batch*seq, row-major; every position is computed then).
+   */
+  evaluate(b: Batch, opts: { argmax?: boolean } = {}): EvalResult {
+    const prep = this.prepare(b, !opts.argmax);
+    const stats: EvalResult = { loss: 0, lossSum: 0, weightSum: prep.weightSum, ceSum: 0, correct: 0, supervised: prep.supIdx.length };
+    tf.tidy(() => {
+      const hf = this.hidden(prep);
+      if (prep.supIdx.length > 0) {
+        const hs = this.gatherRows(hf, prep.supIdx);
+        const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
+        const ce = this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, false);
+        stats.ceSum = ce.ceSum;
+        stats.lossSum = ce.lossSum;
+        stats.correct = ce.correct;
+      }
+      if (opts.argmax) {
+        const am = tf.argMax(tf.matMul(hf, this.pT('tok_embeddings')), 1).dataSync();
+        // prep.T === b.seq here (no trimming)
+        stats.argmax = Int32Array.from(am);
+      }
+    });
+    stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
+    return stats;
+  }
+
+  /** Full-sequence logits, [batch*seq*vocab] row-major (for tests and analysis). */
+  logits(inputIds: Int32Array, batch: number, seq: number): Float32Array {
+    const labels = new Int32Array(batch * seq).fill(IGNORE);
+    const prep = this.prepare({ inputIds, labels, batch, seq }, false);
+    return tf.tidy(() => tf.matMul(this.hidden(prep), this.pT('tok_embeddings')).dataSync() as Float32Array);
+  }
+
+  // ---- incremental decoding -----------------------------------------------------------
+
+  newCache(): KvCache {
+    return new KvCache(this.config.layers);
+  }
+
+  /**
+   * Feed `ids` after what the cache already holds (an empty cache: a prompt; a filled one:
+   * e.g. a tool result appended mid-dialogue). Returns the logits of the last position
+   * (length vocab; with a padded vocabulary the caller masks ids past the tokenizer's).
+   */
+  prefill(ids: readonly number[], cache: KvCache): Float32Array {
+    if (ids.length === 0) throw new Error('prefill: no tokens');
+    const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const c = ids.length;
+    const p = cache.length;
+    if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
+    for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`prefill: token id ${id} out of range`);
+    const out = tf.tidy(() => {
+      const { cos, sin } = this.angleTables(c, p, 1);
+      const mask = c > 1 ? this.causalMask(c, p + c, p) : null;
+      let x = this.embed(Int32Array.from(ids));
+      for (let i = 0; i < L; i++) {
+        const pre = `layers.${i}.`;
+        const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
+        const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+        const qkRaw = tf.slice(qkv, [0, 0], [c, (H + K) * hd]);
+        const vNew = tf.slice(qkv, [0, (H + K) * hd], [c, K * hd]);
+        const qk = tf.add(tf.mul(qkRaw, cos), tf.mul(this.rotate(qkRaw, this.rot), sin)) as tf.Tensor2D;
+        const kTNew = tf.transpose(tf.slice(qk, [0, H * hd], [c, K * hd]));
+        const oldK = cache.kT[i];
+        const oldV = cache.v[i];
+        const kT = tf.keep(oldK ? tf.concat([oldK, kTNew], 1) : kTNew);
+        const v = tf.keep(oldV ? tf.concat([oldV, vNew], 0) : vNew);
+        oldK?.dispose();
+        oldV?.dispose();
+        cache.kT[i] = kT;
+        cache.v[i] = v;
+        const len = p + c;
+        const outs: tf.Tensor2D[] = [];
+        if (c === 1) {
+          // One query row: the `rep` query heads of a group attend together.
+          const q = tf.reshape(tf.slice(qk, [0, 0], [1, H * hd]), [H, hd]);
+          for (let g = 0; g < K; g++) {
+            const qg = tf.slice(q, [g * rep, 0], [rep, hd]);
+            const pr = tf.softmax(tf.matMul(qg, tf.slice(kT, [g * hd, 0], [hd, len])));
+            outs.push(tf.reshape(tf.matMul(pr, tf.slice(v, [0, g * hd], [len, hd])), [1, rep * hd]));
+          }
+        } else {
+          for (let h = 0; h < H; h++) {
+            const g = Math.floor(h / rep);
+            const q = tf.slice(qk, [0, h * hd], [c, hd]);
+            const pr = tf.softmax(tf.add(tf.matMul(q, tf.slice(kT, [g * hd, 0], [hd, len])), mask!));
+            outs.push(tf.matMul(pr, tf.slice(v, [0, g * hd], [len, hd])) as tf.Tensor2D);
+          }
+        }
+        const o = outs.length === 1 ? outs[0]! : tf.concat(outs, 1);
+        x = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
+        const h2 = this.rmsNorm(x, this.p1(pre + 'mlp_norm')).y;
+        const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
+        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
+        x = tf.add(x, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
+      }
+      const last = tf.slice(x, [c - 1, 0], [1, this.config.dModel]);
+      const hf = this.rmsNorm(last, this.p1('final_norm')).y;
+      return tf.matMul(hf, this.pT('tok_embeddings'));
+    });
+    cache.length = p + c;
+    const logits = out.dataSync() as Float32Array;
+    out.dispose();
+    return logits;
+  }
+
+  /** Feed one token; the logits of its position. */
+  step(id: number, cache: KvCache): Float32Array {
+    return this.prefill([id], cache);
+  }
+}

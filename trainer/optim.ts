@@ -1,0 +1,320 @@
+// The optimiser and the training step: AdamW (PyTorch's formula, decoupled weight decay on
+// matrices only), a linear warm-up then cosine (or linear, or no) decay, global-norm
+// gradient clipping, and `Trainer`, which runs one optimiser step on a batch — split over
+// worker threads when data-parallel gradients are on (trainer/parallel.ts).
+import * as tf from '@tensorflow/tfjs-core';
+import { Batch, Grads, IGNORE, StackModel } from './model';
+import { GradientPool, ParallelOptions, combineShardGrads, splitBatch } from './parallel';
+
+export type Schedule = 'cosine' | 'linear' | 'constant';
+
+export interface OptimConfig {
+  /** Peak learning rate. */
+  lr: number;
+  /** AdamW betas; default [0.9, 0.95]. */
+  betas?: [number, number];
+  /** AdamW epsilon; default 1e-8. */
+  eps?: number;
+  /** Decoupled weight decay for matrices (norm gains are never decayed); default 0.1. */
+  weightDecay?: number;
+  /** Global gradient-norm clip; default 1; 0 or Infinity: no clipping. */
+  clip?: number;
+  /** Linear warm-up from lr/warmupSteps to lr over this many steps; default 0. */
+  warmupSteps?: number;
+  /** Steps of the whole run (the decay ends there); default: no decay (constant after warm-up). */
+  totalSteps?: number;
+  /** Decay after warm-up; default 'cosine' when totalSteps is given. */
+  schedule?: Schedule;
+  /** The decay ends at lr * minLrRatio; default 0.1. */
+  minLrRatio?: number;
+}
+
+export interface ResolvedOptim {
+  lr: number;
+  betas: [number, number];
+  eps: number;
+  weightDecay: number;
+  clip: number;
+  warmupSteps: number;
+  totalSteps: number | null;
+  schedule: Schedule;
+  minLrRatio: number;
+}
+
+export function resolveOptim(c: OptimConfig): ResolvedOptim {
+  if (!(c.lr > 0)) throw new Error('optimiser: lr must be > 0');
+  const betas = c.betas ?? [0.9, 0.95];
+  if (!(betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1)) throw new Error('optimiser: betas must be in [0, 1)');
+  return {
+    lr: c.lr,
+    betas,
+    eps: c.eps ?? 1e-8,
+    weightDecay: c.weightDecay ?? 0.1,
+    clip: c.clip ?? 1,
+    warmupSteps: Math.max(0, Math.floor(c.warmupSteps ?? 0)),
+    totalSteps: c.totalSteps !== undefined && c.totalSteps > 0 ? Math.floor(c.totalSteps) : null,
+    schedule: c.schedule ?? (c.totalSteps ? 'cosine' : 'constant'),
+    minLrRatio: c.minLrRatio ?? 0.1,
+  };
+}
+
+/**
+ * The learning rate of optimiser step `step` (1-based). Warm-up: lr * step / warmupSteps.
+ * After it, the decay follows `progress` in [0, 1] — by default (step - warmup) /
+ * (totalSteps - warmup); a time-budgeted run passes its elapsed share of the budget instead.
+ */
+export function lrAt(step: number, c: ResolvedOptim, progress?: number): number {
+  if (c.warmupSteps > 0 && step <= c.warmupSteps) return (c.lr * step) / c.warmupSteps;
+  if (c.schedule === 'constant') return c.lr;
+  let p: number;
+  if (progress !== undefined) p = progress;
+  else if (c.totalSteps === null) return c.lr;
+  else p = (step - c.warmupSteps) / Math.max(1, c.totalSteps - c.warmupSteps);
+  p = Math.min(1, Math.max(0, p));
+  const min = c.lr * c.minLrRatio;
+  if (c.schedule === 'linear') return c.lr - (c.lr - min) * p;
+  return min + 0.5 * (c.lr - min) * (1 + Math.cos(Math.PI * p));
+}
+
+/** sqrt(sum of squares) over every gradient (one read-back). */
+export function globalNorm(grads: Iterable<tf.Tensor>): number {
+  return tf.tidy(() => {
+    const parts = [...grads].map((g) => tf.sum(tf.square(g)));
+    if (parts.length === 0) return 0;
+    return Math.sqrt(tf.addN(parts).dataSync()[0]!);
+  });
+}
+
+export interface AdamState {
+  /** Optimiser steps taken. */
+  t: number;
+  m: Record<string, Float32Array>;
+  v: Record<string, Float32Array>;
+}
+
+/** AdamW over a StackModel's weights; moments live as tensors on the backend. */
+export class AdamW {
+  t = 0;
+  private m = new Map<string, tf.Tensor>();
+  private v = new Map<string, tf.Tensor>();
+  constructor(
+    private readonly model: StackModel,
+    readonly cfg: ResolvedOptim,
+  ) {}
+
+  /** Whether a parameter is decayed: matrices yes, norm gains (rank 1) no. */
+  static decays(shape: readonly number[]): boolean {
+    return shape.length >= 2;
+  }
+
+  /**
+   * One update with gradients already scaled by `gradScale` (clipping), at learning rate lr.
+   * PyTorch's AdamW: p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+   * p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+   */
+  update(grads: Grads, lr: number, gradScale = 1): void {
+    const [b1, b2] = this.cfg.betas;
+    this.t++;
+    const bc1 = 1 - Math.pow(b1, this.t);
+    const bc2 = 1 - Math.pow(b2, this.t);
+    const next = new Map<string, tf.Tensor>();
+    for (const [name, p] of this.model.weights()) {
+      const g0 = grads.get(name);
+      if (!g0) throw new Error(`AdamW: no gradient for ${name}`);
+      const decay = AdamW.decays(p.shape) ? this.cfg.weightDecay : 0;
+      const res = tf.tidy(() => {
+        const g = gradScale === 1 ? g0 : tf.mul(g0, gradScale);
+        const mOld = this.m.get(name);
+        const vOld = this.v.get(name);
+        const m = mOld ? tf.add(tf.mul(mOld, b1), tf.mul(g, 1 - b1)) : tf.mul(g, 1 - b1);
+        const v = vOld ? tf.add(tf.mul(vOld, b2), tf.mul(tf.square(g), 1 - b2)) : tf.mul(tf.square(g), 1 - b2);
+        const denom = tf.add(tf.div(tf.sqrt(v), Math.sqrt(bc2)), this.cfg.eps);
+        const decayed = decay > 0 ? tf.mul(p, 1 - lr * decay) : p;
+        const np = tf.sub(decayed, tf.mul(tf.div(m, denom), lr / bc1));
+        return { m, v, np };
+      });
+      this.m.get(name)?.dispose();
+      this.v.get(name)?.dispose();
+      this.m.set(name, res.m);
+      this.v.set(name, res.v);
+      next.set(name, res.np);
+    }
+    this.model.setWeights(next);
+  }
+
+  exportState(): AdamState {
+    const m: Record<string, Float32Array> = {};
+    const v: Record<string, Float32Array> = {};
+    for (const s of this.model.paramSpecs()) {
+      const n = s.shape.reduce((a, b) => a * b, 1);
+      m[s.name] = this.m.has(s.name) ? new Float32Array(this.m.get(s.name)!.dataSync()) : new Float32Array(n);
+      v[s.name] = this.v.has(s.name) ? new Float32Array(this.v.get(s.name)!.dataSync()) : new Float32Array(n);
+    }
+    return { t: this.t, m, v };
+  }
+
+  importState(s: AdamState): void {
+    this.disposeMoments();
+    this.t = s.t;
+    for (const spec of this.model.paramSpecs()) {
+      const n = spec.shape.reduce((a, b) => a * b, 1);
+      for (const [store, src] of [
+        [this.m, s.m],
+        [this.v, s.v],
+      ] as const) {
+        const data = src[spec.name];
+        if (!data || data.length !== n) throw new Error(`optimizer state: ${spec.name} missing or of the wrong size`);
+        store.set(spec.name, tf.keep(tf.tensor(data, spec.shape, 'float32')));
+      }
+    }
+  }
+
+  private disposeMoments(): void {
+    for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+    this.m.clear();
+    this.v.clear();
+  }
+
+  dispose(): void {
+    this.disposeMoments();
+  }
+}
+
+export interface TrainerOptions extends OptimConfig {
+  /**
+   * Data-parallel gradients over worker threads (each with its own tfjs backend). A number
+   * is the count of extra worker threads (the calling thread computes a shard too); 'auto':
+   * one per further core, up to batch-1, on wasm/cpu only; 0: off. Default 0.
+   */
+  parallel?: number | 'auto' | ParallelOptions;
+}
+
+export interface StepResult {
+  /** Optimiser step number after this step (1-based). */
+  step: number;
+  /** sum(w*CE)/sum(w) over the batch. */
+  loss: number;
+  /** Unweighted mean CE over supervised positions. */
+  tokenLoss: number;
+  correct: number;
+  supervised: number;
+  weightSum: number;
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  lr: number;
+  /** Positions computed: per row, up to its last labelled position. */
+  tokens: number;
+  /** Shards the batch was split into (1 = no data parallelism). */
+  shards: number;
+  /** True when the gradient was not finite and the update was skipped. */
+  skipped: boolean;
+  /** Wall-clock milliseconds: forward+backward (all shards, combined), and the optimiser update. */
+  ms: { grads: number; optimizer: number };
+}
+
+/** Positions that matter in a batch: per row, up to and including its last labelled one. */
+export function effectiveTokens(b: Batch): number {
+  let n = 0;
+  for (let r = 0; r < b.batch; r++) {
+    for (let t = b.seq - 1; t >= 0; t--) {
+      if (b.labels[r * b.seq + t] !== IGNORE) {
+        n += t + 1;
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+export class Trainer {
+  readonly optim: ResolvedOptim;
+  readonly adam: AdamW;
+  private pool: GradientPool | null = null;
+  private poolNote: string | null = null;
+
+  constructor(
+    readonly model: StackModel,
+    opts: TrainerOptions,
+  ) {
+    this.optim = resolveOptim(opts);
+    this.adam = new AdamW(model, this.optim);
+    const par = opts.parallel ?? 0;
+    if (par !== 0) {
+      this.pool = GradientPool.create(model.config, par);
+      if (!this.pool) this.poolNote = GradientPool.unavailable(typeof par === 'object' ? par.script : undefined);
+    }
+  }
+
+  /** Optimiser steps taken so far. */
+  get stepCount(): number {
+    return this.adam.t;
+  }
+
+  /** Worker threads in use (0: single-threaded), the backend they run, and why none when some were asked for. */
+  get workers(): { threads: number; backend: string | null; note: string | null } {
+    return { threads: this.pool?.size ?? 0, backend: this.pool?.backend ?? null, note: this.poolNote };
+  }
+
+  /**
+   * One optimiser step on `batch`. `progress` (0..1), when given, drives the decay instead
+   * of step/totalSteps (for time-budgeted runs).
+   */
+  step(batch: Batch, opts: { progress?: number } = {}): StepResult {
+    const t0 = performance.now();
+    const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
+    let grads: Grads;
+    let stats: { lossSum: number; weightSum: number; ceSum: number; correct: number; supervised: number };
+    if (shards.length === 1) {
+      const r = this.model.lossAndGrads(batch);
+      grads = r.grads;
+      stats = r;
+    } else {
+      const pool = this.pool!;
+      pool.start(this.model, shards.slice(1));
+      const local = this.model.lossAndGrads(shards[0]!);
+      const remote = pool.finish();
+      const combined = combineShardGrads(this.model, local, remote);
+      grads = combined.grads;
+      stats = combined.stats;
+    }
+    const t1 = performance.now();
+    const lr = lrAt(this.adam.t + 1, this.optim, opts.progress);
+    const gradNorm = globalNorm(grads.values());
+    const finite = Number.isFinite(gradNorm);
+    if (finite) {
+      // PyTorch's clip_grad_norm_: scale by min(1, clip / (norm + 1e-6)).
+      const scale = this.optim.clip > 0 && Number.isFinite(this.optim.clip) ? Math.min(1, this.optim.clip / (gradNorm + 1e-6)) : 1;
+      this.adam.update(grads, lr, scale);
+    }
+    for (const g of grads.values()) g.dispose();
+    const t2 = performance.now();
+    return {
+      step: this.adam.t,
+      loss: stats.weightSum > 0 ? stats.lossSum / stats.weightSum : 0,
+      tokenLoss: stats.supervised > 0 ? stats.ceSum / stats.supervised : 0,
+      correct: stats.correct,
+      supervised: stats.supervised,
+      weightSum: stats.weightSum,
+      gradNorm,
+      lr,
+      tokens: effectiveTokens(batch),
+      shards: shards.length,
+      skipped: !finite,
+      ms: { grads: t1 - t0, optimizer: t2 - t1 },
+    };
+  }
+
+  exportState(): AdamState {
+    return this.adam.exportState();
+  }
+
+  importState(s: AdamState): void {
+    this.adam.importState(s);
+  }
+
+  dispose(): void {
+    this.adam.dispose();
+    this.pool?.dispose();
+    this.pool = null;
+  }
+}

@@ -1,0 +1,403 @@
+// Data-parallel gradients over worker threads.
+//
+// Why: the wasm backend runs on one thread per JS thread (its multi-threaded build does not
+// load in Node, and XNNPACK's matMul is called without a thread pool), so the only way to
+// the second core is a second JS thread with its own tfjs backend. A batch's rows are split
+// into shards (balanced by their computed length); the calling thread computes one shard,
+// each worker another, on an identical replica of the weights; the shard gradients are
+// combined with weights proportional to each shard's loss weight (so the result equals the
+// single-thread gradient of sum(w*CE)/sum(w) over the whole batch).
+//
+// Synchronous on purpose: Trainer.step stays a plain function. The calling thread posts a
+// command on a MessagePort, bumps a shared counter and blocks on Atomics.wait until the
+// worker bumps its own; the worker does the same the other way round, reading its commands
+// with receiveMessageOnPort. Weights travel only when they changed (1.8 MB for the tiny
+// preset), gradients come back as a transferred buffer.
+//
+// The worker script: `parallel-worker.js` next to this file — the build's entry for this
+// file (scripts/build.mjs: `{ entryPoints: { 'parallel-worker': 'trainer/parallel.ts' } }`) —
+// or, when running from source under tsx, this .ts file. Never another bundle: an entry
+// with top-level effects (a CLI, the worker process) would run them again in the thread.
+// Without a script the pool is not created and training runs on the calling thread
+// (GradientPool.unavailable() says why).
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { MessageChannel, MessagePort, Worker, isMainThread, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import * as tf from '@tensorflow/tfjs-core';
+import { initBackend } from './backend';
+import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, paramSpecs } from './model';
+
+export interface ParallelOptions {
+  /** Extra worker threads (the calling thread computes a shard too). */
+  threads: number;
+  /** The backend the workers run; default: the calling thread's (wasm or cpu). */
+  backend?: 'wasm' | 'cpu';
+  /** Worker script override (tests, unusual bundles). */
+  script?: string;
+  /** Give up waiting for a worker after this long; default max(120 s, 50x the local shard). */
+  timeoutMs?: number;
+}
+
+/** Worker threads 'auto' picks: one per further core (at most 7), and only on wasm/cpu. */
+export function autoThreads(): number {
+  const b = tf.getBackend();
+  if (b !== 'wasm' && b !== 'cpu') return 0;
+  const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  return Math.max(0, Math.min(cores, 8) - 1);
+}
+
+// ---- batches and flat buffers -----------------------------------------------------------
+
+function lastLabelled(b: Batch, r: number): number {
+  for (let t = b.seq - 1; t >= 0; t--) if (b.labels[r * b.seq + t] !== IGNORE) return t + 1;
+  return 0;
+}
+
+/**
+ * Split a batch's rows into at most `k` shards with balanced work (longest rows first, each
+ * to the lightest shard). Each shard keeps the batch's `seq`; rows keep their order inside
+ * a shard. With one row or k = 1 the batch itself comes back.
+ */
+export function splitBatch(b: Batch, k: number): Batch[] {
+  const n = Math.max(1, Math.min(k, b.batch));
+  if (n === 1) return [b];
+  const rows = Array.from({ length: b.batch }, (_, r) => ({ r, len: lastLabelled(b, r) }));
+  rows.sort((x, y) => y.len - x.len || x.r - y.r);
+  const load = new Array<number>(n).fill(0);
+  const assign: number[][] = Array.from({ length: n }, () => []);
+  for (const row of rows) {
+    let best = 0;
+    for (let i = 1; i < n; i++) if (load[i]! < load[best]!) best = i;
+    // attention makes a row's cost grow faster than its length; length^1.5 is a fair proxy
+    load[best]! += Math.pow(Math.max(row.len, 1), 1.5);
+    assign[best]!.push(row.r);
+  }
+  return assign
+    .filter((a) => a.length > 0)
+    .map((a) => {
+      a.sort((x, y) => x - y);
+      const S = b.seq;
+      const out: Batch = {
+        batch: a.length,
+        seq: S,
+        inputIds: new Int32Array(a.length * S),
+        labels: new Int32Array(a.length * S),
+        weights: b.weights ? new Float32Array(a.length * S) : undefined,
+      };
+      a.forEach((r, i) => {
+        out.inputIds.set(b.inputIds.subarray(r * S, (r + 1) * S), i * S);
+        out.labels.set(b.labels.subarray(r * S, (r + 1) * S), i * S);
+        if (b.weights) out.weights!.set(b.weights.subarray(r * S, (r + 1) * S), i * S);
+      });
+      return out;
+    });
+}
+
+/** Every weight of the model in one buffer, in paramSpecs order. */
+export function flattenWeights(model: StackModel): Float32Array {
+  const specs = model.paramSpecs();
+  const total = specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+  const out = new Float32Array(total);
+  let off = 0;
+  for (const s of specs) {
+    const d = model.weights().get(s.name)!.dataSync() as Float32Array;
+    out.set(d, off);
+    off += d.length;
+  }
+  return out;
+}
+
+/** Views of a flat buffer by parameter name. */
+export function unflatten(cfg: ModelConfig, flat: Float32Array): Record<string, Float32Array> {
+  const out: Record<string, Float32Array> = {};
+  let off = 0;
+  for (const s of paramSpecs(cfg)) {
+    const n = s.shape.reduce((a, b) => a * b, 1);
+    out[s.name] = flat.subarray(off, off + n);
+    off += n;
+  }
+  if (off !== flat.length) throw new Error(`flat weights: ${flat.length} values, the model has ${off}`);
+  return out;
+}
+
+type ShardStats = Pick<LossStats, 'lossSum' | 'weightSum' | 'ceSum' | 'correct' | 'supervised'>;
+
+export interface RemoteShard {
+  stats: ShardStats;
+  /** Gradients in paramSpecs order (normalised by the shard's own weightSum). */
+  flat: Float32Array;
+}
+
+/**
+ * Combine the local shard's gradients (tensors) and the remote shards' (flat buffers):
+ * g = sum_i (W_i / W) g_i with W_i each shard's weight sum. Disposes the local gradients.
+ */
+export function combineShardGrads(model: StackModel, local: ShardStats & { grads: Grads }, remote: RemoteShard[]): { grads: Grads; stats: ShardStats } {
+  const all = [local as ShardStats, ...remote.map((r) => r.stats)];
+  const stats: ShardStats = { lossSum: 0, weightSum: 0, ceSum: 0, correct: 0, supervised: 0 };
+  for (const s of all) {
+    stats.lossSum += s.lossSum;
+    stats.weightSum += s.weightSum;
+    stats.ceSum += s.ceSum;
+    stats.correct += s.correct;
+    stats.supervised += s.supervised;
+  }
+  const W = stats.weightSum;
+  const coef = all.map((s) => (W > 0 ? s.weightSum / W : 0));
+  const views = remote.map((r) => unflatten(model.config, r.flat));
+  const grads: Grads = new Map();
+  for (const spec of model.paramSpecs()) {
+    const g0 = local.grads.get(spec.name)!;
+    const g = tf.tidy(() => {
+      let acc = coef[0] === 1 ? tf.clone(g0) : tf.mul(g0, coef[0]!);
+      views.forEach((v, i) => {
+        if (coef[i + 1]! !== 0) acc = tf.add(acc, tf.mul(tf.tensor(v[spec.name]!, spec.shape, 'float32'), coef[i + 1]!));
+      });
+      return acc;
+    });
+    g0.dispose();
+    grads.set(spec.name, g);
+  }
+  return { grads, stats };
+}
+
+// ---- the pool (calling thread) -----------------------------------------------------------
+
+const CMD = 0;
+const DONE = 1;
+const READY = 2; // 0 starting, 1 ready, 2 failed
+
+interface WorkerHandle {
+  worker: Worker;
+  port: MessagePort;
+  ctrl: Int32Array;
+  sentVersion: number;
+  ready: boolean;
+  pending: boolean;
+}
+
+type Reply = { type: 'grads'; stats: ShardStats; flat: Float32Array } | { type: 'error'; message: string } | { type: 'ready' };
+
+function workerScript(override?: string): { file: string; evalCode?: string } | null {
+  const envScript = process.env['AGENT_LAB_PARALLEL_WORKER'];
+  if (override) return { file: override };
+  if (envScript) return { file: envScript };
+  const sibling = path.join(__dirname, 'parallel-worker.js');
+  if (fs.existsSync(sibling)) return { file: sibling };
+  if (__filename.endsWith('.ts')) {
+    // Under tsx (tests, `tsx bench/...`): register tsx in the worker, then load this source.
+    return { file: __filename, evalCode: `require('tsx/cjs'); require(${JSON.stringify(__filename)});` };
+  }
+  return null;
+}
+
+export class GradientPool {
+  private handles: WorkerHandle[] = [];
+  private lastLocalMs = 0;
+  private startedAt = 0;
+  readonly backend: 'wasm' | 'cpu';
+  private readonly timeoutMs: number | undefined;
+
+  private constructor(cfg: ModelConfig, opts: ParallelOptions) {
+    const b = opts.backend ?? (tf.getBackend() === 'cpu' ? 'cpu' : 'wasm');
+    this.backend = b;
+    this.timeoutMs = opts.timeoutMs;
+    const script = workerScript(opts.script)!;
+    for (let i = 0; i < opts.threads; i++) {
+      const { port1, port2 } = new MessageChannel();
+      const ctrl = new Int32Array(new SharedArrayBuffer(16));
+      const data = { agentLabGradWorker: true, cfg, backend: b, ctrl, port: port2 };
+      const worker = script.evalCode
+        ? new Worker(script.evalCode, { eval: true, workerData: data, transferList: [port2] })
+        : new Worker(script.file, { workerData: data, transferList: [port2] });
+      worker.unref();
+      worker.on('error', () => {
+        /* reported through READY / the reply protocol; avoid an unhandled 'error' event */
+      });
+      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, ready: false, pending: false });
+    }
+  }
+
+  /** A pool for `parallel` (a thread count, 'auto' or options); null when that means no threads. */
+  static create(cfg: ModelConfig, parallel: number | 'auto' | ParallelOptions): GradientPool | null {
+    const opts: ParallelOptions = typeof parallel === 'object' ? parallel : { threads: parallel === 'auto' ? autoThreads() : parallel };
+    if (!(opts.threads > 0)) return null;
+    if (GradientPool.unavailable(opts.script)) return null;
+    return new GradientPool(cfg, opts);
+  }
+
+  /** Why worker threads cannot be used here (no worker script), or null when they can. */
+  static unavailable(script?: string): string | null {
+    return workerScript(script)
+      ? null
+      : `no worker script: ${path.join(__dirname, 'parallel-worker.js')} is missing (an esbuild entry for trainer/parallel.ts); training runs on one thread`;
+  }
+
+  get size(): number {
+    return this.handles.length;
+  }
+
+  private waitFor(h: WorkerHandle, index: number, expected: number, what: string, timeoutMs: number): void {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const cur = Atomics.load(h.ctrl, index);
+      if (index === READY ? cur !== 0 : cur >= expected) return;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`parallel gradients: worker ${h.worker.threadId} did not ${what} within ${Math.round(timeoutMs / 1000)} s`);
+      Atomics.wait(h.ctrl, index, cur, Math.min(left, 1000));
+    }
+  }
+
+  private receive(h: WorkerHandle): Reply {
+    for (let tries = 0; tries < 1000; tries++) {
+      const m = receiveMessageOnPort(h.port);
+      if (m) return m.message as Reply;
+      Atomics.wait(h.ctrl, 3, 0, 1); // a 1 ms pause; index 3 is never written
+    }
+    throw new Error('parallel gradients: a worker signalled but sent nothing');
+  }
+
+  private ensureReady(h: WorkerHandle): void {
+    if (h.ready) return;
+    this.waitFor(h, READY, 1, 'start', 120000);
+    if (Atomics.load(h.ctrl, READY) === 2) {
+      const m = this.receive(h);
+      throw new Error(`parallel gradients: a worker failed to start: ${m.type === 'error' ? m.message : 'unknown error'}`);
+    }
+    h.ready = true;
+  }
+
+  /** Send shards (one per worker, fewer is fine) with the model's current weights. */
+  start(model: StackModel, shards: Batch[]): void {
+    if (shards.length > this.handles.length) throw new Error('parallel gradients: more shards than workers');
+    this.startedAt = Date.now();
+    let flat: Float32Array | null = null;
+    shards.forEach((shard, i) => {
+      const h = this.handles[i]!;
+      this.ensureReady(h);
+      if (h.sentVersion !== model.version) {
+        flat ??= flattenWeights(model);
+        const copy = flat.slice();
+        h.port.postMessage({ type: 'params', flat: copy }, [copy.buffer]);
+        h.sentVersion = model.version;
+      }
+      const msg = { type: 'grads', batch: { inputIds: shard.inputIds, labels: shard.labels, weights: shard.weights, batch: shard.batch, seq: shard.seq } };
+      h.port.postMessage(msg);
+      h.pending = true;
+      Atomics.add(h.ctrl, CMD, 1);
+      Atomics.notify(h.ctrl, CMD);
+    });
+  }
+
+  /** Wait for every started shard; their gradients and statistics. */
+  finish(): RemoteShard[] {
+    this.lastLocalMs = Date.now() - this.startedAt;
+    const out: RemoteShard[] = [];
+    const timeout = this.timeoutMs ?? Math.max(120000, 50 * this.lastLocalMs);
+    let failure: Error | null = null;
+    for (const h of this.handles) {
+      if (!h.pending) continue;
+      h.pending = false;
+      const expected = Atomics.load(h.ctrl, CMD);
+      try {
+        this.waitFor(h, DONE, expected, 'answer', timeout);
+        const m = this.receive(h);
+        if (m.type === 'error') throw new Error(`parallel gradients: worker failed: ${m.message}`);
+        if (m.type !== 'grads') throw new Error(`parallel gradients: unexpected reply '${m.type}'`);
+        out.push({ stats: m.stats, flat: m.flat });
+      } catch (err) {
+        failure ??= err as Error;
+      }
+    }
+    if (failure) throw failure;
+    return out;
+  }
+
+  dispose(): void {
+    for (const h of this.handles) {
+      try {
+        h.port.postMessage({ type: 'stop' });
+        Atomics.add(h.ctrl, CMD, 1);
+        Atomics.notify(h.ctrl, CMD);
+      } catch {
+        /* already gone */
+      }
+      void h.worker.terminate();
+      h.port.close();
+    }
+    this.handles = [];
+  }
+}
+
+// ---- the worker thread -------------------------------------------------------------------
+
+interface WorkerInit {
+  agentLabGradWorker: true;
+  cfg: ModelConfig;
+  backend: 'wasm' | 'cpu';
+  ctrl: Int32Array;
+  port: MessagePort;
+}
+
+async function workerMain(init: WorkerInit): Promise<void> {
+  const { ctrl, port, cfg } = init;
+  try {
+    await initBackend(init.backend);
+  } catch (err) {
+    port.postMessage({ type: 'error', message: (err as Error).message ?? String(err) });
+    Atomics.store(ctrl, READY, 2);
+    Atomics.notify(ctrl, READY);
+    return;
+  }
+  Atomics.store(ctrl, READY, 1);
+  Atomics.notify(ctrl, READY);
+  let model: StackModel | null = null;
+  let seen = 0;
+  for (;;) {
+    Atomics.wait(ctrl, CMD, seen);
+    seen = Atomics.load(ctrl, CMD);
+    for (;;) {
+      const m = receiveMessageOnPort(port);
+      if (!m) break;
+      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch };
+      if (msg.type === 'stop') {
+        model?.dispose();
+        port.close();
+        return;
+      }
+      try {
+        if (msg.type === 'params') {
+          const w = unflatten(cfg, msg.flat!);
+          if (model) model.setWeights(w);
+          else model = StackModel.fromWeights(cfg, w);
+          continue;
+        }
+        if (msg.type === 'grads') {
+          if (!model) throw new Error('no weights received');
+          const r = model.lossAndGrads(msg.batch!);
+          const flat = new Float32Array(model.paramSpecs().reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0));
+          let off = 0;
+          for (const s of model.paramSpecs()) {
+            const g = r.grads.get(s.name)!;
+            flat.set(g.dataSync() as Float32Array, off);
+            off += g.size;
+            g.dispose();
+          }
+          const stats: ShardStats = { lossSum: r.lossSum, weightSum: r.weightSum, ceSum: r.ceSum, correct: r.correct, supervised: r.supervised };
+          port.postMessage({ type: 'grads', stats, flat }, [flat.buffer]);
+        }
+      } catch (err) {
+        port.postMessage({ type: 'error', message: (err as Error).message ?? String(err) });
+      }
+      if (msg.type === 'grads') {
+        Atomics.add(ctrl, DONE, 1);
+        Atomics.notify(ctrl, DONE);
+      }
+    }
+  }
+}
+
+if (!isMainThread && (workerData as Partial<WorkerInit> | null)?.agentLabGradWorker === true) {
+  void workerMain(workerData as WorkerInit);
+}
