@@ -6,11 +6,17 @@ import { DEFAULT_MAX_LEN, buildDataset, encodeWithMask } from '../core/sftFormat
 import { tokenizerHash } from '../core/tokenizer';
 import { writeJsonAtomic } from '../trainer/files';
 import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData } from '../trainer/prepare';
+import { runSft } from '../trainer/sft';
+import { trainJobHooks } from './train';
 
 export interface DemoOptions {
   runDir?: string | undefined;
+  /** Training budget in minutes after the data is ready; 0 = data only. */
+  minutes?: number;
   log?: (line: string) => void;
 }
+
+export const DEMO_MINUTES = 3;
 
 export interface DemoReport {
   runDir: string;
@@ -82,6 +88,11 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
     sft: { examples: dataset.examples.length, dropped: dataset.dropped, dropRate: dataset.dropRate, maxLen: dataset.maxLen },
     seconds: (Date.now() - started) / 1000,
   };
+  if ((options.minutes ?? DEMO_MINUTES) > 0) {
+    writeJsonAtomic(path.join(runDir, 'report.json'), report);
+    for (const line of formatReport(report)) log(line);
+    return report;
+  }
   writeJsonAtomic(path.join(runDir, 'config.json'), {
     kind: 'demo',
     seeds: { world: WORLD_SEED, tasks: WORLD_SEED },
@@ -130,8 +141,38 @@ export function formatReport(r: DemoReport): string[] {
     `  supervised share       ${pct(r.supervisedShare)} of tokens`,
     `  SFT examples (train)   ${r.sft.examples} kept, ${r.sft.dropped} dropped over ${r.sft.maxLen} tokens (drop rate ${pct(r.sft.dropRate)})`,
     `  took                   ${r.seconds.toFixed(1)} s`,
-    '',
-    'Training the student (agent-lab train sft) is not in this build yet; the run folder holds',
-    'the world, the distilled data and the tokenizer it will train on.',
   ];
+}
+
+/** The demo with its training: data, a short SFT run of the default student, its held-out accuracy. */
+export async function runDemoWithTraining(options: DemoOptions = {}): Promise<void> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const minutes = options.minutes ?? DEMO_MINUTES;
+  const report = runDemo({ ...options, log });
+  if (minutes <= 0) {
+    log('');
+    log(`Train the student on this data: agent-lab train sft --run ${report.runDir}`);
+    return;
+  }
+  log('');
+  log(`Training the default student (tiny preset, copy recipe) for ${minutes} minute(s); progress on stderr.`);
+  const hooks = trainJobHooks();
+  const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1] }, hooks);
+  const s = result.summary as {
+    steps: number;
+    backend: string;
+    heldout_accuracy?: number;
+    by_kind?: Record<string, { n: number; accuracy: number }>;
+    span_accuracy?: Record<string, number>;
+  };
+  const pctOf = (x: number | undefined) => (x === undefined ? 'n/a' : `${(100 * x).toFixed(1)}%`);
+  log('');
+  log(`Student after ${minutes} minute(s) (${s.steps} optimiser steps on ${s.backend}):`);
+  log(`  held-out exact match   ${pctOf(s.heldout_accuracy)} of 50 (chance is about 18%: a coin flip on the 18 compare tasks)`);
+  if (s.by_kind) log(`  per shape              ${Object.entries(s.by_kind).map(([k, v]) => `${k} ${pctOf(v.accuracy)} of ${v.n}`).join(', ')}`);
+  if (s.span_accuracy) log(`  teacher-forced spans   ${Object.entries(s.span_accuracy).map(([k, v]) => `${k} ${pctOf(v)}`).join(', ')}`);
+  log('');
+  log('The full recipe (about 20 minutes on 2 CPU cores):');
+  log('  agent-lab train sft --minutes 20 --run runs/student');
+  log('  agent-lab eval --run runs/student --split heldout');
 }

@@ -11,8 +11,8 @@ import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { writeJsonlAtomic } from '../trainer/files';
-import { runDemo } from './demo';
-import { runTrainCommand, runEvalCommand } from './train';
+import { runDemoWithTraining } from './demo';
+import { runAskCommand, runTrainCommand, runEvalCommand } from './train';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
 import { BACKEND_CHOICES } from '../trainer/backend';
@@ -90,13 +90,15 @@ const COMMANDS: Record<
   },
   demo: {
     name: 'demo',
-    summary: 'the main job on the embedded default: world, distillation, tokenizer, SFT data',
-    usage: 'agent-lab demo [--run DIR]',
-    options: { run: { kind: 'string' } },
+    summary: 'the main job on the embedded default: world, distillation, tokenizer, SFT data, a short training',
+    usage: 'agent-lab demo [--minutes M] [--run DIR]',
+    options: { run: { kind: 'string' }, minutes: { kind: 'int', min: 0, max: 10000 } },
     positionals: 'none',
-    run: (a) => {
-      runDemo({ runDir: a.options['run'] as string | undefined });
-    },
+    run: (a) =>
+      runDemoWithTraining({
+        runDir: a.options['run'] as string | undefined,
+        ...(typeof a.options['minutes'] === 'number' ? { minutes: a.options['minutes'] } : {}),
+      }),
   },
   // ---- the student: training and evaluation (issue 3) -------------------------------------
   train: {
@@ -133,6 +135,20 @@ const COMMANDS: Record<
     },
     positionals: 'none',
     run: cmdEval,
+  },
+  run: {
+    name: 'run',
+    summary: 'the student answers one question through the real loop and prints its trajectory',
+    usage: 'agent-lab run --run DIR [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
+    options: {
+      run: { kind: 'string', required: true },
+      checkpoint: { kind: 'string' },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      json: { kind: 'flag' },
+    },
+    positionals: 'one-or-more',
+    positionalName: 'QUESTION',
+    run: (a) => runAskCommand(a.options, a.positional!),
   },
   // ---- the language server and its bench (issue 5) ----------------------------------------
   lsp: {

@@ -1,7 +1,17 @@
 // `agent-lab train sft` and `agent-lab eval`: the worker's jobs, run in-process with the
 // progress on stderr. Ctrl-C stops after the current step with a checkpoint (a second
 // Ctrl-C exits at once; the last complete checkpoint is still there).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { UsageError } from './args';
+import { ToolEnv } from '../core/env';
+import { buildCorpus } from '../core/world';
+import { AgentRuntime } from '../trainer/agentRuntime';
+import { BackendAsk, initBackend } from '../trainer/backend';
+import { loadCheckpoint } from '../trainer/checkpoint';
+import { ModelConfig, StackModel } from '../trainer/model';
+import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
+import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError, runSft } from '../trainer/sft';
 
@@ -115,4 +125,38 @@ export async function runEvalCommand(o: Options): Promise<void> {
       steps_mean: s.steps_mean,
     }),
   );
+}
+
+/** `agent-lab run --run DIR QUESTION`: the student answers one question through the real loop. */
+export async function runAskCommand(o: Options, question: string): Promise<void> {
+  const runDir = path.resolve(o['run'] as string);
+  const configFile = path.join(runDir, 'config.json');
+  if (!fs.existsSync(configFile)) throw new UsageError(`${runDir} is not a run folder (no config.json)`);
+  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { model?: ModelConfig };
+  if (!config.model) throw new UsageError(`${runDir} holds no trained model; train one with agent-lab train sft --run ${runDir}`);
+  await initBackend(((o['backend'] as string | undefined) ?? 'auto') as BackendAsk);
+  let ck;
+  try {
+    ck = loadCheckpoint(runDir, (o['checkpoint'] as string | undefined) ?? 'latest');
+  } catch (err) {
+    throw new UsageError(`cannot load the checkpoint: ${(err as Error).message}`);
+  }
+  const tokenizer = loadTokenizer(runDir);
+  const model = StackModel.fromWeights(config.model, ck.weights);
+  try {
+    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv(buildCorpus()), tokenizerCallMask(tokenizer));
+    const ep = runtime.run({ question });
+    if (o['json']) {
+      console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, text: ep.text }));
+      return;
+    }
+    for (const step of ep.record) {
+      console.log(`--- step (${step.kind}${step.guard ? `, ${step.guard}` : ''}${step.truncated ? ', cut' : ''})`);
+      console.log(step.text);
+      if (step.observation !== undefined) console.log(`>>> ${step.observation}`);
+    }
+    console.log(`answer: ${ep.answer ?? '(none)'}  (${ep.steps} steps${ep.outOfSteps ? ', out of steps' : ''}, checkpoint ${ck.name})`);
+  } finally {
+    model.dispose();
+  }
 }

@@ -97,7 +97,8 @@ export class AgentRuntime {
     this.forbiddenInText = Object.values(ids).filter((id) => id !== this.endId && id !== this.callId);
   }
 
-  run(task: Task, options: Partial<EpisodeOptions> = {}): Episode {
+  /** Runs one episode. A question without gold (agent-lab run) is never `solved`. */
+  run(task: Pick<Task, 'question'> & Partial<Pick<Task, 'gold' | 'kind'>>, options: Partial<EpisodeOptions> = {}): Episode {
     const o = { ...DEFAULT_EPISODE, ...options };
     const session = this.policy.newSession();
     const ids: number[] = [];
@@ -171,10 +172,10 @@ export class AgentRuntime {
     }
     return {
       question: task.question,
-      gold: task.gold,
-      kind: task.kind,
+      gold: task.gold ?? '',
+      kind: task.kind ?? '',
       answer,
-      solved: answer !== null && normalize(answer) === normalize(task.gold),
+      solved: answer !== null && task.gold !== undefined && normalize(answer) === normalize(task.gold),
       steps,
       outOfSteps,
       contextFull,

@@ -4,7 +4,8 @@
 // worker threads when data-parallel gradients are on (trainer/parallel.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { Batch, Grads, IGNORE, StackModel } from './model';
-import { GradientPool, ParallelOptions, combineShardGrads, splitBatch } from './parallel';
+import { isLocalBackend } from './backend';
+import { GradientPool, ParallelOptions, combineFlat, combineShardGrads, splitBatch } from './parallel';
 
 export type Schedule = 'cosine' | 'linear' | 'constant';
 
@@ -76,8 +77,13 @@ export function lrAt(step: number, c: ResolvedOptim, progress?: number): number 
   return min + 0.5 * (c.lr - min) * (1 + Math.cos(Math.PI * p));
 }
 
-/** sqrt(sum of squares) over every gradient (one read-back). */
-export function globalNorm(grads: Iterable<tf.Tensor>): number {
+/** sqrt(sum of squares) over every gradient (one read-back), or over a flat buffer. */
+export function globalNorm(grads: Iterable<tf.Tensor> | Float32Array): number {
+  if (grads instanceof Float32Array) {
+    let s = 0;
+    for (let i = 0; i < grads.length; i++) s += grads[i]! * grads[i]!;
+    return Math.sqrt(s);
+  }
   return tf.tidy(() => {
     const parts = [...grads].map((g) => tf.sum(tf.square(g)));
     if (parts.length === 0) return 0;
@@ -92,40 +98,138 @@ export interface AdamState {
   v: Record<string, Float32Array>;
 }
 
-/** AdamW over a StackModel's weights; moments live as tensors on the backend. */
+interface Slot {
+  name: string;
+  shape: number[];
+  offset: number;
+  size: number;
+  decay: boolean;
+}
+
+/**
+ * AdamW over a StackModel's weights. Two equivalent implementations: 'js' keeps weights,
+ * gradients and moments in flat Float32Arrays and updates them in one loop (wasm/cpu, where
+ * reading tensors back is a cheap copy and ~180 small tensor ops would cost more than the
+ * arithmetic); 'tensor' keeps the moments as tensors on the backend (native/GPU backends,
+ * where weights should not leave the device).
+ */
 export class AdamW {
   t = 0;
+  readonly mode: 'js' | 'tensor';
+  private readonly slots: Slot[];
+  private readonly total: number;
+  // tensor mode
   private m = new Map<string, tf.Tensor>();
   private v = new Map<string, tf.Tensor>();
+  // js mode
+  private fm: Float32Array | null = null;
+  private fv: Float32Array | null = null;
+  private fp: Float32Array | null = null;
+  private fpVersion = -1;
+
   constructor(
     private readonly model: StackModel,
     readonly cfg: ResolvedOptim,
-  ) {}
+    mode?: 'js' | 'tensor',
+  ) {
+    this.mode = mode ?? (isLocalBackend() ? 'js' : 'tensor');
+    let offset = 0;
+    this.slots = model.paramSpecs().map((s) => {
+      const size = s.shape.reduce((a, b) => a * b, 1);
+      const slot = { name: s.name, shape: s.shape, offset, size, decay: AdamW.decays(s.shape) };
+      offset += size;
+      return slot;
+    });
+    this.total = offset;
+  }
 
   /** Whether a parameter is decayed: matrices yes, norm gains (rank 1) no. */
   static decays(shape: readonly number[]): boolean {
     return shape.length >= 2;
   }
 
+  /** Gradients as one flat buffer in paramSpecs order (a copy). */
+  flatten(grads: Grads): Float32Array {
+    const out = new Float32Array(this.total);
+    for (const s of this.slots) {
+      const g = grads.get(s.name);
+      if (!g) throw new Error(`AdamW: no gradient for ${s.name}`);
+      out.set(g.dataSync() as Float32Array, s.offset);
+    }
+    return out;
+  }
+
   /**
    * One update with gradients already scaled by `gradScale` (clipping), at learning rate lr.
    * PyTorch's AdamW: p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
    * p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+   * `grads`: tensors by name, or (js mode) a flat buffer in paramSpecs order.
    */
-  update(grads: Grads, lr: number, gradScale = 1): void {
+  update(grads: Grads | Float32Array, lr: number, gradScale = 1): void {
+    if (this.mode === 'js') return this.updateJs(grads instanceof Float32Array ? grads : this.flatten(grads), lr, gradScale);
+    if (grads instanceof Float32Array) {
+      const map: Grads = new Map(this.slots.map((s) => [s.name, tf.tensor(grads.subarray(s.offset, s.offset + s.size), s.shape, 'float32')]));
+      try {
+        return this.updateTensors(map, lr, gradScale);
+      } finally {
+        for (const g of map.values()) g.dispose();
+      }
+    }
+    return this.updateTensors(grads, lr, gradScale);
+  }
+
+  private updateJs(g: Float32Array, lr: number, gradScale: number): void {
+    if (g.length !== this.total) throw new Error(`AdamW: ${g.length} gradient values, the model has ${this.total}`);
+    const [b1, b2] = this.cfg.betas;
+    const eps = this.cfg.eps;
+    this.t++;
+    const bc1 = 1 - Math.pow(b1, this.t);
+    const sbc2 = Math.sqrt(1 - Math.pow(b2, this.t));
+    const stepSize = lr / bc1;
+    if (!this.fp || this.fpVersion !== this.model.version) {
+      // (re)read the weights: first step, or someone changed them since our last update
+      const w = this.model.weights();
+      this.fp = new Float32Array(this.total);
+      for (const s of this.slots) this.fp.set(w.get(s.name)!.dataSync() as Float32Array, s.offset);
+    }
+    this.fm ??= new Float32Array(this.total);
+    this.fv ??= new Float32Array(this.total);
+    const p = this.fp;
+    const m = this.fm;
+    const v = this.fv;
+    for (const s of this.slots) {
+      const keep = s.decay ? 1 - lr * this.cfg.weightDecay : 1;
+      const end = s.offset + s.size;
+      for (let i = s.offset; i < end; i++) {
+        const gi = g[i]! * gradScale;
+        const mi = b1 * m[i]! + (1 - b1) * gi;
+        const vi = b2 * v[i]! + (1 - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i]! * keep - (stepSize * mi) / (Math.sqrt(vi) / sbc2 + eps);
+      }
+    }
+    const next: Record<string, Float32Array> = {};
+    for (const s of this.slots) next[s.name] = p.subarray(s.offset, s.offset + s.size);
+    this.model.setWeights(next);
+    this.fpVersion = this.model.version;
+  }
+
+  private updateTensors(grads: Grads, lr: number, gradScale: number): void {
     const [b1, b2] = this.cfg.betas;
     this.t++;
     const bc1 = 1 - Math.pow(b1, this.t);
     const bc2 = 1 - Math.pow(b2, this.t);
     const next = new Map<string, tf.Tensor>();
-    for (const [name, p] of this.model.weights()) {
-      const g0 = grads.get(name);
-      if (!g0) throw new Error(`AdamW: no gradient for ${name}`);
-      const decay = AdamW.decays(p.shape) ? this.cfg.weightDecay : 0;
+    for (const s of this.slots) {
+      const p = this.model.weights().get(s.name)!;
+      const g0 = grads.get(s.name);
+      if (!g0) throw new Error(`AdamW: no gradient for ${s.name}`);
+      const decay = s.decay ? this.cfg.weightDecay : 0;
       const res = tf.tidy(() => {
         const g = gradScale === 1 ? g0 : tf.mul(g0, gradScale);
-        const mOld = this.m.get(name);
-        const vOld = this.v.get(name);
+        const mOld = this.m.get(s.name);
+        const vOld = this.v.get(s.name);
         const m = mOld ? tf.add(tf.mul(mOld, b1), tf.mul(g, 1 - b1)) : tf.mul(g, 1 - b1);
         const v = vOld ? tf.add(tf.mul(vOld, b2), tf.mul(tf.square(g), 1 - b2)) : tf.mul(tf.square(g), 1 - b2);
         const denom = tf.add(tf.div(tf.sqrt(v), Math.sqrt(bc2)), this.cfg.eps);
@@ -133,11 +237,11 @@ export class AdamW {
         const np = tf.sub(decayed, tf.mul(tf.div(m, denom), lr / bc1));
         return { m, v, np };
       });
-      this.m.get(name)?.dispose();
-      this.v.get(name)?.dispose();
-      this.m.set(name, res.m);
-      this.v.set(name, res.v);
-      next.set(name, res.np);
+      this.m.get(s.name)?.dispose();
+      this.v.get(s.name)?.dispose();
+      this.m.set(s.name, res.m);
+      this.v.set(s.name, res.v);
+      next.set(s.name, res.np);
     }
     this.model.setWeights(next);
   }
@@ -145,26 +249,35 @@ export class AdamW {
   exportState(): AdamState {
     const m: Record<string, Float32Array> = {};
     const v: Record<string, Float32Array> = {};
-    for (const s of this.model.paramSpecs()) {
-      const n = s.shape.reduce((a, b) => a * b, 1);
-      m[s.name] = this.m.has(s.name) ? new Float32Array(this.m.get(s.name)!.dataSync()) : new Float32Array(n);
-      v[s.name] = this.v.has(s.name) ? new Float32Array(this.v.get(s.name)!.dataSync()) : new Float32Array(n);
+    for (const s of this.slots) {
+      if (this.mode === 'js') {
+        m[s.name] = this.fm ? this.fm.slice(s.offset, s.offset + s.size) : new Float32Array(s.size);
+        v[s.name] = this.fv ? this.fv.slice(s.offset, s.offset + s.size) : new Float32Array(s.size);
+      } else {
+        m[s.name] = this.m.has(s.name) ? new Float32Array(this.m.get(s.name)!.dataSync()) : new Float32Array(s.size);
+        v[s.name] = this.v.has(s.name) ? new Float32Array(this.v.get(s.name)!.dataSync()) : new Float32Array(s.size);
+      }
     }
     return { t: this.t, m, v };
   }
 
-  importState(s: AdamState): void {
+  importState(st: AdamState): void {
     this.disposeMoments();
-    this.t = s.t;
-    for (const spec of this.model.paramSpecs()) {
-      const n = spec.shape.reduce((a, b) => a * b, 1);
-      for (const [store, src] of [
-        [this.m, s.m],
-        [this.v, s.v],
-      ] as const) {
-        const data = src[spec.name];
-        if (!data || data.length !== n) throw new Error(`optimizer state: ${spec.name} missing or of the wrong size`);
-        store.set(spec.name, tf.keep(tf.tensor(data, spec.shape, 'float32')));
+    this.t = st.t;
+    if (this.mode === 'js') {
+      this.fm = new Float32Array(this.total);
+      this.fv = new Float32Array(this.total);
+    }
+    for (const s of this.slots) {
+      const m = st.m[s.name];
+      const v = st.v[s.name];
+      if (!m || !v || m.length !== s.size || v.length !== s.size) throw new Error(`optimizer state: ${s.name} missing or of the wrong size`);
+      if (this.mode === 'js') {
+        this.fm!.set(m, s.offset);
+        this.fv!.set(v, s.offset);
+      } else {
+        this.m.set(s.name, tf.keep(tf.tensor(m, s.shape, 'float32')));
+        this.v.set(s.name, tf.keep(tf.tensor(v, s.shape, 'float32')));
       }
     }
   }
@@ -173,10 +286,13 @@ export class AdamW {
     for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
     this.m.clear();
     this.v.clear();
+    this.fm = null;
+    this.fv = null;
   }
 
   dispose(): void {
     this.disposeMoments();
+    this.fp = null;
   }
 }
 
@@ -234,10 +350,10 @@ export class Trainer {
 
   constructor(
     readonly model: StackModel,
-    opts: TrainerOptions,
+    opts: TrainerOptions & { optimizerMode?: 'js' | 'tensor' },
   ) {
     this.optim = resolveOptim(opts);
-    this.adam = new AdamW(model, this.optim);
+    this.adam = new AdamW(model, this.optim, opts.optimizerMode);
     const par = opts.parallel ?? 0;
     if (par !== 0) {
       this.pool = GradientPool.create(model.config, par);
@@ -262,31 +378,41 @@ export class Trainer {
   step(batch: Batch, opts: { progress?: number } = {}): StepResult {
     const t0 = performance.now();
     const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
-    let grads: Grads;
+    const js = this.adam.mode === 'js';
+    let grads: Grads | Float32Array;
     let stats: { lossSum: number; weightSum: number; ceSum: number; correct: number; supervised: number };
     if (shards.length === 1) {
       const r = this.model.lossAndGrads(batch);
-      grads = r.grads;
       stats = r;
+      grads = js ? this.adam.flatten(r.grads) : r.grads;
+      if (js) for (const g of r.grads.values()) g.dispose();
     } else {
       const pool = this.pool!;
       pool.start(this.model, shards.slice(1));
       const local = this.model.lossAndGrads(shards[0]!);
       const remote = pool.finish();
-      const combined = combineShardGrads(this.model, local, remote);
-      grads = combined.grads;
-      stats = combined.stats;
+      if (js) {
+        const flat = this.adam.flatten(local.grads);
+        for (const g of local.grads.values()) g.dispose();
+        const combined = combineFlat({ stats: local, flat }, remote);
+        grads = combined.flat;
+        stats = combined.stats;
+      } else {
+        const combined = combineShardGrads(this.model, local, remote);
+        grads = combined.grads;
+        stats = combined.stats;
+      }
     }
     const t1 = performance.now();
     const lr = lrAt(this.adam.t + 1, this.optim, opts.progress);
-    const gradNorm = globalNorm(grads.values());
+    const gradNorm = grads instanceof Float32Array ? globalNorm(grads) : globalNorm(grads.values());
     const finite = Number.isFinite(gradNorm);
     if (finite) {
       // PyTorch's clip_grad_norm_: scale by min(1, clip / (norm + 1e-6)).
       const scale = this.optim.clip > 0 && Number.isFinite(this.optim.clip) ? Math.min(1, this.optim.clip / (gradNorm + 1e-6)) : 1;
       this.adam.update(grads, lr, scale);
     }
-    for (const g of grads.values()) g.dispose();
+    if (!(grads instanceof Float32Array)) for (const g of grads.values()) g.dispose();
     const t2 = performance.now();
     return {
       step: this.adam.t,

@@ -162,6 +162,28 @@ export function combineShardGrads(model: StackModel, local: ShardStats & { grads
   return { grads, stats };
 }
 
+/** The same combination on flat buffers: g = sum_i (W_i / W) g_i (a new buffer). */
+export function combineFlat(local: RemoteShard, remote: RemoteShard[]): { flat: Float32Array; stats: ShardStats } {
+  const all = [local, ...remote];
+  const stats: ShardStats = { lossSum: 0, weightSum: 0, ceSum: 0, correct: 0, supervised: 0 };
+  for (const { stats: s } of all) {
+    stats.lossSum += s.lossSum;
+    stats.weightSum += s.weightSum;
+    stats.ceSum += s.ceSum;
+    stats.correct += s.correct;
+    stats.supervised += s.supervised;
+  }
+  const W = stats.weightSum;
+  const out = new Float32Array(local.flat.length);
+  for (const { stats: s, flat } of all) {
+    if (flat.length !== out.length) throw new Error('parallel gradients: shards disagree on the parameter count');
+    const c = W > 0 ? s.weightSum / W : 0;
+    if (c === 0) continue;
+    for (let i = 0; i < out.length; i++) out[i]! += c * flat[i]!;
+  }
+  return { flat: out, stats };
+}
+
 // ---- the pool (calling thread) -----------------------------------------------------------
 
 const CMD = 0;

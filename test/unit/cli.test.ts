@@ -151,7 +151,7 @@ describe('agent-lab CLI', function () {
   it('demo writes a readable run folder and prints its report', function () {
     this.timeout(120000);
     const runDir = path.join(tmp, 'run-demo');
-    const r = run('demo', '--run', runDir);
+    const r = run('demo', '--minutes', '0', '--run', runDir);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /passages\s+268/);
     assert.match(r.stdout, /teacher yield \(train\)\s+lookup \d+\/\d+/);

@@ -36,11 +36,12 @@ function arrays(g: Grads): Record<string, Float32Array> {
 describe('trainer/optim: AdamW, schedule, clipping, data parallelism', function () {
   this.timeout(120000);
 
-  it('one and two AdamW steps equal a float64 hand computation (PyTorch formula)', async () => {
-    await initBackend('cpu');
+  for (const mode of ['js', 'tensor'] as const) it(`one and two AdamW steps equal a float64 hand computation (PyTorch formula; ${mode} mode)`, async () => {
+    await initBackend(mode === 'js' ? 'wasm' : 'cpu');
     const m = StackModel.create(MICRO, 5);
     const cfg = resolveOptim({ lr: 0.01, betas: [0.9, 0.95], eps: 1e-8, weightDecay: 0.1 });
-    const adam = new AdamW(m, cfg);
+    const adam = new AdamW(m, cfg, mode);
+    assert.equal(adam.mode, mode);
     const p0 = m.exportWeights();
     const rng = makeRng(3);
     const gradSets = [0, 1].map(() => {
@@ -76,9 +77,48 @@ describe('trainer/optim: AdamW, schedule, clipping, data parallelism', function 
         assert.ok(Math.abs(got[s.name]![i]! - p[i]!) < 1e-6 * Math.max(1, Math.abs(p[i]!)), `${s.name}[${i}]: ${got[s.name]![i]} vs ${p[i]}`);
       }
     }
-    // norm gains are not decayed: with a zero gradient they stay exactly 1
+    // the state survives export/import exactly, and a third step from imported state matches
+    const st = adam.exportState();
+    assert.equal(st.t, 2);
+    const twin = StackModel.fromWeights(MICRO, m.exportWeights());
+    const adam2 = new AdamW(twin, cfg, mode);
+    adam2.importState(st);
+    const again = adam2.exportState();
+    for (const k of Object.keys(st.m)) assert.deepEqual(Array.from(again.m[k]!), Array.from(st.m[k]!));
+    const g3 = (): Map<string, tf.Tensor> => new Map(paramSpecs(MICRO).map((s) => [s.name, tf.fill(s.shape, 0.01)]));
+    const ga = g3();
+    const gb = g3();
+    adam.update(ga, 0.003);
+    adam2.update(gb, 0.003);
+    const wa = m.exportWeights();
+    const wb = twin.exportWeights();
+    for (const k of Object.keys(wa)) assert.deepEqual(Array.from(wa[k]!), Array.from(wb[k]!), k);
+    for (const g of [...ga.values(), ...gb.values()]) g.dispose();
     adam.dispose();
+    adam2.dispose();
+    twin.dispose();
     m.dispose();
+  });
+
+  it('the js and tensor optimiser modes agree', async () => {
+    await initBackend('wasm');
+    const a = StackModel.create(MICRO, 8);
+    const b = StackModel.fromWeights(MICRO, a.exportWeights());
+    const ta = new Trainer(a, { lr: 0.01, warmupSteps: 1, optimizerMode: 'js' });
+    const tb = new Trainer(b, { lr: 0.01, warmupSteps: 1, optimizerMode: 'tensor' });
+    for (let k = 0; k < 3; k++) {
+      const ra = ta.step(batchOf(MICRO, 2, 10, k));
+      const rb = tb.step(batchOf(MICRO, 2, 10, k));
+      assert.ok(Math.abs(ra.loss - rb.loss) < 1e-5);
+      assert.ok(Math.abs(ra.gradNorm - rb.gradNorm) < 1e-5 * ra.gradNorm);
+    }
+    const wa = a.exportWeights();
+    const wb = b.exportWeights();
+    for (const k of Object.keys(wa)) for (let i = 0; i < wa[k]!.length; i++) assert.ok(Math.abs(wa[k]![i]! - wb[k]![i]!) < 1e-6, k);
+    ta.dispose();
+    tb.dispose();
+    a.dispose();
+    b.dispose();
   });
 
   it('warm-up, cosine and linear decay, and a progress override', () => {
@@ -101,6 +141,7 @@ describe('trainer/optim: AdamW, schedule, clipping, data parallelism', function 
     const b = StackModel.fromWeights(MICRO, a.exportWeights());
     const batch = batchOf(MICRO, 2, 12, 4);
     const tr = new Trainer(a, { lr: 0.01, clip: 0.05, weightDecay: 0.1 });
+    assert.equal(tr.adam.mode, 'js'); // wasm: the flat optimiser
     const res = tr.step(batch);
     // by hand on the twin
     const r = b.lossAndGrads(batch);
@@ -149,13 +190,13 @@ describe('trainer/optim: AdamW, schedule, clipping, data parallelism', function 
     m.dispose();
   });
 
-  it('two threads (a worker + this one) give the single-thread step within float tolerance', async () => {
+  for (const mode of ['js', 'tensor'] as const) it(`two threads (a worker + this one) give the single-thread step within float tolerance (${mode} optimiser)`, async () => {
     await initBackend('wasm');
     const cfg: ModelConfig = { ...MICRO, layers: 2, heads: 4, kvHeads: 2, dModel: 32 };
     const a = StackModel.create(cfg, 1);
     const b = StackModel.fromWeights(cfg, a.exportWeights());
-    const single = new Trainer(a, { lr: 0.005, warmupSteps: 2 });
-    const par = new Trainer(b, { lr: 0.005, warmupSteps: 2, parallel: 1 });
+    const single = new Trainer(a, { lr: 0.005, warmupSteps: 2, optimizerMode: mode });
+    const par = new Trainer(b, { lr: 0.005, warmupSteps: 2, parallel: 1, optimizerMode: mode });
     assert.equal(par.workers.threads, 1);
     for (let k = 0; k < 4; k++) {
       const batch = batchOf(cfg, 2, 24, 10 + k, [24, 17]);

@@ -109,4 +109,18 @@ describe('SFT training (CLI, tiny preset)', function () {
       assert.ok(row.text.startsWith('<|system|>'));
     }
   });
+
+  it('run answers one question through the real loop and prints the trajectory', () => {
+    const run = path.join(tmp, 'short');
+    const q = 'What is the layer count of Stack-100M? Use the corpus.';
+    const r = spawnSync(process.execPath, [bin, 'run', '--run', run, '--json', '--', q], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!);
+    assert.equal(out.question, q);
+    assert.ok(out.text.startsWith(`<|system|>`) && out.text.includes(q), 'the wire-format trajectory');
+    assert.ok(out.steps >= 1);
+    const bad = spawnSync(process.execPath, [bin, 'run', '--run', path.join(tmp, 'nothing'), 'hi'], { encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /is not a run folder/);
+  });
 });
