@@ -1,4 +1,4 @@
-// The fixture transcripts that show each diagnostic (test/lsp/fixtures/samples): each
+// The fixture transcripts that show each diagnostic (samples/diagnostics): each
 // shows the diagnostics its name promises, and nothing unexpected.
 import * as assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { analyseRow, transcriptText, transcriptUnit, unitDiagnostics } from '../
 import { TokenizerStore } from '../../language-server/tokenizers';
 import { repoRoot } from '../support/reference';
 
-const dir = path.join(repoRoot, 'test', 'lsp', 'fixtures', 'samples');
+const dir = path.join(repoRoot, 'samples', 'diagnostics');
 const tok = new TokenizerStore().resolve(null, null);
 
 const EXPECTED: Record<string, string[]> = {

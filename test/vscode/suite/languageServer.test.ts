@@ -1,11 +1,6 @@
 // The language server in a real VS Code (code-server), through the extension's client:
 // diagnostics at the right ranges in a transcript and a dataset, the hover text, a quick
 // fix applied, a content-sniffed JSONL switched to agent-dataset, the semantic token legend.
-//
-// A suite for the VS Code tier: to run it there, it lives in test/vscode/suite/ as
-// `languageServer.test.ts` (scripts/build.mjs bundles that folder). Kept here, in the
-// language server's test folder, until the owner of test/vscode/ takes it in; it was run
-// in that tier (code-server 4.100.3) when written.
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 
