@@ -7,12 +7,16 @@ import { tokenizerHash } from '../core/tokenizer';
 import { writeJsonAtomic } from '../trainer/files';
 import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData } from '../trainer/prepare';
 import { runSft } from '../trainer/sft';
+import { DEFAULT_RECIPE, getRecipe } from '../trainer/recipes';
+import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
 
 export interface DemoOptions {
   runDir?: string | undefined;
   /** Training budget in minutes after the data is ready; 0 = data only. */
   minutes?: number;
+  /** The training pool (default: the default recipe's). */
+  pool?: PoolName;
   log?: (line: string) => void;
 }
 
@@ -51,7 +55,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
   const runDir = options.runDir ?? path.join('runs', timestamp());
 
   let stage = 0;
-  const data = prepareRunData(runDir, 'seed', (line) => log(`[${++stage}/4] ${line}`));
+  const data = prepareRunData(runDir, options.pool ?? getRecipe(DEFAULT_RECIPE).pool, (line) => log(`[${++stage}/4] ${line}`));
   const tokenizer = data.tokenizer;
 
   log(`[4/4] formatting the SFT data`);
@@ -99,7 +103,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
     distractors: 120,
     samplesPerTask: SAMPLES_PER_TASK,
     teacher: 'stub',
-    pool: 'seed',
+    pool: options.pool ?? getRecipe(DEFAULT_RECIPE).pool,
     taskCounts: report.tasks,
     tokenizer: { sha256, vocabSize: tokenizer.vocabSize },
     sftMaxLen: DEFAULT_MAX_LEN,
@@ -135,7 +139,7 @@ export function formatReport(r: DemoReport): string[] {
     `  tasks (held-out)       ${per(r.tasks.heldout)}`,
     `  teacher yield (train)  ${yieldLine('train')}`,
     `  teacher yield (h-out)  ${yieldLine('heldout')}`,
-    `  held-out overlap       ${r.overlap.exact} exact + ${r.overlap.swapped} operand-swapped with train`,
+    `  seed split overlap     ${r.overlap.exact} exact + ${r.overlap.swapped} operand-swapped held-out tasks (never trained on)`,
     `  tokenizer              ${r.tokenizer.vocabSize} tokens (byte-level BPE, trained in ${r.tokenizer.trainSeconds.toFixed(1)} s)`,
     `  tokens per transcript  mean ${r.tokensPerTranscript.mean.toFixed(1)}, min ${r.tokensPerTranscript.min}, max ${r.tokensPerTranscript.max}`,
     `  supervised share       ${pct(r.supervisedShare)} of tokens`,

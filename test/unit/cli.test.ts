@@ -163,7 +163,7 @@ describe('agent-lab CLI', function () {
     assert.equal(report.passages, 268);
     assert.deepEqual(report.overlap, { exact: 2, swapped: 2 });
     assert.ok(report.supervisedShare > 0 && report.supervisedShare < 1);
-    assert.equal(readJsonl(path.join(runDir, 'data/train.traces.jsonl')).length, 189);
-    assert.equal(report.excludedOverlapping, 5);
+    assert.equal(readJsonl(path.join(runDir, 'data/train.traces.jsonl')).length, 1317);
+    assert.equal(report.excludedOverlapping, 93);
   });
 });
