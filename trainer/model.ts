@@ -23,16 +23,24 @@
 // - Query head h reads key/value head floor(h / (heads / kvHeads)).
 // - Causal: position t attends to positions <= t of its own row only.
 //
-// Speed (wasm): the tfjs wasm backend is fast only for plain 2-D, non-transposed matMul
-// (XNNPACK); transposed or batched matMuls take a scalar fallback ~10x slower, and some
-// gradients are missing. So this model does not use tfjs autodiff: `lossAndGrads` runs a
-// hand-written backward pass in which every matMul is 2-D and non-transposed (transposed
-// operands are materialised with cheap transposes, attention runs per row and head),
-// embedding rows and the supervised rows of the head are gathered in JS, and the
-// softmax/cross-entropy of the head is finished in JS. The backward pass is checked against
-// tfjs autodiff of a plain implementation and against finite differences
-// (test/unit/model.test.ts). On native backends (tfjs-node) the same code runs with tensor
-// ops instead of the JS shortcuts.
+// Speed (wasm). The tfjs wasm backend is fast only for plain 2-D, non-transposed matMul
+// (XNNPACK, ~20-27 GFLOP/s on one core here); transposed or batched matMuls take a scalar
+// fallback ~10x slower; XNNPACK repacks a matMul's right operand whenever it is a new
+// tensor (cost ~K*N); a 2-D slice or concat along columns copies row by row in JS. So
+// this model does not use tfjs autodiff: `lossAndGrads` runs a hand-written backward pass
+// in which every matMul is 2-D and non-transposed, with the narrow operand on the right
+// (weight gradients pick their orientation by that rule); attention runs per row of the
+// batch and per kv group in a transposed layout where every slice and concat is a
+// contiguous copy, the group's query heads stacked into one [rep*T, hd] operand; the
+// embedding rows, the supervised rows of the head and the softmax cross-entropy are done
+// in JS (one copy each way), and only supervised positions reach the output head.
+// The backward pass is checked against tfjs autodiff of a plain implementation and
+// against finite differences (test/unit/model.test.ts). On native backends (tfjs-node)
+// the same code runs, with tensor ops (gather, scatterND, unsortedSegmentSum, logSoftmax)
+// instead of the JS shortcuts. The second core is reached by data parallelism over worker
+// threads (trainer/parallel.ts).
+//
+// Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
 import { isLocalBackend } from './backend';
 
@@ -300,6 +308,8 @@ interface RowSave {
   q: tf.Tensor2D[][];
   /** Per kv group and query block: attention probabilities, [rep*(b1-b0), b1]. */
   probs: tf.Tensor2D[][];
+  /** Per kv group and query block: the attention output, [rep*(b1-b0), hd] (for rowsum(dP*P) = rowsum(dO*O)). */
+  outs: tf.Tensor2D[][];
 }
 
 interface LayerSave {
@@ -351,8 +361,10 @@ export class StackModel {
   version = 0;
   /**
    * Query blocks of the causal attention (training and evaluate): block j of T/n positions
-   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: by
-   * length (1 below 96 positions, 2 below 192, else 3 — measured on wasm).
+   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: 1.
+   * Measured on wasm at T ~420: 3 blocks save ~2 ms of matMul per row and layer pair but
+   * XNNPACK repacks each block's keys and the extra column slices cost ~9 ms, so 1 wins
+   * there; on a backend with cheap slices and batched matMuls more blocks may pay.
    */
   attnBlocks: number | null = null;
 
@@ -441,6 +453,7 @@ export class StackModel {
     for (const s of specs.keys()) if (!this.params.has(s)) throw new Error(`setWeights: parameter '${s}' missing`);
     for (const t of this.transposed.values()) t.dispose();
     this.transposed.clear();
+    this.embData = null;
     this.version++;
   }
 
@@ -521,7 +534,7 @@ export class StackModel {
 
   /** Transposed RoPE tables and the causal masks for sequences of T positions (cached). */
   private tables(T: number): RopeTables {
-    const nb = Math.max(1, Math.min(T, this.attnBlocks ?? (T >= 192 ? 3 : T >= 96 ? 2 : 1)));
+    const nb = Math.max(1, Math.min(T, this.attnBlocks ?? 1));
     const key = `${T}/${nb}`;
     let r = this.ropeCache.get(key);
     if (r) {
@@ -671,12 +684,16 @@ export class StackModel {
     return { rows, T, ids, supIdx, supLabels, supW, weightSum };
   }
 
+  /** The embedding matrix read back to JS, once per weights version (decoding reads it per token). */
+  private embData: { version: number; data: Float32Array } | null = null;
+
   /** Embedding rows for ids: [ids.length, d]. */
   private embed(ids: Int32Array): tf.Tensor2D {
     const E = this.p2('tok_embeddings');
     const d = this.config.dModel;
     if (useJs()) {
-      const e = E.dataSync() as Float32Array;
+      if (!this.embData || this.embData.version !== this.version) this.embData = { version: this.version, data: E.dataSync() as Float32Array };
+      const e = this.embData.data;
       const out = new Float32Array(ids.length * d);
       for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
       return tf.tensor2d(out, [ids.length, d]);
@@ -734,6 +751,7 @@ export class StackModel {
       const vT = tf.slice(qkvT, [W1, 0], [K * hd, T]);
       const qkT = tf.add(tf.mul(qkRawT, tb.cosT), tf.mul(this.swapHalves(qkRawT), tb.sinT)) as tf.Tensor2D;
       const qs: tf.Tensor2D[][] = [];
+      const outs: tf.Tensor2D[][] = [];
       const probs: tf.Tensor2D[][] = [];
       const outsT: tf.Tensor2D[] = [];
       const nb = tb.blocks.length;
@@ -743,6 +761,7 @@ export class StackModel {
         const v = tf.transpose(tf.slice(vT, [g * hd, 0], [hd, T])) as tf.Tensor2D;
         const gq: tf.Tensor2D[] = [];
         const gp: tf.Tensor2D[] = [];
+        const go: tf.Tensor2D[] = [];
         const gout: tf.Tensor2D[] = [];
         // Causal attention by query blocks: block [b0, b1) only meets keys 0..b1-1.
         tb.blocks.forEach(([b0, b1], j) => {
@@ -750,16 +769,19 @@ export class StackModel {
           const kTj = b1 === T ? kT : tf.slice(kT, [0, 0], [hd, b1]);
           const p = tf.softmax(tf.add(tf.matMul(q, kTj), tb.masks[j]!)) as tf.Tensor2D;
           const vj = b1 === T ? v : tf.slice(v, [0, 0], [b1, hd]);
-          gout.push(this.rowsToHeads(tf.matMul(p, vj) as tf.Tensor2D, rep));
+          const o = tf.matMul(p, vj) as tf.Tensor2D;
+          gout.push(this.rowsToHeads(o, rep));
           gq.push(q);
           gp.push(p);
+          go.push(o);
         });
         outsT.push(nb === 1 ? gout[0]! : tf.concat(gout, 1));
         qs.push(gq);
         probs.push(gp);
+        outs.push(go);
       }
       rowOuts.push(tf.transpose(K === 1 ? outsT[0]! : tf.concat(outsT, 0)));
-      rowSaves.push({ qkT, vT, q: qs, probs });
+      rowSaves.push({ qkT, vT, q: qs, probs, outs });
     }
     const o = rows === 1 ? rowOuts[0]! : tf.concat(rowOuts, 0);
     const x1 = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
@@ -826,7 +848,9 @@ export class StackModel {
           const q = rs.q[g]![j]!;
           const dOg = this.headsToRows(nb === 1 ? dOTg : tf.slice(dOTg, [0, b0], [rep * hd, b1 - b0]), rep);
           const dP = tf.matMul(dOg, b1 === T ? vTg : tf.slice(vTg, [0, 0], [hd, b1]));
-          const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dP, p), -1, true))) as tf.Tensor2D;
+          // softmax backward: dS = p * (dP - rowsum(dP * p)), and rowsum(dP * p) = rowsum(dO * o)
+          // (a [rows, hd] product instead of a [rows, keys] one)
+          const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dOg, rs.outs[g]![j]!), -1, true))) as tf.Tensor2D;
           dQTs.push(this.rowsToHeads(tf.matMul(dS, b1 === T ? k : tf.slice(k, [0, 0], [b1, hd])) as tf.Tensor2D, rep));
           // dK = dS^T q and dV = p^T dO: explicit transposes keep the right operands narrow
           const pad = (x: tf.Tensor2D): tf.Tensor2D => (b1 === T ? x : (tf.concat([x, tf.zeros([T - b1, hd])], 0) as tf.Tensor2D));
@@ -1113,5 +1137,81 @@ export class StackModel {
   /** Feed one token; the logits of its position. */
   step(id: number, cache: KvCache): Float32Array {
     return this.prefill([id], cache);
+  }
+
+  /**
+   * One token for each of several sequences at once (e.g. GRPO's group of samples): caches
+   * may hold different lengths. The projections and the MLP run batched; attention runs per
+   * sequence. Returns each sequence's logits (length vocab). Same results as step() each.
+   */
+  stepBatch(ids: readonly number[], caches: readonly KvCache[]): Float32Array[] {
+    const B = ids.length;
+    if (B === 0) return [];
+    if (caches.length !== B) throw new Error('stepBatch: one cache per token');
+    if (new Set(caches).size !== B) throw new Error('stepBatch: the caches must be distinct');
+    const { heads: H, kvHeads: K, vocab: V, layers: L, dModel: d } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const W1 = (H + K) * hd;
+    for (const [b, id] of ids.entries()) {
+      if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`stepBatch: token id ${id} out of range`);
+      if (caches[b]!.length + 1 > this.config.maxSeq) throw new Error(`stepBatch: sequence ${b} would exceed the model's context ${this.config.maxSeq}`);
+    }
+    const out = tf.tidy(() => {
+      // RoPE tables, one row per sequence at its own position
+      const cos = new Float32Array(B * W1);
+      const sin = new Float32Array(B * W1);
+      for (let b = 0; b < B; b++) {
+        const t = this.angleTables(1, caches[b]!.length, 1);
+        cos.set(t.cos.dataSync(), b * W1);
+        sin.set(t.sin.dataSync(), b * W1);
+      }
+      const cosT = tf.tensor2d(cos, [B, W1]);
+      const sinT = tf.tensor2d(sin, [B, W1]);
+      let x = this.embed(Int32Array.from(ids));
+      for (let i = 0; i < L; i++) {
+        const pre = `layers.${i}.`;
+        const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
+        const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+        const qkRaw = tf.slice(qkv, [0, 0], [B, W1]);
+        const vNew = tf.slice(qkv, [0, W1], [B, K * hd]);
+        const qk = tf.add(tf.mul(qkRaw, cosT), tf.mul(this.rotate(qkRaw, this.rot), sinT)) as tf.Tensor2D;
+        const outs: tf.Tensor2D[] = [];
+        for (let b = 0; b < B; b++) {
+          const cache = caches[b]!;
+          const kTNew = tf.transpose(tf.slice(qk, [b, H * hd], [1, K * hd]));
+          const vb = tf.slice(vNew, [b, 0], [1, K * hd]);
+          const oldK = cache.kT[i];
+          const oldV = cache.v[i];
+          const kT = tf.keep(oldK ? tf.concat([oldK, kTNew], 1) : kTNew);
+          const v = tf.keep(oldV ? tf.concat([oldV, vb], 0) : vb);
+          oldK?.dispose();
+          oldV?.dispose();
+          cache.kT[i] = kT;
+          cache.v[i] = v;
+          const len = cache.length + 1;
+          const q = tf.reshape(tf.slice(qk, [b, 0], [1, H * hd]), [H, hd]);
+          const parts: tf.Tensor2D[] = [];
+          for (let g = 0; g < K; g++) {
+            const qg = tf.slice(q, [g * rep, 0], [rep, hd]);
+            const pr = tf.softmax(tf.matMul(qg, tf.slice(kT, [g * hd, 0], [hd, len])));
+            parts.push(tf.reshape(tf.matMul(pr, tf.slice(v, [0, g * hd], [len, hd])), [1, rep * hd]));
+          }
+          outs.push(parts.length === 1 ? parts[0]! : (tf.concat(parts, 1) as tf.Tensor2D));
+        }
+        const o = B === 1 ? outs[0]! : tf.concat(outs, 0);
+        x = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
+        const h2 = this.rmsNorm(x, this.p1(pre + 'mlp_norm')).y;
+        const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
+        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
+        x = tf.add(x, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
+      }
+      void d;
+      return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings'));
+    });
+    for (const c of caches) c.length++;
+    const all = out.dataSync() as Float32Array;
+    out.dispose();
+    return Array.from({ length: B }, (_, b) => all.slice(b * V, (b + 1) * V));
   }
 }

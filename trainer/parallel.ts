@@ -16,11 +16,13 @@
 //
 // The worker script: `parallel-worker.js` next to this file — the build's entry for this
 // file (scripts/build.mjs: `{ entryPoints: { 'parallel-worker': 'trainer/parallel.ts' } }`) —
-// or, when running from source under tsx, this .ts file. Never another bundle: an entry
-// with top-level effects (a CLI, the worker process) would run them again in the thread.
+// or, in a source checkout with tsx installed, trainer/parallel.ts compiled by tsx in the
+// thread (~1 s more to start). Never another bundle: an entry with top-level effects (a
+// CLI, the worker process) would run them again in the thread.
 // Without a script the pool is not created and training runs on the calling thread
 // (GradientPool.unavailable() says why).
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MessageChannel, MessagePort, Worker, isMainThread, receiveMessageOnPort, workerData } from 'node:worker_threads';
@@ -207,9 +209,16 @@ function workerScript(override?: string): { file: string; evalCode?: string } | 
   if (envScript) return { file: envScript };
   const sibling = path.join(__dirname, 'parallel-worker.js');
   if (fs.existsSync(sibling)) return { file: sibling };
-  if (__filename.endsWith('.ts')) {
-    // Under tsx (tests, `tsx bench/...`): register tsx in the worker, then load this source.
-    return { file: __filename, evalCode: `require('tsx/cjs'); require(${JSON.stringify(__filename)});` };
+  // Under tsx (tests, `tsx bench/...`) this file is the source; from a bundle in a source
+  // checkout (dist/ beside trainer/), the source is found next door. tsx compiles it in the thread.
+  const source = __filename.endsWith('.ts') ? __filename : path.resolve(__dirname, '..', 'trainer', 'parallel.ts');
+  if (fs.existsSync(source)) {
+    try {
+      const tsx = createRequire(source).resolve('tsx/cjs');
+      return { file: source, evalCode: `require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});` };
+    } catch {
+      /* no tsx: not a development checkout */
+    }
   }
   return null;
 }

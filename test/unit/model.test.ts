@@ -242,8 +242,9 @@ describe('trainer/model: the Stack transformer', function () {
     m.dispose();
   });
 
-  it('evaluate with argmax matches the full logits', async () => {
+  for (const shortcuts of [true, false]) it(`evaluate with argmax matches the full logits${shortcuts ? '' : ' (tensor-op path)'}`, async () => {
     await initBackend('wasm');
+    setJsShortcuts(shortcuts);
     const m = StackModel.create(MICRO, 4);
     const b = microBatch(MICRO, 2, 10, 9);
     const ev = m.evaluate(b, { argmax: true });
@@ -258,6 +259,7 @@ describe('trainer/model: the Stack transformer', function () {
     }
     assert.equal(ev.correct, correct);
     m.dispose();
+    setJsShortcuts(null);
   });
 
   for (const backend of ['wasm', 'cpu'] as const) {
@@ -289,6 +291,30 @@ describe('trainer/model: the Stack transformer', function () {
     });
   }
 
+  it('stepBatch (several sequences of different lengths) equals step() on each', async () => {
+    await initBackend('wasm');
+    const m = StackModel.create(MICRO, 13);
+    const rng = makeRng(8);
+    const seqs = [5, 9, 1].map((n) => Array.from({ length: n }, () => Math.floor(rng.uniform() * MICRO.vocab)));
+    const single = seqs.map((s) => {
+      const c = m.newCache();
+      m.prefill(s, c);
+      return c;
+    });
+    const batched = single.map((c) => c.clone());
+    for (let k = 0; k < 3; k++) {
+      const next = seqs.map(() => Math.floor(rng.uniform() * MICRO.vocab));
+      const want = next.map((id, i) => m.step(id, single[i]!));
+      const got = m.stepBatch(next, batched);
+      for (let i = 0; i < seqs.length; i++) {
+        for (let j = 0; j < MICRO.vocab; j++) assert.ok(Math.abs(got[i]![j]! - want[i]![j]!) < 1e-5, `sequence ${i}, token ${j}`);
+        assert.equal(batched[i]!.length, single[i]!.length);
+      }
+    }
+    for (const c of [...single, ...batched]) c.dispose();
+    m.dispose();
+  });
+
   it('a tiny batch is overfit within a few dozen steps', async () => {
     await initBackend('wasm');
     const m = StackModel.create(MICRO, 1);
@@ -317,7 +343,10 @@ describe('trainer/model: the Stack transformer', function () {
       const c = m.newCache();
       m.prefill([1, 2, 3], c);
       m.step(4, c);
+      const c2 = c.clone();
+      m.stepBatch([5, 6], [c, c2]);
       c.dispose();
+      c2.dispose();
     }
     assert.equal(tf.memory().numTensors, before);
     tr.dispose();
