@@ -20,6 +20,7 @@ import { analyseRow, placeRowDiagnostics, DocDiagnostic, rowUnit } from '../lang
 import { hoverAt } from '../language-server/features/hover';
 import { TokenizerStore } from '../language-server/tokenizers';
 import { LspClient, repoRootFrom } from '../test/lsp/client';
+import { mulberry32 } from '../core/mulberry32';
 
 export interface LspBenchOptions {
   iterations?: number;
@@ -72,16 +73,7 @@ function stats(xs: number[]): Stats {
 }
 
 /** Deterministic PRNG (mulberry32) so every run probes the same positions. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** Every distilled transcript of the default world, as `distill` writes the rows. */
 export function distilledRows(): { task: string; text: string; kind: string }[] {

@@ -42,6 +42,7 @@
 //
 // Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
+import { mulberry32 } from '../core/mulberry32';
 import { isLocalBackend } from './backend';
 
 let shortcutsOverride: boolean | null = null;
@@ -240,14 +241,7 @@ const MASK_NEG = -1e9;
 
 /** Deterministic PRNG (mulberry32) and a normal sampler, so init is the same on every backend. */
 export function makeRng(seed: number): { uniform: () => number; normal: () => number } {
-  let a = seed >>> 0;
-  const uniform = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = mulberry32(seed);
   let spare: number | null = null;
   const normal = (): number => {
     if (spare !== null) {

@@ -16,6 +16,7 @@ import { isJsonObject, pyJsonLoads } from '../../core/pyjson';
 import { renderCallBody } from '../../core/wire';
 import { distilledRows } from '../../bench/lsp';
 import { defaultCommand, repoRootFrom } from './client';
+import { mulberry32 } from '../../core/mulberry32';
 
 const root = repoRootFrom(__dirname);
 
@@ -27,16 +28,7 @@ interface Expect {
   hovers: { at: [number, number]; word: 'supervised' | 'masked'; what: string }[];
 }
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function position(text: string, offset: number): [number, number] {
   const before = text.slice(0, offset);

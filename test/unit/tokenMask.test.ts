@@ -9,18 +9,10 @@ import { StateSet, TEMPLATES, accepts, allowedChars, checkCall, startStates, ste
 import { CompiledVocabulary, TokenMasker, compileVocabulary, naiveTransitions, stateSetKey } from '../../core/tokenMask';
 import { defaultWorldTexts, trainDefaultTokenizer } from '../../core/tokenizer';
 import { publishedVocabulary, toolCallBodies } from '../../bench/grammar';
+import { mulberry32 } from '../../core/mulberry32';
 
 /** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 interface Vocab {
   name: string;

@@ -20,18 +20,10 @@ import {
   trainDefaultTokenizer,
 } from '../../core/tokenizer';
 import * as wire from '../../core/wire';
+import { mulberry32 } from '../../core/mulberry32';
 
 /** Deterministic PRNG (mulberry32) so "random" strings are the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** Random well-formed strings mixing the classes the pre-tokenizer treats differently. */
 function randomStrings(n: number, seed: number): string[] {
