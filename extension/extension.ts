@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { activateDistillCommands } from './distillCommands';
 import { activateLanguageClient } from './languageClient';
 import { activateLog, log } from './log';
+import { activatePanels } from './panels';
 import { activateTraining } from './training';
 import { activateWorldCommands } from './worldCommands';
 
@@ -13,6 +14,7 @@ export function activate(context: vscode.ExtensionContext): void {
   activateDistillCommands(context);
   activateLanguageClient(context);
   activateTraining(context);
+  activatePanels(context);
   log.info(`Agent Lab ${String(context.extension.packageJSON.version)} activated (${context.extension.extensionPath})`);
 }
 

@@ -8,6 +8,9 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { FromWorker, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
 import { log, reportError } from './log';
+// ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
+import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
+// ---- end live metrics ----
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface ActiveJob {
@@ -200,6 +203,7 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
             result.error = msg.error;
             break;
           case 'metrics':
+            publishLiveMetrics(spec.runDir, msg.record); // live curves
             break;
         }
         onMessage(msg);
@@ -208,6 +212,7 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
         if (killTimer) clearTimeout(killTimer);
         jobs.delete(job);
         setStatus(null);
+        publishJobEnded(spec.runDir); // live curves
         if (!result.ok && !result.error) result.error = `the worker exited (code ${code}, signal ${signal}) without finishing`;
         if (result.error) reportError(`${spec.kind} in ${path.basename(spec.runDir)} failed`, new Error(result.error));
         else log.info(`${spec.kind} ${result.cancelled ? 'cancelled' : 'finished'}: ${JSON.stringify(result.summary)}`);

@@ -13,7 +13,17 @@ const nodeTargets = [
   { entryPoints: { server: 'language-server/server.ts' } },
   // The training worker process (trainer/worker.ts), forked by the extension by path.
   { entryPoints: { worker: 'trainer/worker.ts' } },
+  // The data-parallel gradient thread (trainer/parallel.ts), started by the Trainer.
+  { entryPoints: { 'parallel-worker': 'trainer/parallel.ts' } },
 ];
+
+// tfjs-backend-wasm's binaries beside the bundles (dist/wasm/), so a packaged extension
+// without node_modules still trains on wasm (trainer/backend.ts looks there).
+import { copyFileSync } from 'node:fs';
+mkdirSync('dist/wasm', { recursive: true });
+for (const f of ['tfjs-backend-wasm.wasm', 'tfjs-backend-wasm-simd.wasm', 'tfjs-backend-wasm-threaded-simd.wasm']) {
+  copyFileSync(`node_modules/@tensorflow/tfjs-backend-wasm/dist/${f}`, `dist/wasm/${f}`);
+}
 
 // ---- VS Code integration tests (test/vscode tier) -------------------------------------
 // dist/test/vscode/suite/index.js (the extension-tests entry, `run()` contract) and one
@@ -57,6 +67,28 @@ const common = {
 
 mkdirSync('dist', { recursive: true });
 const contexts = await Promise.all(nodeTargets.map((t) => esbuild.context({ ...common, ...t })));
+
+// ---- Webview panels (webview-ui/) ---------------------------------------------------------
+// One browser ESM bundle per panel: dist/webview/<panel>.js and its <panel>.css (the CSS the
+// entry imports). The extension's webviews load exactly these files (localResourceRoots is
+// dist/webview/); they import core/protocol/ and chart.js only, never vscode or Node.
+const webviewPanels = ['inspector', 'lossMask', 'curves', 'grammar'];
+contexts.push(
+  await esbuild.context({
+    entryPoints: Object.fromEntries(webviewPanels.map((p) => [p, `webview-ui/${p}/main.ts`])),
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'chrome120',
+    sourcemap: production ? false : 'linked',
+    minify: production,
+    outdir: 'dist/webview',
+    logLevel: 'warning',
+    // Node built-ins are not available in a webview: importing one is a build error.
+    external: [],
+  }),
+);
+// ---- end of the webview panels block ------------------------------------------------------
 if (watch) {
   await Promise.all(contexts.map((c) => c.watch()));
   console.log('[build] watching');

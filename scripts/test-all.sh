@@ -5,6 +5,7 @@
 #      the TextMate tests borrow code-server's vscode-textmate)
 #   4. the language server over stdio and through headless Neovim (test/lsp)
 #   5. VS Code integration tests in a real VS Code (code-server + Chromium).
+#   6. UI tests of the panels in a real VS Code (Playwright: palette, webviews, screenshots).
 # Ends with one line "tests: N passed, N failed[, N skipped]" summed over the tiers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,12 +41,15 @@ tier() {
 
 tier setup bash scripts/setup-vscode-test.sh
 tier typecheck npx tsc -p tsconfig.json --noEmit
+tier typecheck-webview npx tsc -p webview-ui/tsconfig.json --noEmit
 tier build node scripts/build.mjs
 tier unit npx mocha
 # The language server over real stdio and through headless Neovim (installed idempotently;
 # without it the Neovim test is reported pending, with the reason).
 tier lsp bash -c 'bash scripts/setup-neovim.sh; AGENT_LAB_SKIP_BUILD=1 exec npx mocha --config test/lsp/.mocharc.json'
 tier vscode env AGENT_LAB_SKIP_BUILD=1 bash scripts/test-vscode.sh
+# The panels as a person uses them (Playwright in code-server; screenshots in test-results/ui/).
+tier ui env AGENT_LAB_SKIP_BUILD=1 bash scripts/test-ui.sh
 
 echo
 line="tests: ${passed} passed, ${failed} failed"

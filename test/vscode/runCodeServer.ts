@@ -18,109 +18,33 @@
 // AGENT_LAB_CODE_SERVER (code-server install folder), AGENT_LAB_CHROMIUM (default
 // /usr/bin/chromium), AGENT_LAB_VSCODE_TIMEOUT_S (hard timeout, default 300),
 // AGENT_LAB_TEST_GREP (mocha grep), AGENT_LAB_KEEP_SCRATCH=1 (keep the scratch folder).
-import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
-import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import {
+  BASE_SETTINGS,
+  CannotRun,
+  type CodeServer,
+  checkTools,
+  copyLogs,
+  launchChromium,
+  makeScratch,
+  repoRoot,
+  resultsDir,
+  sleep,
+  startCodeServer,
+  tail,
+  writeUserSettings,
+} from './codeServer';
 
-const CODE_SERVER_VERSION = '4.100.3';
-const repoRoot = path.resolve(__dirname, '..', '..');
-const resultsDir = path.join(repoRoot, 'test-results');
-const tools = process.env['AGENT_LAB_TOOLS'] || path.join(os.homedir(), '.cache', 'agent-lab');
-const codeServerRoot = process.env['AGENT_LAB_CODE_SERVER'] || path.join(tools, `code-server-${CODE_SERVER_VERSION}`);
-const chromiumPath = process.env['AGENT_LAB_CHROMIUM'] || '/usr/bin/chromium';
 const timeoutS = Number(process.env['AGENT_LAB_VSCODE_TIMEOUT_S'] || 300);
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const t0 = Date.now();
 const say = (msg: string) => console.log(`[vscode-tests ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 
-class CannotRun extends Error {}
-
-/**
- * Runs as the leader of code-server's process group: starts code-server, then waits
- * until code-server or the launcher ($1) is gone, and kills the whole group (removing the
- * scratch folder $2 when the launcher died without cleaning up).
- */
-const SUPERVISOR = `
-launcher="$1"; scratch="$2"; shift 2
-"$@" &
-child=$!
-(
-  while kill -0 "$launcher" 2>/dev/null; do sleep 1; done
-  trap '' TERM
-  echo "[supervisor] the launcher is gone: stopping code-server" >&2
-  kill -s TERM -- -$$ 2>/dev/null; sleep 3
-  case "$scratch" in */agent-lab-vscode-*) rm -rf "$scratch" ;; esac
-  kill -s KILL -- -$$ 2>/dev/null
-) &
-wait "$child"
-rc=$?
-trap '' TERM
-kill -s TERM -- -$$ 2>/dev/null
-exit "$rc"
-`;
-
 // A closed stdout (e.g. piped into head) must not kill the launcher before it cleans up.
 process.stdout.on('error', () => undefined);
 process.stderr.on('error', () => undefined);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function httpStatus(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(0));
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function tail(file: string, lines = 30): string {
-  try {
-    return fs.readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-/** Copies every *.log under `dir` into `dest`, keeping relative paths. */
-function copyLogs(dir: string, dest: string): void {
-  if (!fs.existsSync(dir)) return;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile() || !entry.name.endsWith('.log')) continue;
-    const src = path.join(entry.parentPath, entry.name);
-    const out = path.join(dest, path.relative(dir, src));
-    fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.copyFileSync(src, out);
-  }
-}
 
 /** Streams what is appended to `file` to stdout. */
 function follow(file: string): { flush: () => void; stop: () => void } {
@@ -155,45 +79,17 @@ async function main(): Promise<number> {
   for (const f of [extensionBundle, testsEntry]) {
     if (!fs.existsSync(f)) throw new CannotRun(`${path.relative(repoRoot, f)} is missing: run \`npm run build\` first`);
   }
-  const entry = path.join(codeServerRoot, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
-  if (!fs.existsSync(path.join(codeServerRoot, '.agent-lab-installed')) || !fs.existsSync(entry)) {
-    throw new CannotRun(`code-server ${CODE_SERVER_VERSION} is not installed in ${codeServerRoot}: run scripts/setup-vscode-test.sh`);
-  }
-  if (!fs.existsSync(chromiumPath)) throw new CannotRun(`${chromiumPath} not found: run scripts/setup-vscode-test.sh (Debian package chromium)`);
+  const entry = checkTools();
 
   // ---- scratch folders ------------------------------------------------------------------
   fs.mkdirSync(resultsDir, { recursive: true });
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-vscode-'));
-  const dirs = {
-    userData: path.join(scratch, 'user-data'),
-    extensions: path.join(scratch, 'extensions'),
-    home: path.join(scratch, 'home'),
-    chromeProfile: path.join(scratch, 'chromium-profile'),
-    workspace: path.join(scratch, 'workspace'),
-  };
-  for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
+  const { scratch, dirs } = makeScratch('agent-lab-vscode-');
   // The tests write runs/ into the workspace: they get a copy, never the repository's fixture.
   fs.cpSync(path.join(repoRoot, 'test', 'fixtures', 'workspace'), dirs.workspace, { recursive: true });
-  fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
-  fs.writeFileSync(
-    path.join(dirs.userData, 'User', 'settings.json'),
-    JSON.stringify(
-      {
-        'workbench.startupEditor': 'none',
-        'editor.wordWrap': 'on', // the whole transcript shows in the screenshot
-        'security.workspace.trust.enabled': false,
-        'telemetry.telemetryLevel': 'off',
-        'update.mode': 'none',
-        'extensions.autoCheckUpdates': false,
-        'extensions.autoUpdate': false,
-        'workbench.enableExperiments': false,
-        'workbench.tips.enabled': false,
-        'git.enabled': false,
-      },
-      null,
-      2,
-    ),
-  );
+  writeUserSettings(dirs.userData, {
+    ...BASE_SETTINGS,
+    'editor.wordWrap': 'on', // the whole transcript shows in the screenshot
+  });
   const reportFile = path.join(resultsDir, 'vscode-mocha.txt');
   const serverLog = path.join(resultsDir, 'vscode-code-server.log');
   const consoleLog = path.join(resultsDir, 'vscode-browser-console.log');
@@ -203,7 +99,7 @@ async function main(): Promise<number> {
   fs.rmSync(logsDir, { recursive: true, force: true });
   fs.writeFileSync(reportFile, '');
 
-  let server: ChildProcess | undefined;
+  let server: CodeServer | undefined;
   let context: BrowserContext | undefined;
   let page: Page | undefined;
   let follower: ReturnType<typeof follow> | undefined;
@@ -218,33 +114,7 @@ async function main(): Promise<number> {
     if (context) {
       await Promise.race([context.close().catch(() => undefined), sleep(10_000)]);
     }
-    if (server?.pid) {
-      const pgid = server.pid; // detached: the child called setsid(), so its pid is the group id
-      const alive = () => {
-        try {
-          process.kill(-pgid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
-      try {
-        process.kill(-pgid, 'SIGTERM');
-      } catch {
-        /* already gone */
-      }
-      for (let i = 0; i < 50 && alive(); i++) await sleep(100);
-      if (alive()) {
-        say(`code-server process group ${pgid} ignored SIGTERM; sending SIGKILL`);
-        try {
-          process.kill(-pgid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-        for (let i = 0; i < 30 && alive(); i++) await sleep(100);
-      }
-      if (alive()) say(`WARNING: process group ${pgid} is still alive`);
-    }
+    await server?.stop(say);
     copyLogs(path.join(dirs.userData, 'logs'), logsDir);
     if (process.env['AGENT_LAB_KEEP_SCRATCH'] === '1') say(`scratch kept: ${scratch}`);
     else fs.rmSync(scratch, { recursive: true, force: true });
@@ -267,65 +137,12 @@ async function main(): Promise<number> {
 
   try {
     // ---- code-server ---------------------------------------------------------------------
-    const port = await freePort();
-    const host = `127.0.0.1:${port}`;
-    const logFd = fs.openSync(serverLog, 'a');
-    say(`starting code-server ${CODE_SERVER_VERSION} on ${host}`);
-    const serverArgs = [
-      entry,
-      '--bind-addr',
-      host,
-      '--auth',
-      'none',
-      '--user-data-dir',
-      dirs.userData,
-      '--extensions-dir',
-      dirs.extensions,
-      '--disable-telemetry',
-      '--disable-update-check',
-      '--disable-workspace-trust',
-      '--disable-getting-started-override',
-      '--ignore-last-opened',
-      '--log',
-      'info',
-    ];
-    server = spawn('sh', ['-c', SUPERVISOR, 'agent-lab-code-server', String(process.pid), scratch, process.execPath, ...serverArgs], {
-      cwd: scratch,
-      // detached = setsid(2): the supervisor, code-server and everything code-server forks
-      // (extension host, pty host, file watcher) share one new process group, killed at the
-      // end with kill(-pgid). The supervisor also kills the group when this launcher dies
-      // without cleaning up (SIGKILL, a closed terminal).
-      detached: true,
-      stdio: ['ignore', logFd, logFd],
-      env: {
-        ...process.env,
-        HOME: dirs.home,
-        XDG_CONFIG_HOME: path.join(dirs.home, '.config'),
-        XDG_DATA_HOME: path.join(dirs.home, '.local', 'share'),
-        XDG_CACHE_HOME: path.join(dirs.home, '.cache'),
-        AGENT_LAB_TEST_REPORT: reportFile,
-      },
-    });
-    fs.closeSync(logFd);
-    let serverExit: string | undefined;
-    server.on('exit', (code, signal) => (serverExit = `code-server exited (${signal ?? code})`));
-
-    const deadline = Date.now() + 60_000;
-    while ((await httpStatus(`http://${host}/healthz`)) !== 200) {
-      if (serverExit) throw new Error(`${serverExit} before it listened; log:\n${tail(serverLog)}`);
-      if (Date.now() > deadline) throw new Error(`code-server did not answer /healthz within 60 s; log:\n${tail(serverLog)}`);
-      await sleep(250);
-    }
-    say('code-server is up');
+    server = await startCodeServer({ entry, scratch, dirs, serverLog, env: { AGENT_LAB_TEST_REPORT: reportFile }, say });
+    const host = server.host;
+    const serverExit = server.exitReason;
 
     // ---- Chromium --------------------------------------------------------------------------
-    context = await chromium.launchPersistentContext(dirs.chromeProfile, {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      viewport: { width: 1440, height: 900 },
-      timeout: 60_000,
-    });
+    context = await launchChromium(dirs.chromeProfile);
     page = context.pages()[0] ?? (await context.newPage());
     const consoleStream = fs.createWriteStream(consoleLog);
     page.on('console', (m) => consoleStream.write(`[${m.type()}] ${m.text()}\n`));
@@ -351,7 +168,7 @@ async function main(): Promise<number> {
     const timedOut = new Promise<'timeout'>((r) => (hardTimer = setTimeout(() => r('timeout'), remaining * 1000)));
     const died = new Promise<'died'>((r) => {
       const iv = setInterval(() => {
-        if (serverExit) {
+        if (serverExit()) {
           clearInterval(iv);
           r('died');
         }
@@ -372,7 +189,7 @@ async function main(): Promise<number> {
       return 1;
     }
     if (outcome === 'died') {
-      say(`${serverExit} during the tests; log tail:\n${tail(serverLog)}`);
+      say(`${serverExit()} during the tests; log tail:\n${tail(serverLog)}`);
       return 1;
     }
     const report = fs.readFileSync(reportFile, 'utf8');

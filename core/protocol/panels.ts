@@ -1,0 +1,472 @@
+// Extension ↔ webview messages of the four panels (Trajectory Inspector, Loss Mask, Training
+// Curves, Grammar Debugger), typed once: one discriminated union per direction, on `type`,
+// each type prefixed by its panel (`inspector/…`, `lossMask/…`, `curves/…`, `grammar/…`),
+// plus `ready`, which every webview sends when its script has loaded (the extension posts
+// nothing before it). Each side validates what it receives: a webview is untrusted input
+// (`parseFromWebview`), and the webviews check what the extension sends (`parseToWebview`).
+// The webview state kept by VS Code across reloads (the serializer's `state`) is validated
+// too (`parsePanelState`). Types, validators and pure helpers only: no Node or DOM imports.
+import { LossMaskResult, isLossMaskResult } from './lsp';
+import { MetricRecord, isMetricRecord } from './metrics';
+
+export const PANEL_VIEW_TYPES = {
+  inspector: 'agentLab.inspector',
+  lossMask: 'agentLab.lossMask',
+  curves: 'agentLab.curves',
+  grammar: 'agentLab.grammar',
+} as const;
+export type PanelKind = keyof typeof PANEL_VIEW_TYPES;
+export const PANEL_KINDS: readonly PanelKind[] = ['inspector', 'lossMask', 'curves', 'grammar'];
+
+/** Caps on what a webview may send (it is untrusted): strings, indices, PNG data URLs. */
+export const LIMITS = {
+  text: 10_000,
+  query: 500,
+  index: 10_000_000,
+  pngDataUrl: 32 * 1024 * 1024,
+  runs: 32,
+} as const;
+
+// =============================================================================================
+// Trajectory Inspector
+// =============================================================================================
+
+/** transcript: one `.transcript`; dataset: distilled rows ({task, text, kind}); eval: eval rows. */
+export type SourceKind = 'transcript' | 'dataset' | 'eval';
+export interface TrajectorySource {
+  uri: string;
+  /** What the panel's title and header show (a workspace-relative path). */
+  label: string;
+  kind: SourceKind;
+}
+
+/** What fired in a step: a guard of the agent loop, a tool's error, or the harness's forcing. */
+export type GuardName = 'RepeatedCall' | 'FormatError' | 'ToolError' | 'CalcError' | 'NoResults' | 'ForcedAnswer';
+export const GUARD_NAMES: readonly GuardName[] = ['RepeatedCall', 'FormatError', 'ToolError', 'CalcError', 'NoResults', 'ForcedAnswer'];
+
+/** One row of the list: small, so that 10,000 of them travel and filter fast. */
+export interface TrajectorySummary {
+  /** Position in the source's rows (0-based). */
+  index: number;
+  /** Zero-based line of the row in its file (0 for a `.transcript`). */
+  line: number;
+  question: string;
+  /** Task shape (`lookup`, `double`, `sum`, `compare`), '' when the row does not say. */
+  kind: string;
+  /** null when the row does not say (distilled rows carry no verdict). */
+  solved: boolean | null;
+  failure: string | null;
+  steps: number;
+  reward: number | null;
+  answer: string | null;
+  gold: string | null;
+  guards: GuardName[];
+  /** The tool calls, compactly (`search("STaR publication year", 2)`, `calc(2022-2048)`). */
+  calls: string[];
+}
+
+/** One assistant step as a card. Offsets are UTF-16 offsets into the trajectory's text. */
+export interface StepCard {
+  /** 1-based. */
+  n: number;
+  thought: string;
+  call: { tool: string; args: string } | null;
+  /** The payload of a call that did not parse (the harness answered FormatError). */
+  malformed: string | null;
+  observation: string | null;
+  guard: GuardName | null;
+  answer: string | null;
+  /** The harness wrote (part of) this turn: the forced answer when out of steps. */
+  harness: boolean;
+  /** From the step's `<|assistant|>` to the end of its tool result (or its `<|end|>`). */
+  start: number;
+  end: number;
+}
+
+export interface TrajectoryDetail {
+  index: number;
+  line: number;
+  question: string;
+  kind: string;
+  solved: boolean | null;
+  failure: string | null;
+  reward: number | null;
+  answer: string | null;
+  gold: string | null;
+  steps: StepCard[];
+  /** Text after the last step that is not part of any turn (rare; shown when present). */
+  problems: string[];
+}
+
+export interface InspectorFilter {
+  outcome: 'all' | 'solved' | 'failed';
+  /** '' = every shape. */
+  kind: string;
+  /** '' = any, 'none' = rows without a failure. */
+  failure: string;
+  /** '' = any guard. */
+  guard: string;
+  text: string;
+}
+export const EMPTY_FILTER: InspectorFilter = { outcome: 'all', kind: '', failure: '', guard: '', text: '' };
+
+export interface InspectorState {
+  panel: 'inspector';
+  source: TrajectorySource;
+  filter: InspectorFilter;
+  selected: number | null;
+  scrollTop: number;
+}
+
+// =============================================================================================
+// Loss Mask
+// =============================================================================================
+
+export interface MaskView {
+  /** What the header says: file (and row). */
+  label: string;
+  /** The language server's answer (agentLab/lossMask). */
+  mask: LossMaskResult;
+  /**
+   * Per token: text the harness wrote inside a supervised span (eval and RL rows carry
+   * generated flags; DESIGN.md "What supervised means"), or null when the row carries none.
+   */
+  harness: boolean[] | null;
+}
+
+export interface LossMaskState {
+  panel: 'lossMask';
+  uri: string | null;
+  row: number | null;
+}
+
+// =============================================================================================
+// Training Curves
+// =============================================================================================
+
+export interface RunRef {
+  /** Stable within a panel: the run folder's path. */
+  id: string;
+  label: string;
+  dir: string;
+}
+
+export interface CurvesState {
+  panel: 'curves';
+  runs: string[];
+  hidden: string[];
+}
+
+// =============================================================================================
+// Grammar Debugger
+// =============================================================================================
+
+/** The acceptor before one character (or after the last one). */
+export interface GrammarStep {
+  /** `describeStates` of the live state set. */
+  states: string[];
+  /** Every single character that keeps a state alive, sorted by code point, joined. */
+  allowed: string;
+  /** The same characters as a reader scans them: ranges (`a-z`, `1-9`), `space`, the rest one by one. */
+  allowedGroups: string[];
+  /** A `<|end|>` would be legal here (the acceptor accepts). */
+  accepts: boolean;
+}
+
+export interface GrammarTrace {
+  /** The call body (between `<|tool_call|>` and `<|end|>`). */
+  text: string;
+  /** Its code points. */
+  chars: string[];
+  /** steps[i] = before chars[i]; one more than the characters consumed (to the rejection or the end). */
+  steps: GrammarStep[];
+  accepted: boolean;
+  complete: boolean;
+  rejectedAt: number | null;
+  expected: string[];
+  /** Why, in words (rejection or incompleteness), or null when complete. */
+  reason: string | null;
+}
+
+export type GrammarSource =
+  | { kind: 'editor'; uri: string; label: string; line: number }
+  | { kind: 'typed' }
+  | { kind: 'none'; message: string };
+
+export interface GrammarState {
+  panel: 'grammar';
+  text: string;
+  cursor: number;
+  source: 'editor' | 'typed';
+}
+
+export type PanelState = InspectorState | LossMaskState | CurvesState | GrammarState;
+
+// =============================================================================================
+// Messages
+// =============================================================================================
+
+/** extension → webview */
+export type ToWebview =
+  | { type: 'inspector/load'; source: TrajectorySource; rows: TrajectorySummary[]; problems: string[] }
+  | { type: 'inspector/detail'; detail: TrajectoryDetail }
+  | { type: 'inspector/error'; message: string }
+  | { type: 'lossMask/show'; view: MaskView }
+  | { type: 'lossMask/status'; level: 'info' | 'waiting' | 'error'; message: string }
+  | { type: 'curves/run'; run: RunRef; records: MetricRecord[]; reset: boolean; live: boolean; problems: string[] }
+  | { type: 'curves/removed'; id: string }
+  | { type: 'curves/status'; message: string }
+  | { type: 'grammar/trace'; source: GrammarSource; trace: GrammarTrace; cursor: number | null };
+
+/** webview → extension */
+export type FromWebview =
+  | { type: 'ready' }
+  | { type: 'inspector/select'; index: number }
+  | { type: 'inspector/reveal'; index: number; step: number }
+  | { type: 'lossMask/reveal'; start: number; end: number }
+  | { type: 'curves/addRun' }
+  | { type: 'curves/removeRun'; id: string }
+  | { type: 'curves/savePng'; chart: string; dataUrl: string }
+  | { type: 'grammar/check'; text: string }
+  | { type: 'grammar/fromEditor' }
+  | { type: 'grammar/reveal'; index: number };
+
+/** The panel a message type belongs to (`ready` belongs to every panel). */
+export function panelOf(type: string): PanelKind | 'any' | null {
+  if (type === 'ready') return 'any';
+  const prefix = type.slice(0, type.indexOf('/'));
+  return (PANEL_KINDS as readonly string[]).includes(prefix) ? (prefix as PanelKind) : null;
+}
+
+export type Parsed<T> = { ok: true; message: T } | { ok: false; error: string };
+const ok = <T>(message: T): Parsed<T> => ({ ok: true, message });
+const bad = <T>(error: string): Parsed<T> => ({ ok: false, error });
+
+// ---- small checks ----------------------------------------------------------------------------
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNat = (v: unknown, max: number = LIMITS.index): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
+const isStr = (v: unknown, max = Infinity): v is string => typeof v === 'string' && v.length <= max;
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
+const orNull = <T>(f: (v: unknown) => v is T) => (v: unknown): v is T | null => v === null || f(v);
+const strOrNull = orNull((v): v is string => isStr(v));
+const numOrNull = orNull(isNum);
+const boolOrNull = orNull(isBool);
+const strArray = (v: unknown, max = Infinity): v is string[] => Array.isArray(v) && v.length <= max && v.every((x) => typeof x === 'string');
+/** Exactly these keys (a webview message carries nothing else). */
+const onlyKeys = (v: Record<string, unknown>, keys: readonly string[]): boolean => Object.keys(v).every((k) => keys.includes(k));
+
+// ---- webview → extension (untrusted) ---------------------------------------------------------
+
+export function parseFromWebview(v: unknown): Parsed<FromWebview> {
+  if (!isObj(v) || typeof v['type'] !== 'string') return bad('message must be an object with a string type');
+  const t = v['type'];
+  const keys = (...k: string[]) => onlyKeys(v, ['type', ...k]);
+  switch (t) {
+    case 'ready':
+    case 'curves/addRun':
+    case 'grammar/fromEditor':
+      return keys() ? ok({ type: t }) : bad(`${t}: unexpected fields`);
+    case 'inspector/select':
+      return keys('index') && isNat(v['index']) ? ok({ type: t, index: v['index'] }) : bad(`${t}: index must be a natural number`);
+    case 'inspector/reveal':
+      return keys('index', 'step') && isNat(v['index']) && isNat(v['step'], 10_000)
+        ? ok({ type: t, index: v['index'], step: v['step'] })
+        : bad(`${t}: index and step must be natural numbers`);
+    case 'lossMask/reveal': {
+      const { start, end } = v;
+      return keys('start', 'end') && isNat(start) && isNat(end) && end >= start
+        ? ok({ type: t, start, end })
+        : bad(`${t}: start and end must be natural numbers, start <= end`);
+    }
+    case 'curves/removeRun':
+      return keys('id') && isStr(v['id'], 4096) ? ok({ type: t, id: v['id'] }) : bad(`${t}: id must be a string`);
+    case 'curves/savePng': {
+      const { chart, dataUrl } = v;
+      if (!keys('chart', 'dataUrl') || !isStr(chart, 64) || !/^[a-z0-9-]+$/.test(chart)) return bad(`${t}: chart must be a short id`);
+      if (!isStr(dataUrl, LIMITS.pngDataUrl) || !/^data:image\/png;base64,[A-Za-z0-9+/]+={0,2}$/.test(dataUrl)) {
+        return bad(`${t}: dataUrl must be a base64 PNG data URL under ${LIMITS.pngDataUrl} characters`);
+      }
+      return ok({ type: t, chart, dataUrl });
+    }
+    case 'grammar/check':
+      return keys('text') && isStr(v['text'], LIMITS.text) ? ok({ type: t, text: v['text'] }) : bad(`${t}: text must be a string of at most ${LIMITS.text} characters`);
+    case 'grammar/reveal':
+      return keys('index') && isNat(v['index'], LIMITS.text) ? ok({ type: t, index: v['index'] }) : bad(`${t}: index must be a natural number`);
+    default:
+      return bad(`unknown message type ${JSON.stringify(t).slice(0, 80)}`);
+  }
+}
+
+/** A validated message for `panel`, or why not (a message of another panel is refused too). */
+export function parseFromWebviewFor(panel: PanelKind, v: unknown): Parsed<FromWebview> {
+  const parsed = parseFromWebview(v);
+  if (!parsed.ok) return parsed;
+  const owner = panelOf(parsed.message.type);
+  return owner === 'any' || owner === panel ? parsed : bad(`${parsed.message.type} is not a message of the ${panel} panel`);
+}
+
+// ---- extension → webview ---------------------------------------------------------------------
+
+const isSource = (v: unknown): v is TrajectorySource =>
+  isObj(v) && isStr(v['uri']) && isStr(v['label']) && (v['kind'] === 'transcript' || v['kind'] === 'dataset' || v['kind'] === 'eval');
+
+const isGuard = (v: unknown): v is GuardName => GUARD_NAMES.includes(v as GuardName);
+
+export function isTrajectorySummary(v: unknown): v is TrajectorySummary {
+  return (
+    isObj(v) &&
+    isNat(v['index']) &&
+    isNat(v['line']) &&
+    isStr(v['question']) &&
+    isStr(v['kind']) &&
+    boolOrNull(v['solved']) &&
+    strOrNull(v['failure']) &&
+    isNat(v['steps']) &&
+    numOrNull(v['reward']) &&
+    strOrNull(v['answer']) &&
+    strOrNull(v['gold']) &&
+    Array.isArray(v['guards']) &&
+    v['guards'].every(isGuard) &&
+    strArray(v['calls'])
+  );
+}
+
+function isStepCard(v: unknown): v is StepCard {
+  if (!isObj(v)) return false;
+  const call = v['call'];
+  return (
+    isNat(v['n']) &&
+    isStr(v['thought']) &&
+    (call === null || (isObj(call) && isStr(call['tool']) && isStr(call['args']))) &&
+    strOrNull(v['malformed']) &&
+    strOrNull(v['observation']) &&
+    (v['guard'] === null || isGuard(v['guard'])) &&
+    strOrNull(v['answer']) &&
+    isBool(v['harness']) &&
+    isNat(v['start']) &&
+    isNat(v['end']) &&
+    (v['end'] as number) >= (v['start'] as number)
+  );
+}
+
+export function isTrajectoryDetail(v: unknown): v is TrajectoryDetail {
+  return (
+    isObj(v) &&
+    isNat(v['index']) &&
+    isNat(v['line']) &&
+    isStr(v['question']) &&
+    isStr(v['kind']) &&
+    boolOrNull(v['solved']) &&
+    strOrNull(v['failure']) &&
+    numOrNull(v['reward']) &&
+    strOrNull(v['answer']) &&
+    strOrNull(v['gold']) &&
+    Array.isArray(v['steps']) &&
+    v['steps'].every(isStepCard) &&
+    strArray(v['problems'])
+  );
+}
+
+function isMaskView(v: unknown): v is MaskView {
+  if (!isObj(v) || !isStr(v['label']) || !isLossMaskResult(v['mask'])) return false;
+  const h = v['harness'];
+  return h === null || (Array.isArray(h) && h.length === v['mask'].ids.length && h.every(isBool));
+}
+
+const isRunRef = (v: unknown): v is RunRef => isObj(v) && isStr(v['id']) && isStr(v['label']) && isStr(v['dir']);
+
+function isGrammarStep(v: unknown): v is GrammarStep {
+  return isObj(v) && strArray(v['states']) && isStr(v['allowed']) && strArray(v['allowedGroups']) && isBool(v['accepts']);
+}
+
+export function isGrammarTrace(v: unknown): v is GrammarTrace {
+  if (!isObj(v)) return false;
+  const { text, chars, steps, rejectedAt } = v;
+  if (!isStr(text) || !strArray(chars) || !Array.isArray(steps) || !steps.every(isGrammarStep)) return false;
+  if (!isBool(v['accepted']) || !isBool(v['complete']) || !strArray(v['expected']) || !strOrNull(v['reason'])) return false;
+  if (rejectedAt !== null && !(isNat(rejectedAt) && rejectedAt < chars.length)) return false;
+  const consumed = rejectedAt === null ? chars.length : rejectedAt;
+  return steps.length === consumed + 1 && chars.join('') === text;
+}
+
+function isGrammarSource(v: unknown): v is GrammarSource {
+  if (!isObj(v)) return false;
+  if (v['kind'] === 'typed') return true;
+  if (v['kind'] === 'none') return isStr(v['message']);
+  return v['kind'] === 'editor' && isStr(v['uri']) && isStr(v['label']) && isNat(v['line']);
+}
+
+/** The webviews' check of what the extension posts (a bug shows as an error, not a blank panel). */
+export function parseToWebview(v: unknown): Parsed<ToWebview> {
+  if (!isObj(v) || typeof v['type'] !== 'string') return bad('message must be an object with a string type');
+  const t = v['type'];
+  const yes = (cond: boolean): Parsed<ToWebview> => (cond ? ok(v as ToWebview) : bad(`${t}: unexpected shape`));
+  switch (t) {
+    case 'inspector/load':
+      return yes(isSource(v['source']) && Array.isArray(v['rows']) && v['rows'].every(isTrajectorySummary) && strArray(v['problems']));
+    case 'inspector/detail':
+      return yes(isTrajectoryDetail(v['detail']));
+    case 'inspector/error':
+    case 'curves/status':
+      return yes(isStr(v['message']));
+    case 'lossMask/show':
+      return yes(isMaskView(v['view']));
+    case 'lossMask/status':
+      return yes((v['level'] === 'info' || v['level'] === 'waiting' || v['level'] === 'error') && isStr(v['message']));
+    case 'curves/run':
+      return yes(
+        isRunRef(v['run']) &&
+          Array.isArray(v['records']) &&
+          v['records'].every(isMetricRecord) &&
+          isBool(v['reset']) &&
+          isBool(v['live']) &&
+          strArray(v['problems']),
+      );
+    case 'curves/removed':
+      return yes(isStr(v['id']));
+    case 'grammar/trace':
+      return yes(isGrammarSource(v['source']) && isGrammarTrace(v['trace']) && (v['cursor'] === null || isNat(v['cursor'])));
+    default:
+      return bad(`unknown message type ${JSON.stringify(t).slice(0, 80)}`);
+  }
+}
+
+// ---- webview state (restored by the serializer after a reload) ---------------------------------
+
+export function isInspectorFilter(v: unknown): v is InspectorFilter {
+  return (
+    isObj(v) &&
+    (v['outcome'] === 'all' || v['outcome'] === 'solved' || v['outcome'] === 'failed') &&
+    isStr(v['kind'], 64) &&
+    isStr(v['failure'], 64) &&
+    isStr(v['guard'], 64) &&
+    isStr(v['text'], LIMITS.query)
+  );
+}
+
+/** The state VS Code hands back to a serializer: validated (it was written by the webview). */
+export function parsePanelState(panel: PanelKind, v: unknown): PanelState | null {
+  if (!isObj(v) || v['panel'] !== panel) return null;
+  switch (panel) {
+    case 'inspector':
+      return isSource(v['source']) &&
+        isInspectorFilter(v['filter']) &&
+        (v['selected'] === null || isNat(v['selected'])) &&
+        typeof v['scrollTop'] === 'number' &&
+        Number.isFinite(v['scrollTop']) &&
+        v['scrollTop'] >= 0
+        ? (v as unknown as InspectorState)
+        : null;
+    case 'lossMask':
+      return strOrNull(v['uri']) && (v['row'] === null || isNat(v['row'])) ? (v as unknown as LossMaskState) : null;
+    case 'curves':
+      return strArray(v['runs'], LIMITS.runs) && strArray(v['hidden'], 1000) ? (v as unknown as CurvesState) : null;
+    case 'grammar':
+      return isStr(v['text'], LIMITS.text) && isNat(v['cursor'], LIMITS.text) && (v['source'] === 'editor' || v['source'] === 'typed')
+        ? (v as unknown as GrammarState)
+        : null;
+  }
+}

@@ -1,0 +1,166 @@
+// Loss Mask ("Agent Lab: Show Loss Mask"; also a code lens and an editor title action on
+// transcripts and datasets): the transcript of the active editor (or the dataset row under
+// the cursor) as tokens, supervised and masked, from the language server's
+// agentLab/lossMask request. It follows the active editor and updates as the user types.
+import * as vscode from 'vscode';
+import type { LossMaskParams } from '../../core/protocol/lsp';
+import { FromWebview, LossMaskState, MaskView, ToWebview } from '../../core/protocol/panels';
+import { requestLossMask } from '../languageClient';
+import { PanelController, PanelHost, createPanel, lastTextEditor, revealRange } from './host';
+import { maskTarget } from './lossMaskTarget';
+import { isAgentDoc, isTranscriptDoc, label, rangeOf, rowLineAt } from './sources';
+import { harnessFlags } from './maskHarness';
+
+interface Target {
+  uri: vscode.Uri;
+  row: number | null;
+}
+
+const TYPING_DEBOUNCE_MS = 150;
+
+export class LossMaskPanel implements PanelController {
+  static current: LossMaskPanel | undefined;
+
+  private target: Target | null = null;
+  private last: ToWebview | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private seq = 0;
+  private retries = 0;
+  private readonly disposables: vscode.Disposable[] = [];
+  /** Completed requests (tests read it to see that typing refreshed the view). */
+  updates = 0;
+
+  private constructor(
+    readonly host: PanelHost,
+    initial: Target | null,
+  ) {
+    host.attach(this);
+    this.disposables.push(
+      vscode.window.onDidChangeActiveTextEditor((e) => {
+        // A webview taking focus leaves no active text editor: keep showing the last one.
+        if (e && isAgentDoc(e.document)) this.follow(e);
+      }),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        if (this.target && e.document.uri.toString() === this.target.uri.toString() && e.contentChanges.length > 0) {
+          this.schedule(TYPING_DEBOUNCE_MS);
+        }
+      }),
+      vscode.window.onDidChangeTextEditorSelection((e) => {
+        if (!this.target || e.textEditor.document.uri.toString() !== this.target.uri.toString()) return;
+        if (isTranscriptDoc(e.textEditor.document)) return;
+        const row = rowLineAt(e.textEditor.document, e.selections[0]!.active.line);
+        if (row !== this.target.row) {
+          this.target = { uri: this.target.uri, row };
+          this.schedule(50);
+        }
+      }),
+    );
+    this.target = initial;
+    if (!initial) {
+      const editor = lastTextEditor((e) => isAgentDoc(e.document));
+      if (editor) this.follow(editor);
+    }
+    this.schedule(0);
+  }
+
+  static open(extensionUri: vscode.Uri, target: Target | null): LossMaskPanel {
+    const current = LossMaskPanel.current;
+    if (current && !current.host.isDisposed) {
+      current.host.panel.reveal(undefined, true);
+      if (target) current.setTarget(target);
+      return current;
+    }
+    const panel = createPanel('lossMask', 'Loss Mask', extensionUri, true);
+    return (LossMaskPanel.current = new LossMaskPanel(new PanelHost('lossMask', panel, extensionUri, 'Loss Mask'), target));
+  }
+
+  static revive(extensionUri: vscode.Uri, panel: vscode.WebviewPanel, state: LossMaskState | null): LossMaskPanel {
+    // A live panel of this kind already exists (background tabs are revived lazily, when shown): keep it, close the stale tab.
+    const live = LossMaskPanel.current;
+    if (live && !live.host.isDisposed) {
+      panel.dispose();
+      live.host.panel.reveal(undefined, true);
+      return live;
+    }
+    const target = state?.uri ? { uri: vscode.Uri.parse(state.uri), row: state.row } : null;
+    return (LossMaskPanel.current = new LossMaskPanel(new PanelHost('lossMask', panel, extensionUri, panel.title), target));
+  }
+
+  private follow(editor: vscode.TextEditor): void {
+    this.setTarget(maskTarget(editor));
+  }
+
+  setTarget(t: Target): void {
+    if (this.target && this.target.uri.toString() === t.uri.toString() && this.target.row === t.row && this.last?.type === 'lossMask/show') return;
+    this.target = t;
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.refresh(), ms);
+  }
+
+  private send(msg: ToWebview): void {
+    this.last = msg;
+    this.host.post(msg);
+  }
+
+  private async refresh(): Promise<void> {
+    const target = this.target;
+    if (!target) {
+      this.send({ type: 'lossMask/status', level: 'info', message: 'Open a .transcript or a dataset (a *.traces.jsonl, a run’s data/ or eval/ rows): the panel follows the active editor.' });
+      return;
+    }
+    const seq = ++this.seq;
+    const params: LossMaskParams = { textDocument: { uri: target.uri.toString() }, ...(target.row !== null ? { row: target.row } : {}) };
+    try {
+      const mask = await requestLossMask(params);
+      if (seq !== this.seq) return; // a newer request is on its way
+      this.retries = 0;
+      let row: unknown = null;
+      if (target.row !== null) {
+        const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.uri.toString());
+        const line = doc && target.row < doc.lineCount ? doc.lineAt(target.row).text : '';
+        try {
+          row = JSON.parse(line);
+        } catch {
+          row = null;
+        }
+      }
+      const view: MaskView = { label: label(target.uri, target.row), mask, harness: harnessFlags(mask, row) };
+      this.updates++;
+      this.send({ type: 'lossMask/show', view });
+    } catch (err) {
+      if (seq !== this.seq) return;
+      const message = err instanceof Error ? err.message : String(err);
+      // The server starts with the extension: wait for it rather than fail.
+      if (/not running|not ready|starting|Client is not/i.test(message) && this.retries < 60) {
+        this.retries++;
+        this.send({ type: 'lossMask/status', level: 'waiting', message: 'Waiting for the Agent Lab language server…' });
+        this.schedule(500);
+        return;
+      }
+      this.send({ type: 'lossMask/status', level: 'error', message: `${label(target.uri, target.row)}: ${message}` });
+    }
+  }
+
+  onReady(): void {
+    if (this.last) this.host.post(this.last);
+  }
+
+  async onMessage(msg: FromWebview): Promise<void> {
+    if (msg.type !== 'lossMask/reveal' || !this.target || this.last?.type !== 'lossMask/show') return;
+    const view = this.last.view;
+    if (msg.end > view.mask.text.length) return;
+    const doc = await vscode.workspace.openTextDocument(this.target.uri);
+    const range = rangeOf(doc, this.target.row, msg.start, msg.end);
+    await revealRange(this.target.uri, range, this.host.panel.viewColumn);
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    for (const d of this.disposables) d.dispose();
+    if (LossMaskPanel.current === this) LossMaskPanel.current = undefined;
+  }
+}

@@ -1,0 +1,398 @@
+// The four panels as a person uses them, in a real VS Code (code-server + Chromium): each
+// opens from the command palette on the samples and on a short real run; what the webview
+// shows is asserted inside its frame; clicks go through (a step card reveals its source
+// line); a training started from the palette draws its curve live; the panels come back
+// after a reload; screenshots of all four in light, dark and high contrast.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Frame } from 'playwright-core';
+import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, quickOpen, runCommand, setTheme, shot, sleep, statusLine, statusPosition, ui, waitFor } from './harness';
+
+// Callbacks of page.evaluate/frame.evaluate run in the browser; the Node tsconfig has no DOM
+// library, so the browser globals they use are declared here, loosely.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const document: any;
+declare function getComputedStyle(el: unknown): { backgroundColor: string; color: string };
+
+const attr = (f: Frame, selector: string, name: string) => f.locator(selector).first().getAttribute(name, { timeout: 2000 }).catch(() => null);
+const bodyData = (f: Frame, key: string) => f.evaluate((k) => document.body.dataset[k] ?? null, key).catch(() => null);
+
+/** Add run… in the curves panel, every run the quick pick offers (not Browse…). */
+async function addAllRuns(f: Frame): Promise<void> {
+  const { page } = ui();
+  await f.locator('#add-run').click();
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await waitFor('the runs to pick', async () => (await rows.count()) > 1);
+  for (let i = 0; i < (await rows.count()); i++) {
+    const row = rows.nth(i);
+    if (/Browse/.test((await row.textContent()) ?? '')) continue;
+    await row.locator('.monaco-checkbox, input[type=checkbox], .quick-input-list-checkbox').first().click();
+  }
+  await page.keyboard.press('Enter');
+}
+
+describe('Agent Lab panels (UI, code-server + Chromium)', function () {
+  this.timeout(120_000);
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') {
+      const name = `failed-${this.currentTest.title.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}`;
+      await shot(ui(), name).catch(() => undefined);
+    }
+  });
+
+  before(async () => {
+    // Hide the side bar: the editor and the panel side by side get the width.
+    await closeSideBar(ui().page);
+  });
+
+  it('activates on the samples: a transcript shows the code lenses (Loss mask, Inspect, Debug tool call)', async () => {
+    const { page } = ui();
+    await quickOpen(page, 'compare.transcript');
+    await waitFor('the "Loss mask" code lens', async () => (await page.locator('.codelens-decoration', { hasText: 'Loss mask' }).count()) > 0, 45_000);
+    assert.ok((await page.locator('.codelens-decoration', { hasText: 'Debug tool call' }).count()) >= 1, 'a Debug tool call lens on a call line');
+  });
+
+  describe('Trajectory Inspector', () => {
+    it('opens on a transcript: the question, one card per step, the call with its arguments', async () => {
+      const { page } = ui();
+      await runCommand(page, 'Agent Lab: Inspect Trajectories');
+      const f = await panelFrame(page, 'inspector');
+      await waitFor('the trajectory loaded', () => bodyData(f, 'loaded'));
+      assert.equal(await frameText(f, '#count'), '1 trajectory');
+      await waitFor('the step cards', async () => (await f.locator('.card').count()) === 4);
+      assert.match(await frameText(f, '.detail .question'), /Which is larger, the publication year of STaR/);
+      assert.equal(await frameText(f, '.card[data-step="1"] .call'), 'search {"query": "STaR publication year", "k": 2}');
+      assert.match(await frameText(f, '.card[data-step="3"] .call'), /calc \{"expr": "2022-2048"\}/);
+      assert.match(await frameText(f, '.card[data-step="4"] .final'), /Answer\s*Stack-100M/);
+    });
+
+    it('a click on a step card reveals its source line in the editor', async () => {
+      const { page } = ui();
+      const f = await panelFrame(page, 'inspector');
+      await f.locator('.card[data-step="2"]').click();
+      // Step 2 (<|assistant|> of the second search) starts on line 2 of compare.transcript.
+      await waitFor('the cursor on line 2', async () => (await statusLine(page)) === 2);
+      await f.locator('.card[data-step="4"]').click();
+      await waitFor('the cursor on line 4', async () => (await statusLine(page)) === 4);
+    });
+
+    it('lists eval rows with filters (outcome, shape, failure, guard, text) and step cards with guards', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'synthetic/eval/heldout.jsonl');
+      await runCommand(page, 'Agent Lab: Inspect Trajectories');
+      const f = await panelFrame(page, 'inspector');
+      await waitFor('90 rows', async () => (await frameText(f, '#count')) === '90 trajectories');
+      await f.locator('#outcome').selectOption('failed');
+      const failed = Number(/^(\d+) of 90/.exec(await frameText(f, '#count'))?.[1]);
+      assert.ok(failed > 20 && failed < 70, `failed rows: ${failed}`);
+      await f.locator('#guard').selectOption('RepeatedCall');
+      await f.locator('#outcome').selectOption('all');
+      const repeated = Number(/^(\d+) of 90/.exec(await frameText(f, '#count'))?.[1]);
+      assert.ok(repeated >= 5, `rows with a RepeatedCall: ${repeated}`);
+      await f.locator('.row').first().click();
+      await waitFor('a card with the RepeatedCall guard', async () => (await f.locator('.card .guard', { hasText: 'RepeatedCall' }).count()) > 0);
+      // Text search narrows further; the count says so.
+      await f.locator('#guard').selectOption('');
+      await f.locator('#q').fill('"out_of_steps"');
+      await waitFor('the out_of_steps rows', async () => /^\d+ of 90/.test(await frameText(f, '#count')));
+      await f.locator('.row').first().click();
+      await waitFor('the harness card (forced answer)', async () => (await f.locator('.card.harness .badge.harness').count()) === 1);
+      assert.match(await frameText(f, '.detail .verdict'), /Answer\s*unknown/);
+    });
+
+    it('is keyboard-driven: / searches, ↓ selects the next row, Enter goes to the cards, Enter reveals', async () => {
+      const { page } = ui();
+      const f = await panelFrame(page, 'inspector');
+      await f.locator('#q').fill('');
+      await f.locator('#outcome').selectOption('all');
+      await waitFor('all rows', async () => (await frameText(f, '#count')) === '90 trajectories');
+      await f.locator('#list').focus();
+      await page.keyboard.press('Home');
+      await waitFor('row 1 selected', async () => (await attr(f, '.row[aria-selected="true"]', 'data-index')) === '0');
+      await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('ArrowDown');
+      await waitFor('row 3 selected', async () => (await attr(f, '.row[aria-selected="true"]', 'data-index')) === '2');
+      await waitFor('its cards', async () => (await f.locator('.detail[data-index="2"] .card').count()) > 0);
+      await page.keyboard.press('Enter');
+      await waitFor('the first card focused', () => f.evaluate(() => document.activeElement?.getAttribute('data-step') === '1'));
+      await page.keyboard.press('Enter');
+      // Row 3 sits on line 3 of the file: the editor shows it.
+      await waitFor('the cursor on line 3', async () => (await statusLine(page)) === 3);
+    });
+
+    it('opens on the short real run’s eval rows (5 held-out tasks)', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'runs/short/eval/heldout.jsonl');
+      await runCommand(page, 'Agent Lab: Inspect Trajectories');
+      const f = await panelFrame(page, 'inspector');
+      await waitFor('5 rows', async () => (await frameText(f, '#count')) === '5 trajectories');
+      assert.match(await frameText(f, '#source'), /runs\/short\/eval\/heldout\.jsonl/);
+      await f.locator('.row').first().click();
+      await waitFor('the detail', async () => (await f.locator('.detail .question').count()) === 1);
+    });
+
+    it('serves its page with CSP default-src none, a script nonce, and only bundle resources', async () => {
+      const { page } = ui();
+      const f = await panelFrame(page, 'inspector');
+      const csp = await f.evaluate(() => document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.getAttribute('content') ?? '');
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /script-src 'nonce-[A-Za-z0-9_-]{16,}'/);
+      // Ours: one module script from dist/webview/ with the nonce (VS Code adds its own host script, without a src).
+      const scripts: { src: string; nonce: boolean }[] = await f.evaluate(() => [...document.scripts].map((s: { src: string; nonce: string }) => ({ src: s.src, nonce: s.nonce !== '' })));
+      const withSrc = scripts.filter((s) => s.src !== '');
+      assert.equal(withSrc.length, 1, JSON.stringify(scripts));
+      assert.ok(withSrc[0]!.nonce && /\/dist\/webview\/inspector\.js/.test(withSrc[0]!.src), JSON.stringify(scripts));
+      const links: string[] = await f.evaluate(() => [...document.querySelectorAll('link[rel=stylesheet]')].map((l: { href: string }) => l.href));
+      assert.ok(links.length === 1 && /\/dist\/webview\/inspector\.css/.test(links[0]!), JSON.stringify(links));
+      assert.deepEqual(
+        ui().console.filter((l) => /Content Security Policy|Refused to/i.test(l)),
+        [],
+        'no CSP violation in the console',
+      );
+    });
+  });
+
+  describe('Loss Mask', () => {
+    it('shows a transcript as tokens: supervised and masked in two colours, counts and the share', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'compare.transcript');
+      await runCommand(page, 'Agent Lab: Show Loss Mask');
+      const f = await panelFrame(page, 'lossMask');
+      await waitFor('the tokens', async () => Number(await bodyData(f, 'tokens')) > 50, 45_000);
+      const first = f.locator('.tok[data-i="0"]');
+      assert.equal(await first.textContent(), '<|system|>');
+      assert.match((await first.getAttribute('class')) ?? '', /\bmask\b.*\bspecial\b/);
+      const thought = f.locator('.tok.sup', { hasText: 'Thought' }).first();
+      assert.ok(await thought.count(), 'a supervised "Thought" token');
+      // (No helper functions inside evaluate: the test transpiler would wrap them in a Node helper.)
+      const colours = await f.evaluate(() => ({
+        supBg: getComputedStyle(document.querySelector('.tokens .tok.sup')).backgroundColor,
+        maskBg: getComputedStyle(document.querySelector('.tokens .tok.mask')).backgroundColor,
+        supFg: getComputedStyle(document.querySelector('.tokens .tok.sup')).color,
+        maskFg: getComputedStyle(document.querySelector('.tokens .tok.mask')).color,
+      }));
+      assert.notEqual(colours.supBg, colours.maskBg, `backgrounds ${JSON.stringify(colours)}`);
+      assert.notEqual(colours.supFg, colours.maskFg, `foregrounds ${JSON.stringify(colours)}`);
+      const tokens = Number(await bodyData(f, 'tokens'));
+      const sup = Number(await bodyData(f, 'supervised'));
+      assert.equal(await f.locator('.tokens .tok').count(), tokens);
+      assert.equal(await f.locator('.tokens .tok.sup').count(), sup);
+      assert.match(await frameText(f, '[data-stat="share"]'), new RegExp(`${((100 * sup) / tokens).toFixed(1)}%`));
+      // Hover a token: its id and offsets.
+      await thought.hover();
+      assert.match(await frameText(f, '#info'), /token \d+ · id \d+ · offset \d+–\d+ · supervised/);
+    });
+
+    it('updates as the user types (through the language server)', async () => {
+      const { page } = ui();
+      const f = await panelFrame(page, 'lossMask');
+      const before = Number(await bodyData(f, 'tokens'));
+      await focusEditor(page);
+      await goToLine(page, 2, 1);
+      await page.keyboard.type('Noted. ');
+      await waitFor('more tokens', async () => Number(await bodyData((await panelFrame(page, 'lossMask')), 'tokens')) > before, 15_000);
+      for (let i = 0; i < 'Noted. '.length; i++) await page.keyboard.press('Backspace');
+      await waitFor('the tokens back', async () => Number(await bodyData(await panelFrame(page, 'lossMask'), 'tokens')) === before, 15_000);
+    });
+
+    it('follows the active editor and warns when an example supervises nothing', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'checks/no-assistant.transcript');
+      const f = await panelFrame(page, 'lossMask');
+      await waitFor('the banner', async () => /supervises nothing/.test(await frameText(f, '#banners')), 15_000);
+      assert.equal(await f.locator('.tokens .tok.sup').count(), 0);
+      assert.match(await frameText(f, '#label'), /no-assistant\.transcript/);
+    });
+
+    it('shows a dataset row, and harness text apart from supervised text', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'synthetic/eval/heldout.jsonl');
+      // Row 7 is an out-of-steps episode: the harness forced its answer.
+      await goToLine(page, 7);
+      const f = await panelFrame(page, 'lossMask');
+      await waitFor('row 7', async () => /line 7/.test(await frameText(f, '#label')), 20_000);
+      await waitFor('harness tokens', async () => (await f.locator('.tokens .tok.harness').count()) > 0, 10_000);
+      assert.match(await frameText(f, '[data-stat="harness"]'), /\d+ harness/);
+    });
+  });
+
+  describe('Grammar Debugger', () => {
+    it('steps through the call under the cursor and says where and why it was rejected', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'broken-call.transcript');
+      await goToLine(page, 2, 5);
+      await runCommand(page, 'Agent Lab: Debug Tool Call');
+      const f = await panelFrame(page, 'grammar');
+      await waitFor('the verdict', async () => (await bodyData(f, 'verdict')) === 'rejected');
+      const at = Number(await bodyData(f, 'rejectedAt'));
+      assert.equal(await frameText(f, `#ch-${at}`), '0');
+      assert.match(await frameText(f, '#verdict'), /rejected at character \d+/);
+      assert.match(await frameText(f, '#verdict'), /search: k, 0 chars \(exactly 1\).*allows 1-9/);
+      assert.match(await frameText(f, '#source'), /broken-call\.transcript:2/);
+      await f.locator('#strip').focus();
+      await page.keyboard.press('End');
+      await waitFor('the rejection step', async () => (await bodyData(f, 'pos')) === String(at));
+      assert.match(await frameText(f, '#step'), /Rejected/);
+      assert.equal(await frameText(f, '#step .chips'), '1-9');
+      await page.keyboard.press('ArrowLeft');
+      await waitFor('one step back', async () => (await bodyData(f, 'pos')) === String(at - 1));
+      assert.equal(await frameText(f, '#step .chips'), 'space');
+      // In editor mode the editor's cursor follows the step: line 2, after `<|tool_call|>` (13 columns) and `at - 1` characters.
+      await focusEditor(page);
+      await waitFor('the editor cursor on the step', async () => {
+        const p = await statusPosition(page);
+        return p?.line === 2 && p.col === 13 + at;
+      });
+    });
+
+    it('checks a call typed in the panel', async () => {
+      const { page } = ui();
+      const f = await panelFrame(page, 'grammar');
+      await f.locator('#body').fill('{"tool": "calc", "args": {"expr": "2048*2"}}');
+      await waitFor('complete', async () => (await bodyData(f, 'verdict')) === 'complete');
+      assert.match(await frameText(f, '#source'), /typed in the panel/);
+      await f.locator('#body').fill('{"tool": "calc", "args": {"expr": "2048*2');
+      await waitFor('incomplete', async () => (await bodyData(f, 'verdict')) === 'incomplete');
+      assert.match(await frameText(f, '#verdict'), /incomplete/);
+    });
+  });
+
+  describe('Training Curves', () => {
+    it('charts the short real run (SFT loss, supervised-token accuracy, held-out accuracy)', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'runs/short/metrics.jsonl');
+      await runCommand(page, 'Agent Lab: Show Training Curves');
+      const f = await panelFrame(page, 'curves');
+      await waitFor('the SFT loss chart', async () => (await attr(f, '.chart[data-chart="sft-loss"]', 'data-points')) === '20');
+      assert.equal(await attr(f, '.chart[data-chart="sft-loss"]', 'data-series'), '1');
+      assert.equal(await attr(f, '.chart[data-chart="sft-acc"]', 'data-series'), '1');
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-points'), '2');
+      assert.equal(await f.locator('.chart[data-chart^="grpo"]').count(), 0);
+    });
+
+    it('overlays a second run picked with Add run… (GRPO: reward band, no-gradient region)', async () => {
+      const { page } = ui();
+      const f = await panelFrame(page, 'curves');
+      await f.locator('#add-run').click();
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible', timeout: 10_000 });
+      await input.fill('synthetic-grpo');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'synthetic-grpo' }).first().locator('.monaco-checkbox, input[type=checkbox], .quick-input-list-checkbox').first().click();
+      await page.keyboard.press('Enter');
+      await waitFor('the GRPO charts', async () => (await attr(f, '.chart[data-chart="grpo-zero-std"]', 'data-regions')) === '1', 15_000);
+      assert.equal(await attr(f, '.chart[data-chart="grpo-reward"]', 'data-series'), '1');
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '2', 'two runs overlaid');
+      assert.equal(await f.locator('.run').count(), 2);
+    });
+
+    it('saves a chart as PNG', async () => {
+      const { page, workspace } = ui();
+      const f = await panelFrame(page, 'curves');
+      await f.locator('.chart[data-chart="sft-loss"] .save').click();
+      const input = page.locator('.quick-input-widget .quick-input-box input');
+      await input.waitFor({ state: 'visible', timeout: 10_000 });
+      await waitFor('the default file name', async () => /sft-loss\.png$/.test(await input.inputValue()));
+      await page.keyboard.press('Enter');
+      const file = path.join(workspace, 'runs', 'short', 'sft-loss.png');
+      await waitFor('the PNG file', () => fs.existsSync(file) && fs.statSync(file).size > 1000, 15_000);
+      assert.equal(fs.readFileSync(file).subarray(0, 8).toString('hex'), '89504e470d0a1a0a');
+    });
+
+    it('draws a training started from the palette live (at least two updates before it ends)', async function () {
+      this.timeout(180_000);
+      const { page, workspace } = ui();
+      const f = await panelFrame(page, 'curves');
+      const runsBefore = await f.locator('.run').count();
+      await runCommand(page, 'Agent Lab: Train (SFT)');
+      await waitFor('the new run in the panel', async () => (await f.locator('.run').count()) === runsBefore + 1, 60_000);
+      await waitFor('the run marked live', async () => (await f.locator('.run .live').count()) === 1, 30_000);
+      const seen: number[] = [];
+      await waitFor(
+        'two live updates of the loss chart',
+        async () => {
+          const series = Number(await attr(f, '.chart[data-chart="sft-loss"]', 'data-series'));
+          const points = Number(await attr(f, '.chart[data-chart="sft-loss"]', 'data-points'));
+          if (series === 2 && !seen.includes(points)) seen.push(points);
+          return seen.length >= 3;
+        },
+        120_000,
+        200,
+      );
+      assert.ok(seen[2]! > seen[0]!, `points grew: ${seen.join(' → ')}`);
+      await shot(ui(), 'curves-live-light');
+      await runCommand(page, 'Agent Lab: Cancel Training');
+      await waitFor('the run no longer live', async () => (await f.locator('.run .live').count()) === 0, 90_000);
+      const runs = fs.readdirSync(path.join(workspace, 'runs')).filter((d) => d.startsWith('sft-'));
+      assert.equal(runs.length, 1, `a run folder: ${runs.join(', ')}`);
+    });
+  });
+
+  describe('State after a reload (webview serializer)', () => {
+    it('brings the inspector back with its filter and selection', async () => {
+      const { page } = ui();
+      await quickOpen(page, 'synthetic/eval/heldout.jsonl');
+      await runCommand(page, 'Agent Lab: Inspect Trajectories');
+      let f = await panelFrame(page, 'inspector');
+      await waitFor('90 rows', async () => /90/.test(await frameText(f, '#count')));
+      await f.locator('#kind').selectOption('compare');
+      await f.locator('.row').nth(2).click();
+      const selected = await waitFor('a selected row', () => attr(f, '.row[aria-selected="true"]', 'data-index'));
+      await waitFor('the detail', async () => (await f.locator('.card').count()) > 0);
+      const count = await frameText(f, '#count');
+      await sleep(500); // the state is saved 150 ms after a change
+      await runCommand(page, 'Developer: Reload Window');
+      await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+      f = await panelFrame(page, 'inspector', 60_000);
+      await waitFor('the rows again', async () => (await frameText(f, '#count')) === count, 30_000);
+      assert.equal(await f.locator('#kind').inputValue(), 'compare');
+      assert.equal(await attr(f, '.row[aria-selected="true"]', 'data-index'), selected);
+      await waitFor('the detail again', async () => (await f.locator('.card').count()) > 0, 15_000);
+    });
+  });
+
+  describe('Screenshots (light, dark, high contrast)', () => {
+    const show: [string, string, string][] = [
+      ['inspector', 'synthetic/eval/heldout.jsonl', 'Agent Lab: Inspect Trajectories'],
+      ['lossMask', 'compare.transcript', 'Agent Lab: Show Loss Mask'],
+      ['grammar', 'broken-call.transcript', 'Agent Lab: Debug Tool Call'],
+      ['curves', 'runs/short/metrics.jsonl', 'Agent Lab: Show Training Curves'],
+    ];
+    for (const theme of ['light', 'dark', 'hc'] as const) {
+      it(`all four panels in the ${theme} theme`, async () => {
+        const ctx = ui();
+        const { page } = ctx;
+        await setTheme(ctx, theme);
+        for (const [kind, file, command] of show) {
+          await quickOpen(page, file);
+          if (kind === 'grammar') await goToLine(page, 2, 5);
+          await runCommand(page, command);
+          const f = await panelFrame(page, kind as 'inspector');
+          if (kind === 'inspector') {
+            await waitFor('rows', async () => Number(await bodyData(f, 'rows')) > 0);
+            if ((await f.locator('.row[aria-selected="true"]').count()) === 0) await f.locator('.row').nth(3).click();
+            await waitFor('cards', async () => (await f.locator('.card').count()) > 0);
+          }
+          if (kind === 'lossMask') await waitFor('tokens', async () => Number(await bodyData(f, 'tokens')) > 0, 20_000);
+          if (kind === 'grammar') await waitFor('verdict', () => bodyData(f, 'verdict'));
+          if (kind === 'curves') {
+            await waitFor('charts', async () => Number(await bodyData(f, 'charts')) > 0);
+            if ((await f.locator('.run').count()) < 3) await addAllRuns(f);
+            await waitFor('three runs overlaid', async () => (await f.locator('.run').count()) >= 3);
+          }
+          // One tab per panel, also after the reload (a tab VS Code had not revived yet is replaced).
+          const title = { lossMask: 'Loss Mask', grammar: 'Grammar Debugger', curves: 'Training Curves' }[kind as 'lossMask'];
+          if (title) {
+            await waitFor(`one "${title}" tab`, async () => (await page.locator('.tabs-container .tab .label-name', { hasText: new RegExp(`^${title}$`) }).count()) === 1, 10_000);
+          }
+          // The theme reached the webview (VS Code sets the body class).
+          const cls = theme === 'light' ? 'vscode-light' : theme === 'dark' ? 'vscode-dark' : 'vscode-high-contrast';
+          await waitFor(`the webview in ${theme}`, () => f.evaluate((c) => document.body.classList.contains(c), cls));
+          await sleep(500);
+          await shot(ctx, `${kind}-${theme}`);
+        }
+      });
+    }
+  });
+});

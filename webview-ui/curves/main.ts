@@ -1,0 +1,288 @@
+// Training Curves (webview): chart.js charts of the runs' metrics, overlaid, updated live as
+// records arrive. Each chart says its series count and points (data-series, data-points)
+// for tests and screen readers; a chart can be saved as PNG (the extension asks where).
+// Colours from the theme (--vscode-charts-*), re-read when the theme changes.
+import '../shared/base.css';
+import './curves.css';
+import Chart from 'chart.js/auto';
+import type { ChartConfiguration, ChartDataset, Plugin } from 'chart.js';
+import type { MetricRecord } from '../../core/protocol/metrics';
+import type { CurvesState, RunRef } from '../../core/protocol/panels';
+import { connect, loadState, post, saveState } from '../shared/api';
+import { byId, clear, h, onThemeChange, showBanner, themeVar } from '../shared/dom';
+import { ChartSpec, Point, Region, buildCharts, lineCount, mergeRecords } from './series';
+
+interface RunView {
+  ref: RunRef;
+  records: MetricRecord[];
+  live: boolean;
+  problems: string[];
+}
+
+const runs = new Map<string, RunView>();
+const restored = loadState<CurvesState>('curves');
+const hidden = new Set<string>(restored?.hidden ?? []);
+
+const app = byId('app');
+const runBar = h('div', { id: 'runs', class: 'runs', role: 'toolbar', 'aria-label': 'Runs' });
+const addBtn = h('button', { id: 'add-run', class: 'secondary' }, '+ Add run…');
+const status = h('div', { id: 'status', hidden: true });
+const grid = h('div', { id: 'charts', class: 'charts' });
+const empty = h('p', { id: 'empty', class: 'muted empty' }, 'No metrics yet.');
+app.append(h('header', { class: 'top' }, h('h1', {}, 'Training Curves'), runBar, addBtn), status, grid, empty);
+addBtn.addEventListener('click', () => post({ type: 'curves/addRun' }));
+
+// ---- colours -----------------------------------------------------------------------------
+const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
+const FALLBACK = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#f14c4c', '#cca700'];
+function runColor(i: number): string {
+  return themeVar(PALETTE[i % PALETTE.length]!, FALLBACK[i % FALLBACK.length]!);
+}
+
+/** `color` with alpha `a` (hex #rgb/#rrggbb/#rrggbbaa or rgb()/rgba()). */
+export function withAlpha(color: string, a: number): string {
+  const hex = /^#([0-9a-f]{3,8})$/i.exec(color.trim());
+  if (hex) {
+    let s = hex[1]!;
+    if (s.length === 3 || s.length === 4) s = [...s].map((c) => c + c).join('');
+    const n = (k: number) => parseInt(s.slice(k, k + 2), 16);
+    return `rgba(${n(0)}, ${n(2)}, ${n(4)}, ${a})`;
+  }
+  const rgb = /^rgba?\(([^)]+)\)$/i.exec(color.trim());
+  if (rgb) {
+    const [r, g, b] = rgb[1]!.split(/[\s,/]+/).filter(Boolean);
+    return `rgba(${r}, ${g}, ${b}, ${a})`;
+  }
+  return color;
+}
+
+function themeDefaults(): void {
+  Chart.defaults.color = themeVar('--vscode-foreground', '#888');
+  Chart.defaults.borderColor = withAlpha(themeVar('--vscode-foreground', '#888888'), 0.12);
+  Chart.defaults.font.family = themeVar('--vscode-font-family', 'sans-serif');
+  Chart.defaults.font.size = 11;
+}
+
+// ---- plugins: background (so a saved PNG is readable) and the "no gradient" regions ---------
+const background: Plugin = {
+  id: 'agentLabBackground',
+  beforeDraw(chart) {
+    const ctx = chart.ctx;
+    ctx.save();
+    ctx.fillStyle = themeVar('--vscode-editor-background', '#ffffff');
+    ctx.fillRect(0, 0, chart.width, chart.height);
+    ctx.restore();
+  },
+};
+
+const regionsByChart = new Map<string, Region[]>();
+const noGradient: Plugin = {
+  id: 'agentLabNoGradient',
+  beforeDatasetsDraw(chart) {
+    const regions = regionsByChart.get(chart.canvas.dataset['chart'] ?? '') ?? [];
+    if (!regions.length) return;
+    const { ctx, chartArea, scales } = chart;
+    const x = scales['x'];
+    if (!x) return;
+    ctx.save();
+    const red = themeVar('--vscode-charts-red', '#f14c4c');
+    ctx.fillStyle = withAlpha(red, 0.16);
+    ctx.strokeStyle = withAlpha(red, 0.6);
+    for (const r of regions) {
+      const x0 = Math.max(chartArea.left, x.getPixelForValue(r.from));
+      const x1 = Math.min(chartArea.right, x.getPixelForValue(r.to));
+      if (x1 <= x0) continue;
+      ctx.fillRect(x0, chartArea.top, x1 - x0, chartArea.bottom - chartArea.top);
+      ctx.fillStyle = red;
+      ctx.font = `600 11px ${themeVar('--vscode-font-family', 'sans-serif')}`;
+      if (x1 - x0 > 60) ctx.fillText('no gradient', x0 + 4, chartArea.top + 12);
+      ctx.fillStyle = withAlpha(red, 0.16);
+    }
+    ctx.restore();
+  },
+};
+
+// ---- charts ----------------------------------------------------------------------------------
+interface ChartCard {
+  el: HTMLElement;
+  canvas: HTMLCanvasElement;
+  chart: Chart<'line', Point[]>;
+  note: HTMLElement;
+}
+const cards = new Map<string, ChartCard>();
+
+function datasetsOf(spec: ChartSpec): ChartDataset<'line', Point[]>[] {
+  return spec.series.map((s) => {
+    const color = runColor(s.runIndex);
+    const base = { label: s.label, data: s.points, borderColor: color, backgroundColor: color, parsing: false as const, normalized: true };
+    if (s.role === 'bandLow') return { ...base, borderWidth: 0, pointRadius: 0, fill: false, backgroundColor: 'transparent' };
+    if (s.role === 'bandHigh') return { ...base, borderWidth: 0, pointRadius: 0, fill: '-1', backgroundColor: withAlpha(color, 0.2) };
+    const dense = s.points.length > 60;
+    return {
+      ...base,
+      borderWidth: 1.75,
+      pointRadius: dense ? 0 : 2,
+      pointHoverRadius: 4,
+      tension: 0,
+      ...(s.role === 'dashed' ? { borderDash: [6, 4] } : {}),
+    };
+  });
+}
+
+function makeCard(spec: ChartSpec): ChartCard {
+  const canvas = h('canvas', { 'data-chart': spec.id, role: 'img', 'aria-label': spec.title });
+  const save = h('button', { class: 'icon save', title: `Save “${spec.title}” as PNG`, 'aria-label': `Save ${spec.title} as PNG` }, '⤓ PNG');
+  const note = h('p', { class: 'note muted' });
+  const el = h('section', { class: 'chart', 'data-chart': spec.id }, h('div', { class: 'chart-head' }, h('h2', {}, spec.title), save), h('div', { class: 'canvas-box' }, canvas), note);
+  const config: ChartConfiguration<'line', Point[]> = {
+    type: 'line',
+    data: { datasets: datasetsOf(spec) },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      interaction: { mode: 'nearest', axis: 'x', intersect: false },
+      scales: {
+        x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } },
+        y: { title: { display: true, text: spec.yLabel }, ...(spec.yMin !== undefined ? { min: spec.yMin } : {}), ...(spec.yMax !== undefined ? { max: spec.yMax } : {}) },
+      },
+      plugins: {
+        legend: { labels: { filter: (item, data) => !/^band/.test(roleOf(data.datasets[item.datasetIndex!]?.label ?? '', spec)) , boxWidth: 12 } },
+        tooltip: { filter: (item) => !/^band/.test(roleOf(item.dataset.label ?? '', spec)) },
+      },
+    },
+    plugins: [background, noGradient],
+  };
+  const chart = new Chart(canvas, config);
+  save.addEventListener('click', () => post({ type: 'curves/savePng', chart: spec.id, dataUrl: chart.toBase64Image('image/png', 1) }));
+  grid.append(el);
+  return { el, canvas, chart, note };
+}
+
+/** The role of the series labelled `label` in the chart's current spec. */
+const specs = new Map<string, ChartSpec>();
+function roleOf(label: string, spec: ChartSpec): string {
+  const current = specs.get(spec.id) ?? spec;
+  return current.series.find((s) => s.label === label)?.role ?? 'line';
+}
+
+function render(): void {
+  const inputs = [...runs.values()].map((r) => ({ id: r.ref.id, label: r.ref.label, records: r.records }));
+  const charts = buildCharts(inputs, hidden);
+  const seen = new Set<string>();
+  for (const spec of charts) {
+    seen.add(spec.id);
+    specs.set(spec.id, spec);
+    regionsByChart.set(spec.id, spec.regions);
+    let card = cards.get(spec.id);
+    if (!card) {
+      card = makeCard(spec);
+      cards.set(spec.id, card);
+    } else {
+      card.chart.data.datasets = datasetsOf(spec);
+      card.chart.update('none');
+    }
+    const points = spec.series.filter((s) => s.role === 'line' || s.role === 'dashed').reduce((n, s) => n + s.points.length, 0);
+    card.el.dataset['series'] = String(lineCount(spec));
+    card.el.dataset['points'] = String(points);
+    card.el.dataset['regions'] = String(spec.regions.length);
+    card.canvas.setAttribute('aria-label', `${spec.title}: ${lineCount(spec)} series, ${points} points${spec.regions.length ? `, ${spec.regions.length} no-gradient region(s)` : ''}`);
+    card.note.textContent = spec.note ?? '';
+    card.note.hidden = spec.note === null;
+  }
+  for (const [id, card] of cards) {
+    if (seen.has(id)) continue;
+    card.chart.destroy();
+    card.el.remove();
+    cards.delete(id);
+  }
+  // Keep the charts in their defined order.
+  for (const spec of charts) grid.append(cards.get(spec.id)!.el);
+  empty.hidden = charts.length > 0;
+  empty.textContent = runs.size === 0 ? 'No run shown. Train one, or add a run folder.' : 'No metrics yet in the runs shown (a run writes its first line after its first step).';
+  document.body.dataset['charts'] = String(charts.length);
+  document.body.dataset['updates'] = String(Number(document.body.dataset['updates'] ?? 0) + 1);
+}
+
+function renderRuns(): void {
+  clear(runBar);
+  let i = 0;
+  for (const run of runs.values()) {
+    const index = i++;
+    const swatch = h('span', { class: 'swatch', 'aria-hidden': 'true' });
+    swatch.style.background = runColor(index);
+    const toggle = h(
+      'button',
+      { class: `chip${hidden.has(run.ref.id) ? ' off' : ''}`, title: `${run.ref.dir}\nClick to hide or show`, 'aria-pressed': String(!hidden.has(run.ref.id)) },
+      swatch,
+      run.ref.label,
+      run.live ? h('span', { class: 'live' }, ' ● live') : null,
+      h('span', { class: 'muted n' }, ` ${run.records.length}`),
+    );
+    toggle.addEventListener('click', () => {
+      if (hidden.has(run.ref.id)) hidden.delete(run.ref.id);
+      else hidden.add(run.ref.id);
+      renderRuns();
+      render();
+      persist();
+    });
+    const remove = h('button', { class: 'icon remove', title: `Remove ${run.ref.label} from the panel`, 'aria-label': `Remove ${run.ref.label}` }, '×');
+    remove.addEventListener('click', () => post({ type: 'curves/removeRun', id: run.ref.id }));
+    runBar.append(h('span', { class: 'run', 'data-run': run.ref.label }, toggle, remove));
+  }
+  const problems = [...runs.values()].flatMap((r) => r.problems.map((p) => `${r.ref.label}: ${p}`));
+  if (problems.length) showBanner(status, 'warning', `Skipped lines: ${problems.slice(0, 3).join('; ')}`);
+}
+
+function persist(): void {
+  saveState({ panel: 'curves', runs: [...runs.values()].map((r) => r.ref.dir), hidden: [...hidden] });
+}
+
+let pending = 0;
+function scheduleRender(): void {
+  if (!pending) {
+    pending = requestAnimationFrame(() => {
+      pending = 0;
+      renderRuns();
+      render();
+    });
+  }
+}
+
+themeDefaults();
+onThemeChange(() => {
+  themeDefaults();
+  for (const card of cards.values()) card.chart.destroy();
+  cards.clear();
+  clear(grid);
+  scheduleRender();
+});
+
+connect(
+  (msg) => {
+    switch (msg.type) {
+      case 'curves/run': {
+        const prev = runs.get(msg.run.id);
+        const records = msg.reset || !prev ? mergeRecords([], msg.records) : mergeRecords(prev.records, msg.records);
+        runs.set(msg.run.id, { ref: msg.run, records, live: msg.live, problems: msg.problems });
+        showBanner(status, 'info', '');
+        persist();
+        scheduleRender();
+        return;
+      }
+      case 'curves/removed':
+        runs.delete(msg.id);
+        hidden.delete(msg.id);
+        persist();
+        scheduleRender();
+        return;
+      case 'curves/status':
+        showBanner(status, 'info', msg.message);
+        scheduleRender();
+        return;
+      default:
+        return;
+    }
+  },
+  (error) => showBanner(status, 'error', `A message from the extension was refused: ${error}`),
+);
