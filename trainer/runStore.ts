@@ -5,20 +5,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-export type Phase = 'sft' | 'grpo' | 'eval';
-export interface MetricRecord {
-  phase: Phase;
-  step: number;
-  /** Seconds since the run started (across resumes). */
-  time: number;
-  [key: string]: unknown;
-}
-export interface ResumeEvent {
-  event: 'resume';
-  step: number;
-  [key: string]: unknown;
-}
-export type MetricsLine = MetricRecord | ResumeEvent;
+// The line types and the tolerant parsing are shared with the panels (no Node there).
+import { MetricRecord, MetricsLine, latestRecords, parseMetricsText } from '../core/protocol/metrics';
+export type { MetricRecord, MetricsLine, Phase, ResumeEvent } from '../core/protocol/metrics';
+export { latestRecords };
+/** Parses metrics text; a last line without its newline that does not parse is ignored. */
+export const parseMetrics = parseMetricsText;
 
 export const METRICS_FILE = 'metrics.jsonl';
 export const CONFIG_FILE = 'config.json';
@@ -56,36 +48,6 @@ export function reopenMetricsForResume(file: string, step: number): MetricsWrite
   const w = new MetricsWriter(file);
   w.append({ event: 'resume', step });
   return w;
-}
-
-/** Parses metrics text; a last line without its newline that does not parse is ignored. */
-export function parseMetrics(text: string): { lines: MetricsLine[]; badLines: number[] } {
-  const lines: MetricsLine[] = [];
-  const badLines: number[] = [];
-  const raw = text.split('\n');
-  raw.forEach((l, i) => {
-    if (l.trim() === '') return;
-    try {
-      const v = JSON.parse(l) as unknown;
-      if (typeof v === 'object' && v !== null && !Array.isArray(v)) lines.push(v as MetricsLine);
-      else badLines.push(i + 1);
-    } catch {
-      // The last line may still be being written.
-      if (i !== raw.length - 1) badLines.push(i + 1);
-    }
-  });
-  return { lines, badLines };
-}
-
-/** The last record per (phase, step), in step order per phase (what a resumed run reads as). */
-export function latestRecords(lines: readonly MetricsLine[]): MetricRecord[] {
-  const byKey = new Map<string, MetricRecord>();
-  for (const l of lines) {
-    if (!('phase' in l) || typeof l.step !== 'number') continue;
-    byKey.delete(`${l.phase}:${l.step}`);
-    byKey.set(`${l.phase}:${l.step}`, l as MetricRecord);
-  }
-  return [...byKey.values()].sort((a, b) => (a.phase === b.phase ? a.step - b.step : a.phase < b.phase ? -1 : 1));
 }
 
 export function readMetricsFile(file: string): MetricRecord[] {
