@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CommandSpec, ParsedArgs, UsageError, parseArgs } from './args';
 import { checkCall } from '../core/grammar';
+import { findOverlaps } from '../core/overlap';
 import { segment } from '../core/lossMask';
 import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
@@ -262,7 +263,11 @@ function cmdWorld(a: ParsedArgs): void {
   writeJsonlAtomic(path.join(out, 'corpus.jsonl'), corpus.map(passageToRow));
   writeJsonlAtomic(path.join(out, 'train.jsonl'), pool.train.map(taskToRow));
   writeJsonlAtomic(path.join(out, 'heldout.jsonl'), pool.heldout.map(taskToRow));
-  console.log(`wrote ${out}: ${corpus.length} passages, ${pool.train.length} train and ${pool.heldout.length} held-out tasks`);
+  const overlap = findOverlaps(pool.train, pool.heldout);
+  console.log(
+    `wrote ${out}: ${corpus.length} passages, ${pool.train.length} train and ${pool.heldout.length} held-out tasks; ` +
+      `${overlap.exact.length} held-out questions also in train, ${overlap.swapped.length} more with operands swapped (training excludes both)`,
+  );
 }
 
 function cmdDistill(a: ParsedArgs): void {

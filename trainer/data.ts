@@ -113,6 +113,19 @@ export function firstTurnOnly(text: string): string {
   return e < 0 ? text : text.slice(0, e + END.length);
 }
 
+/** One example per assistant turn: the transcript cut after each assistant turn's <|end|>. */
+export function cutAfterEachTurn(text: string): string[] {
+  const out: string[] = [];
+  let a = text.indexOf(ASST);
+  while (a >= 0) {
+    const e = text.indexOf(END, a);
+    if (e < 0) break;
+    out.push(text.slice(0, e + END.length));
+    a = text.indexOf(ASST, e);
+  }
+  return out;
+}
+
 /** Pads a batch to its longest example: pad id for inputs, IGNORE_INDEX and weight 0 for targets. */
 export function padBatch(
   examples: readonly TrainExample[],

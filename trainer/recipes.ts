@@ -8,8 +8,11 @@ import type { PoolName } from '../core/trainingPool';
 export interface CurriculumPhase {
   /** Share of the budget (steps or time) this phase takes; the phases sum to 1. */
   fraction: number;
-  /** 'first': system + user + the first assistant turn only; 'all': whole transcripts. */
-  turns: 'first' | 'all';
+  /**
+   * 'first': system + user + the first assistant turn only; 'each': one example per
+   * assistant turn (the transcript cut after it); 'all': whole transcripts.
+   */
+  turns: 'first' | 'each' | 'all';
   /** Sequences per optimiser step in this phase. */
   batch: number;
 }

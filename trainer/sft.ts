@@ -13,7 +13,7 @@ import { buildCorpus, makeTaskPool } from '../core/world';
 import { AgentRuntime } from './agentRuntime';
 import { BackendAsk, BackendInfo, initBackend } from './backend';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint';
-import { TrainExample, UNSUPERVISED, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
+import { TrainExample, UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import { EvalSummary, evaluateTasks } from './eval';
 import { writeJsonAtomic } from './files';
 import { ModelConfig, PRESETS, PresetName, StackModel, makeRng, presetConfig } from './model';
@@ -182,6 +182,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ task: string; text: string; kind: string }>(files.heldoutTraces) : [];
   const full: TrainExample[] = [];
   const first: TrainExample[] = [];
+  const each: TrainExample[] = [];
+  const wantsEach = recipe.curriculum.some((p) => p.turns === 'each');
   let dropped = 0;
   for (const r of trainRows) {
     const ex = toExample(tokenizeTrace(r.text, tokenizer), maxLen, weights);
@@ -189,6 +191,12 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     else dropped++;
     const f = toExample(tokenizeTrace(firstTurnOnly(r.text), tokenizer), maxLen, weights);
     if (f) first.push(f);
+    if (wantsEach) {
+      for (const cut of cutAfterEachTurn(r.text)) {
+        const e = toExample(tokenizeTrace(cut, tokenizer), maxLen, weights);
+        if (e) each.push(e);
+      }
+    }
   }
   if (full.length === 0) throw new UserError(`no training example fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
   const heldExamples = heldRows
@@ -197,6 +205,15 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const split = makeTaskPool(0);
   const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : split.train;
   const trainingKeys = new Set(trainingTasks.map(overlapKey));
+  // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped
+  // twin) is in the training data. prepareRunData guarantees it; data brought by hand may not.
+  const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
+  if (leaked.length > 0) {
+    throw new UserError(
+      `${files.trainTasks} holds ${leaked.length} task(s) that overlap the held-out split (e.g. ${JSON.stringify(leaked[0]!.question)}); ` +
+        'training on them would contaminate evaluation',
+    );
+  }
   if (dropped) hooks.log('warn', `dropped ${dropped}/${trainRows.length} transcripts longer than ${maxLen} tokens (never truncated)`);
 
   // Model and optimiser, fresh or from the last checkpoint.
@@ -345,7 +362,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       }
       const progress = progressOf(step);
       const { index, phase } = phaseAt(recipe, progress);
-      const pool = phase.turns === 'first' ? first : full;
+      const pool = phase.turns === 'first' ? first : phase.turns === 'each' ? each : full;
       const batch = padBatch(sample(pool, phase.turns, phase.batch), 2);
       const t0 = Date.now();
       const r = opt.step(batch, { progress: totalSteps !== undefined ? undefined : progress });
