@@ -1,0 +1,250 @@
+// The language server as a person sees it, in a real VS Code (code-server + Chromium): the
+// squiggle on the character the grammar rejects, the hover widget over it (the diagnostic's
+// message and the loss's `supervised`) and over the question (`masked`), the Problems panel
+// (its row, its count, a click that moves the cursor), and a quick fix (Ctrl+.) that makes a
+// warning go away. Screenshots: test-results/ui/lsp-*.png.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { goToLine, quickOpen, runCommand, shot, sleep, ui, waitFor } from './harness';
+
+// Callbacks of page.evaluate run in the browser; the Node tsconfig has no DOM library, so the
+// browser globals they use are declared here, loosely.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const document: any;
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+const BROKEN = 'broken-call.transcript';
+const NONCANONICAL = 'diagnostics/noncanonical-call.transcript';
+const REJECTED_MESSAGE = "tool call rejected by the grammar: expected a digit 1-9 for k, got '0'";
+
+/** Line and column (1-based) of `offset` in `text`. */
+function lineCol(text: string, offset: number): { line: number; col: number } {
+  const before = text.slice(0, offset);
+  return { line: before.split('\n').length, col: offset - (before.lastIndexOf('\n') + 1) + 1 };
+}
+
+/**
+ * The screen box of the `index`-th character of `needle` as the active editor renders it: the
+ * view-line whose text contains `needle`, a DOM range over that one character of its spans.
+ */
+async function charBox(page: Page, needle: string, index: number): Promise<Box | null> {
+  return page.evaluate(
+    ({ needle, index }) => {
+      const editor = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
+      if (!editor) return null;
+      for (const line of Array.from(editor.querySelectorAll('.view-line')) as any[]) {
+        // Monaco renders spaces as U+00A0.
+        const text = (line.textContent ?? '').replace(/\u00a0/g, ' ');
+        const at = text.indexOf(needle);
+        if (at < 0) continue;
+        let want = at + index;
+        const walker = document.createTreeWalker(line, 4 /* NodeFilter.SHOW_TEXT */);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const len = node.textContent.length;
+          if (want < len) {
+            const range = document.createRange();
+            range.setStart(node, want);
+            range.setEnd(node, want + 1);
+            const r = range.getBoundingClientRect();
+            return { x: r.left, y: r.top, width: r.width, height: r.height };
+          }
+          want -= len;
+        }
+      }
+      return null;
+    },
+    { needle, index },
+  );
+}
+
+/** The screen boxes of the squiggles of one kind ('error', 'warning', 'info') in the active editor. */
+async function squiggles(page: Page, kind: 'error' | 'warning' | 'info'): Promise<Box[]> {
+  return page.evaluate((kind) => {
+    const editor = document.querySelector('.editor-group-container.active .monaco-editor');
+    if (!editor) return [];
+    return (Array.from(editor.querySelectorAll(`.squiggly-${kind}`)) as any[]).map((el) => {
+      const r = el.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height };
+    });
+  }, kind);
+}
+
+/** The visible hover widget's text ('' when none). */
+async function hoverText(page: Page): Promise<string> {
+  const hover = page.locator('.monaco-hover:visible');
+  if ((await hover.count()) === 0) return '';
+  return ((await hover.first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+}
+
+/** Moves the mouse off the editor and waits for any hover to go. */
+async function dismissHover(page: Page): Promise<void> {
+  await page.keyboard.press('Escape');
+  await page.mouse.move(5, 500);
+  await waitFor('the hover to close', async () => (await hoverText(page)) === '', 5_000).catch(() => undefined);
+}
+
+/** Hovers the mouse over the centre of a box (with a small move first: Monaco hovers on mousemove) and waits for the widget to say `want`. */
+async function hoverOver(page: Page, box: Box, want: RegExp, what: string): Promise<string> {
+  const cx = box.x + box.width / 2;
+  const cy = box.y + box.height / 2;
+  await page.mouse.move(cx - 3, cy);
+  await page.mouse.move(cx, cy, { steps: 3 });
+  return waitFor(`the hover over ${what} to say ${want}`, async () => {
+    const text = await hoverText(page);
+    return want.test(text) ? text : undefined;
+  }, 10_000, 200);
+}
+
+/** The rows of the Problems panel (each row's aria-label, which carries the severity, message and position). */
+async function problemRows(page: Page): Promise<{ text: string; aria: string }[]> {
+  return page.evaluate(() => {
+    const panel = document.querySelector('.markers-panel');
+    if (!panel) return [];
+    return (Array.from(panel.querySelectorAll('.monaco-list-row')) as any[]).map((r) => ({
+      text: (r.textContent ?? '').replace(/\u00a0/g, ' ').trim(),
+      aria: r.getAttribute('aria-label') ?? '',
+    }));
+  });
+}
+
+describe('Language server (UI, code-server + Chromium)', function () {
+  this.timeout(120_000);
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') {
+      const name = `failed-${this.currentTest.title.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}`;
+      await shot(ui(), name).catch(() => undefined);
+    }
+  });
+
+  after(async () => {
+    // Leave the workbench as the next suite expects it: no bottom panel, no editors, nothing dirty.
+    const { page, say } = ui();
+    const step = async (what: string, run: () => Promise<void>) => run().catch((e: Error) => say(`after: ${what}: ${e.message.split('\n')[0]}`));
+    await dismissHover(page);
+    await page.keyboard.press('Escape');
+    await step('revert', () => runCommand(page, 'File: Revert File'));
+    await step('close editors', () => runCommand(page, 'View: Close All Editors'));
+    await step('hide the panel', async () => {
+      if ((await page.locator('.part.panel.bottom:visible').count()) > 0) await runCommand(page, 'View: Hide Panel');
+    });
+  });
+
+  it('squiggles the rejected character; the hover says why and what the loss does with it', async () => {
+    const ctx = ui();
+    const { page } = ctx;
+    await quickOpen(page, BROKEN);
+    // The squiggle comes when the server has analysed the document (it may still be starting).
+    const errs = await waitFor('an error squiggle', async () => {
+      const s = await squiggles(page, 'error');
+      return s.length > 0 ? s : undefined;
+    }, 45_000, 250);
+    assert.equal(errs.length, 1, `one error squiggle, got ${JSON.stringify(errs)}`);
+    const squiggle = errs[0]!;
+
+    // The rejected character is the `0` of `"k": 0}}` on line 2.
+    const zero = await waitFor('the `0` of "k": 0 in the rendered line', () => charBox(page, '"k": 0}}', 5));
+    const digit = await charBox(page, '"k": 0}}', 4); // the space before it
+    assert.ok(digit && digit.x + digit.width <= zero.x + 0.5, 'the box is the character after the space');
+    const slack = 1.5;
+    assert.ok(squiggle.x <= zero.x + slack && squiggle.x + squiggle.width >= zero.x + zero.width - slack, `the squiggle ${JSON.stringify(squiggle)} covers the 0 ${JSON.stringify(zero)}`);
+    assert.ok(squiggle.width <= zero.width * 2 + slack, `the squiggle covers one character, not more: ${squiggle.width} px for a ${zero.width} px character`);
+    // Same rendered line: the squiggle's box overlaps the character's vertically.
+    assert.ok(squiggle.y < zero.y + zero.height && squiggle.y + squiggle.height > zero.y, `same line: ${JSON.stringify(squiggle)} vs ${JSON.stringify(zero)}`);
+
+    // Hover over the 0: the diagnostic, and (the call is assistant text) `supervised`.
+    const onCall = await hoverOver(page, zero, /expected a digit 1-9 for k/, 'the 0');
+    assert.ok(onCall.includes(REJECTED_MESSAGE), `the hover shows the diagnostic: ${onCall}`);
+    assert.match(onCall, /assistant · step 1 · supervised/);
+    assert.match(onCall, /grammar:/);
+    await shot(ctx, 'lsp-squiggle-hover');
+
+    // Hover over the question: `masked`, and no diagnostic there.
+    await dismissHover(page);
+    const question = await waitFor('the question in the rendered text', () => charBox(page, 'multiplied by 2', 3));
+    const onQuestion = await hoverOver(page, question, /masked/, 'the question');
+    assert.match(onQuestion, /user question · masked/);
+    assert.match(onQuestion, /the user's question: masked \(context, never a target\)/);
+    assert.ok(!onQuestion.includes('supervised ·') && !onQuestion.includes('rejected by the grammar'), `no diagnostic over the question: ${onQuestion}`);
+    await shot(ctx, 'lsp-hover-masked');
+    await dismissHover(page);
+  });
+
+  it('lists the problems in the Problems panel; a click moves the cursor to the rejected character', async () => {
+    const ctx = ui();
+    const { page, workspace } = ctx;
+    const text = fs.readFileSync(path.join(workspace, BROKEN), 'utf8');
+    const want = lineCol(text, text.indexOf('"k": 0}}') + 5);
+    assert.deepEqual(want, { line: 2, col: 98 });
+    // The cursor elsewhere first, so that the click has somewhere to move it.
+    await goToLine(page, 1, 1);
+    await page.keyboard.press('Control+Shift+M');
+    await page.locator('.markers-panel').waitFor({ state: 'visible', timeout: 10_000 });
+    // broken-call.transcript shows one problem: the rejection (the file's trailing newline, which
+    // editors add, is not "whitespace between turns").
+    const rows = await waitFor('the problem of broken-call.transcript', async () => {
+      const r = await problemRows(page);
+      return r.some((x) => x.text.includes(BROKEN)) && r.some((x) => x.text.includes(REJECTED_MESSAGE)) ? r : undefined;
+    }, 15_000, 250);
+    assert.equal(rows.length, 2, `a file row and one problem row: ${JSON.stringify(rows)}`);
+    const [file, rejected] = rows as [{ text: string; aria: string }, { text: string; aria: string }];
+    assert.match(file.text, new RegExp(`^${BROKEN.replace('.', '\\.')}\\s*1$`), `the file row counts 1 problem: ${file.text}`);
+    assert.ok(rejected.text.includes(REJECTED_MESSAGE), `the problem row says the message: ${rejected.text}`);
+    // (The parentheses around the code are CSS.)
+    assert.match(rejected.text, /agent-lab\(?grammar-rejected\)?/, `the row names the source and the code: ${JSON.stringify(rejected.text)}`);
+    assert.match(rejected.text, new RegExp(`\\[Ln ${want.line}, Col ${want.col}\\]$`), `the row says where: ${rejected.text}`);
+    assert.match(rejected.aria, /^Error/, `an error: ${rejected.aria}`);
+    // The Problems tab's badge and the status bar count it too.
+    const badge = (await page.locator('.part.panel .composite-bar .action-item.checked .badge-content').first().textContent({ timeout: 2000 }).catch(() => null))?.trim();
+    assert.equal(badge, '1', `the Problems badge: ${badge}`);
+    const status = (await page.locator('[id="status.problems"]').first().getAttribute('aria-label', { timeout: 2000 }).catch(() => null)) ?? '';
+    assert.match(status, /\b1 Errors?\b|Errors?: 1\b/i, `the status bar: ${status}`);
+    await shot(ctx, 'lsp-problems');
+
+    // A click on the problem: the editor (the focus stays in the panel) selects the rejected character
+    // (the `0` at Col 98; the cursor ends after it).
+    await page.locator('.markers-panel .monaco-list-row', { hasText: REJECTED_MESSAGE }).first().click();
+    const where = `Ln ${want.line}, Col ${want.col + 1} (1 selected)`;
+    await waitFor(`the status bar to say "${where}"`, async () => {
+      const t = await page.locator('[id="status.editor.selection"]').first().textContent({ timeout: 1000 }).catch(() => null);
+      return t?.trim() === where;
+    }, 10_000);
+    await shot(ctx, 'lsp-problems-click');
+  });
+
+  it('a quick fix (Ctrl+.) canonicalises a call, and its warning goes away', async () => {
+    const ctx = ui();
+    const { page } = ctx;
+    await quickOpen(page, NONCANONICAL);
+    await waitFor('a warning squiggle', async () => (await squiggles(page, 'warning')).length === 1, 30_000, 250);
+    await waitFor('the warning in the Problems panel', async () => (await problemRows(page)).some((r) => /not in the canonical form/.test(r.text)), 15_000, 250);
+    // The call body with `args` first is on line 4, after `<|tool_call|>` (13 columns).
+    await goToLine(page, 4, 20);
+    await page.keyboard.press('Control+.');
+    const action = page.locator('.action-widget .monaco-list-row', { hasText: /canonical/i });
+    await action.first().waitFor({ state: 'visible', timeout: 10_000 });
+    assert.match((await action.first().textContent()) ?? '', /Canonicalise the tool call/);
+    await shot(ctx, 'lsp-quickfix');
+    // The list blocks the pointer while it opens: pick with the keyboard, as a person may.
+    await waitFor('the canonical action focused', async () => {
+      if (/Canonicalise/.test((await page.locator('.action-widget .monaco-list-row.focused').first().getAttribute('aria-label', { timeout: 500 }).catch(() => '')) ?? '')) return true;
+      await page.keyboard.press('ArrowDown');
+      return false;
+    }, 5_000, 200);
+    await page.keyboard.press('Enter');
+    await waitFor('the canonical call in the editor', async () => (await charBox(page, '{"tool": "calc", "args": {"expr": "2019+10000"}}', 0)) !== null, 10_000);
+    await waitFor('the warning squiggle to go', async () => (await squiggles(page, 'warning')).length === 0, 15_000, 250);
+    await waitFor('the warning to leave the Problems panel', async () => !(await problemRows(page)).some((r) => /not in the canonical form/.test(r.text)), 15_000, 250);
+    assert.equal((await squiggles(page, 'error')).length, 0, 'and no error instead');
+    await sleep(300);
+    await shot(ctx, 'lsp-quickfix-applied');
+  });
+});
