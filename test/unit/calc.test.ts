@@ -17,6 +17,8 @@ interface GoldenCase {
   crPow?: string;
 }
 
+/** The correctly rounded pow oracle (test/support/crpow.py), pasted into the Python programs. */
+const CRPOW = readFileSync(path.join(__dirname, '..', 'support', 'crpow.py'), 'utf8');
 const golden = JSON.parse(readFileSync(path.join(__dirname, '..', 'golden', 'calc_cases.json'), 'utf8')) as {
   python: string;
   cases: GoldenCase[];
@@ -226,22 +228,8 @@ from stacklm.agent import tools
 warnings.simplefilter("ignore")
 ORIG = tools._BINOPS[ast.Pow]
 seen = [False]
-def cr(x, y):
-    if y.is_integer() and abs(y) <= 2000:
-        return float(Fraction(x) ** int(y))
-    with localcontext() as ctx:
-        ctx.prec = 120
-        d = (Decimal(y) * Decimal(x).ln()).exp()
-    fy, fx = Fraction(y), Fraction(x)
-    if fy.denominator <= 64 and abs(fy.numerator) <= 4096:
-        e = 0
-        while fx.denominator > 1 and (fx * 2**-e).denominator > 1:
-            e -= 1
-        k = max(0, -math.floor(e * y))
-        c = Fraction(round(Fraction(d) * 2**k), 2**k)
-        if c ** fy.denominator == fx ** fy.numerator:
-            return float(c)
-    return float(d)
+${CRPOW}
+cr = correctly_rounded_pow
 def cr_pow(a, b):
     r = operator.pow(a, b)
     if not isinstance(r, float) or math.isinf(r) or math.isnan(r) or r == 0.0:

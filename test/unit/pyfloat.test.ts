@@ -15,6 +15,11 @@ import {
   pyParseFloat,
 } from '../../core/pyfloat';
 import { referenceUnavailable, runReference } from '../support/reference';
+import { readFileSync } from 'node:fs';
+import * as nodePath from 'node:path';
+
+/** The correctly rounded pow oracle (test/support/crpow.py), pasted into the Python programs. */
+const CRPOW = readFileSync(nodePath.join(__dirname, '..', 'support', 'crpow.py'), 'utf8');
 
 // Doubles cross the process boundary as the hex of their 64 bits: exact, -0.0 and nan too.
 const F64 = new Float64Array(1);
@@ -346,22 +351,8 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 def d(h):
     return struct.unpack('<d', bytes.fromhex(h)[::-1])[0]
-def cr(x, y):
-    if y.is_integer() and abs(y) <= 2000:
-        return float(Fraction(x) ** int(y))
-    with localcontext() as ctx:
-        ctx.prec = 120
-        v = (Decimal(y) * Decimal(x).ln()).exp()
-    fy, fx = Fraction(y), Fraction(x)
-    if fy.denominator <= 64 and abs(fy.numerator) <= 4096:
-        e = 0
-        while fx.denominator > 1 and (fx * 2**-e).denominator > 1:
-            e -= 1
-        k = max(0, -math.floor(e * y))
-        c = Fraction(round(Fraction(v) * 2**k), 2**k)
-        if c ** fy.denominator == fx ** fy.numerator:
-            return float(c)
-    return float(v)
+${CRPOW}
+cr = correctly_rounded_pow
 def h(f):
     try:
         return struct.pack('<d', f())[::-1].hex()
