@@ -211,6 +211,35 @@ export interface Batch {
   weights?: Float32Array | undefined;
   batch: number;
   seq: number;
+  /** When present, the loss is GRPO's clipped surrogate with a k3 KL term instead of CE. */
+  pg?: PolicyGradient | undefined;
+}
+
+/**
+ * GRPO's per-token loss on the labelled positions (the policy's sampled tokens):
+ *   -(min(r*A, clip(r, 1-eps, 1+eps)*A) - beta*k3(ref, new)),  r = exp(new - old),
+ * averaged over labelled positions (weights must be absent: one token, one vote). The arrays
+ * are per position (batch*seq) like the labels.
+ */
+export interface PolicyGradient {
+  /** The advantage of the sequence each position belongs to. */
+  advantages: Float32Array;
+  /** Log-prob of the label under the policy that sampled it; absent: the current policy (r = 1). */
+  oldLogp?: Float32Array | undefined;
+  /** Log-prob of the label under the frozen reference (the KL anchor). */
+  refLogp: Float32Array;
+  clip: number;
+  beta: number;
+}
+
+/** Sums over labelled positions of a policy-gradient batch (add over shards). */
+export interface PolicyStats {
+  /** k3 KL estimate exp(ref-new) - (ref-new) - 1. */
+  klSum: number;
+  /** Positions where the clipped term was the smaller one (no gradient through the ratio). */
+  clipped: number;
+  /** Entropy of the policy's next-token distribution (temperature 1). */
+  entropySum: number;
 }
 
 export interface LossStats {
@@ -226,6 +255,8 @@ export interface LossStats {
   correct: number;
   /** Positions with a label (label != -100). */
   supervised: number;
+  /** Policy-gradient batches only. */
+  pg?: PolicyStats;
 }
 
 /** Gradients by parameter name (same shapes as the weights). The caller disposes them. */
@@ -340,6 +371,8 @@ interface Prepared {
   supLabels: Int32Array;
   supW: Float32Array;
   weightSum: number;
+  /** Policy-gradient inputs gathered at supIdx (pg batches only). */
+  supPg: { adv: Float32Array; old: Float32Array | null; ref: Float32Array } | null;
 }
 
 export class StackModel {
@@ -665,6 +698,14 @@ export class StackModel {
     const supIdx = new Int32Array(n);
     const supLabels = new Int32Array(n);
     const supW = new Float32Array(n);
+    const pg = b.pg;
+    if (pg) {
+      if (b.weights) throw new Error('batch: a policy-gradient batch takes no weights (its loss is a token mean)');
+      for (const [name, arr] of [['advantages', pg.advantages], ['refLogp', pg.refLogp], ['oldLogp', pg.oldLogp]] as const) {
+        if (arr && arr.length !== rows * seq) throw new Error(`batch: pg.${name} must have batch*seq entries`);
+      }
+    }
+    const supPg = pg ? { adv: new Float32Array(n), old: pg.oldLogp ? new Float32Array(n) : null, ref: new Float32Array(n) } : null;
     let weightSum = 0;
     for (let i = 0; i < n; i++) {
       const src = sup[2 * i]!;
@@ -674,8 +715,13 @@ export class StackModel {
       if (!(w >= 0) || !Number.isFinite(w)) throw new Error(`batch: weight ${w} must be finite and >= 0`);
       supW[i] = w;
       weightSum += w;
+      if (supPg) {
+        supPg.adv[i] = pg!.advantages[src]!;
+        supPg.ref[i] = pg!.refLogp[src]!;
+        if (supPg.old) supPg.old[i] = pg!.oldLogp![src]!;
+      }
     }
-    return { rows, T, ids, supIdx, supLabels, supW, weightSum };
+    return { rows, T, ids, supIdx, supLabels, supW, weightSum, supPg };
   }
 
   /** The embedding matrix read back to JS, once per weights version (decoding reads it per token). */
@@ -942,6 +988,56 @@ export class StackModel {
     return res;
   }
 
+  /**
+   * GRPO's head: per labelled position the clipped surrogate and the k3 KL, their token mean
+   * over the batch's weightSum (the count of labelled positions), and its gradient w.r.t. the
+   * logits. d(loss)/d(logits) = -(dl/dlogp) * (softmax - onehot), so the CE form below with
+   * k = -(dl/dlogp) / W serves both (dl/dlogp = -A*r on unclipped tokens + beta*(1 - e^(ref-new))).
+   */
+  private policyGradient(
+    logits: tf.Tensor2D,
+    labels: Int32Array,
+    inputs: NonNullable<Prepared['supPg']>,
+    pg: PolicyGradient,
+    W: number,
+  ): { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D; pg: PolicyStats } {
+    const [S, V] = logits.shape;
+    const out = { ceSum: 0, lossSum: 0, correct: 0, pg: { klSum: 0, clipped: 0, entropySum: 0 } };
+    const dlogits = tf.tidy(() => {
+      const lab = tf.tensor1d(labels, 'int32');
+      const onehot = tf.oneHot(lab, V, 1, 0, 'float32');
+      const logp = tf.logSoftmax(logits);
+      const probs = tf.exp(logp);
+      const newLp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
+      out.pg.entropySum = tf.neg(tf.sum(tf.mul(probs, logp))).dataSync()[0]!;
+      out.correct = tf.sum(tf.cast(tf.equal(tf.argMax(logits, 1), lab), 'int32')).dataSync()[0]!;
+      const k = new Float32Array(S);
+      const lo = 1 - pg.clip;
+      const hi = 1 + pg.clip;
+      for (let i = 0; i < S; i++) {
+        const lp = newLp[i]!;
+        const a = inputs.adv[i]!;
+        const ratio = inputs.old ? Math.exp(lp - inputs.old[i]!) : 1;
+        const clippedRatio = Math.min(hi, Math.max(lo, ratio));
+        const unclippedTerm = ratio * a;
+        const clippedTerm = clippedRatio * a;
+        const isClipped = clippedTerm < unclippedTerm;
+        const surr = isClipped ? clippedTerm : unclippedTerm;
+        const d = inputs.ref[i]! - lp;
+        const ed = Math.exp(d);
+        const kl = ed - d - 1;
+        out.ceSum -= lp;
+        out.lossSum += -(surr - pg.beta * kl);
+        out.pg.klSum += kl;
+        if (isClipped) out.pg.clipped++;
+        const dLdLogp = -(isClipped ? 0 : a * ratio) + pg.beta * (1 - ed);
+        k[i] = W > 0 ? -dLdLogp / W : 0;
+      }
+      return tf.mul(tf.sub(probs, onehot), tf.reshape(tf.tensor1d(k), [S, 1])) as tf.Tensor2D;
+    });
+    return { ...out, dlogits };
+  }
+
   // ---- public API ---------------------------------------------------------------------
 
   /**
@@ -954,7 +1050,8 @@ export class StackModel {
     const { rows, T } = prep;
     const N = rows * T;
     const L = this.config.layers;
-    const stats = { loss: 0, lossSum: 0, weightSum: prep.weightSum, ceSum: 0, correct: 0, supervised: prep.supIdx.length };
+    const stats: LossStats = { loss: 0, lossSum: 0, weightSum: prep.weightSum, ceSum: 0, correct: 0, supervised: prep.supIdx.length };
+    if (prep.supPg) stats.pg = { klSum: 0, clipped: 0, entropySum: 0 };
     const gradList = tf.tidy(() => {
       const grads: Grads = new Map();
       const tb = this.tables(T);
@@ -970,7 +1067,14 @@ export class StackModel {
       if (S > 0) {
         const hs = this.gatherRows(nf.y, prep.supIdx);
         const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
-        const ce = this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true);
+        let ce: { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D | null };
+        if (prep.supPg) {
+          const r = this.policyGradient(logits, prep.supLabels, prep.supPg, b.pg!, prep.weightSum);
+          stats.pg = r.pg;
+          ce = r;
+        } else {
+          ce = this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true);
+        }
         stats.ceSum = ce.ceSum;
         stats.lossSum = ce.lossSum;
         stats.correct = ce.correct;
@@ -1044,6 +1148,33 @@ export class StackModel {
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
     return stats;
+  }
+
+  /**
+   * Log-prob of every label under this model (no gradients), per position (batch*seq; NaN
+   * where there is no label), and the summed entropy over labelled positions. GRPO's
+   * reference and old-policy log-probs.
+   */
+  tokenLogprobs(b: Pick<Batch, 'inputIds' | 'labels' | 'batch' | 'seq'>): { logp: Float32Array; entropySum: number } {
+    const prep = this.prepare({ inputIds: b.inputIds, labels: b.labels, batch: b.batch, seq: b.seq }, true);
+    const out = new Float32Array(b.batch * b.seq).fill(NaN);
+    let entropySum = 0;
+    if (prep.supIdx.length === 0) return { logp: out, entropySum };
+    tf.tidy(() => {
+      const hs = this.gatherRows(this.hidden(prep), prep.supIdx);
+      const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
+      const logp = tf.logSoftmax(logits);
+      const onehot = tf.oneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1], 1, 0, 'float32');
+      const lp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
+      entropySum = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp))).dataSync()[0]!;
+      // supIdx is in rows*T (trimmed); map back to rows*seq.
+      for (let i = 0; i < prep.supIdx.length; i++) {
+        const f = prep.supIdx[i]!;
+        const r = Math.floor(f / prep.T);
+        out[r * b.seq + (f % prep.T)] = lp[i]!;
+      }
+    });
+    return { logp: out, entropySum };
   }
 
   /** Full-sequence logits, [batch*seq*vocab] row-major (for tests and analysis). */

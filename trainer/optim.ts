@@ -3,7 +3,7 @@
 // gradient clipping, and `Trainer`, which runs one optimiser step on a batch — split over
 // worker threads when data-parallel gradients are on (trainer/parallel.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { Batch, Grads, IGNORE, StackModel } from './model';
+import { Batch, Grads, IGNORE, PolicyStats, StackModel } from './model';
 import { isLocalBackend } from './backend';
 import { GradientPool, ParallelOptions, combineFlat, combineShardGrads, splitBatch } from './parallel';
 
@@ -326,6 +326,8 @@ export interface StepResult {
   skipped: boolean;
   /** Wall-clock milliseconds: forward+backward (all shards, combined), and the optimiser update. */
   ms: { grads: number; optimizer: number };
+  /** Policy-gradient batches: KL, clipping and entropy sums over the labelled positions. */
+  pg?: PolicyStats;
 }
 
 /** Positions that matter in a batch: per row, up to and including its last labelled one. */
@@ -380,7 +382,7 @@ export class Trainer {
     const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
     const js = this.adam.mode === 'js';
     let grads: Grads | Float32Array;
-    let stats: { lossSum: number; weightSum: number; ceSum: number; correct: number; supervised: number };
+    let stats: { lossSum: number; weightSum: number; ceSum: number; correct: number; supervised: number; pg?: PolicyStats | undefined };
     if (shards.length === 1) {
       const r = this.model.lossAndGrads(batch);
       stats = r;
@@ -427,6 +429,7 @@ export class Trainer {
       shards: shards.length,
       skipped: !finite,
       ms: { grads: t1 - t0, optimizer: t2 - t1 },
+      ...(stats.pg ? { pg: stats.pg } : {}),
     };
   }
 

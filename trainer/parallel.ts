@@ -87,11 +87,25 @@ export function splitBatch(b: Batch, k: number): Batch[] {
         labels: new Int32Array(a.length * S),
         weights: b.weights ? new Float32Array(a.length * S) : undefined,
       };
+      const rowsOf = (src: Float32Array): Float32Array => {
+        const dst = new Float32Array(a.length * S);
+        a.forEach((r, i) => dst.set(src.subarray(r * S, (r + 1) * S), i * S));
+        return dst;
+      };
       a.forEach((r, i) => {
         out.inputIds.set(b.inputIds.subarray(r * S, (r + 1) * S), i * S);
         out.labels.set(b.labels.subarray(r * S, (r + 1) * S), i * S);
         if (b.weights) out.weights!.set(b.weights.subarray(r * S, (r + 1) * S), i * S);
       });
+      if (b.pg) {
+        out.pg = {
+          advantages: rowsOf(b.pg.advantages),
+          refLogp: rowsOf(b.pg.refLogp),
+          oldLogp: b.pg.oldLogp ? rowsOf(b.pg.oldLogp) : undefined,
+          clip: b.pg.clip,
+          beta: b.pg.beta,
+        };
+      }
       return out;
     });
 }
@@ -123,7 +137,22 @@ export function unflatten(cfg: ModelConfig, flat: Float32Array): Record<string, 
   return out;
 }
 
-type ShardStats = Pick<LossStats, 'lossSum' | 'weightSum' | 'ceSum' | 'correct' | 'supervised'>;
+type ShardStats = Pick<LossStats, 'lossSum' | 'weightSum' | 'ceSum' | 'correct' | 'supervised' | 'pg'>;
+
+/** Adds one shard's statistics into `into` (policy-gradient sums too). */
+function addStats(into: ShardStats, s: ShardStats): void {
+  into.lossSum += s.lossSum;
+  into.weightSum += s.weightSum;
+  into.ceSum += s.ceSum;
+  into.correct += s.correct;
+  into.supervised += s.supervised;
+  if (s.pg) {
+    into.pg ??= { klSum: 0, clipped: 0, entropySum: 0 };
+    into.pg.klSum += s.pg.klSum;
+    into.pg.clipped += s.pg.clipped;
+    into.pg.entropySum += s.pg.entropySum;
+  }
+}
 
 export interface RemoteShard {
   stats: ShardStats;
@@ -138,13 +167,7 @@ export interface RemoteShard {
 export function combineShardGrads(model: StackModel, local: ShardStats & { grads: Grads }, remote: RemoteShard[]): { grads: Grads; stats: ShardStats } {
   const all = [local as ShardStats, ...remote.map((r) => r.stats)];
   const stats: ShardStats = { lossSum: 0, weightSum: 0, ceSum: 0, correct: 0, supervised: 0 };
-  for (const s of all) {
-    stats.lossSum += s.lossSum;
-    stats.weightSum += s.weightSum;
-    stats.ceSum += s.ceSum;
-    stats.correct += s.correct;
-    stats.supervised += s.supervised;
-  }
+  for (const s of all) addStats(stats, s);
   const W = stats.weightSum;
   const coef = all.map((s) => (W > 0 ? s.weightSum / W : 0));
   const views = remote.map((r) => unflatten(model.config, r.flat));
@@ -168,13 +191,7 @@ export function combineShardGrads(model: StackModel, local: ShardStats & { grads
 export function combineFlat(local: RemoteShard, remote: RemoteShard[]): { flat: Float32Array; stats: ShardStats } {
   const all = [local, ...remote];
   const stats: ShardStats = { lossSum: 0, weightSum: 0, ceSum: 0, correct: 0, supervised: 0 };
-  for (const { stats: s } of all) {
-    stats.lossSum += s.lossSum;
-    stats.weightSum += s.weightSum;
-    stats.ceSum += s.ceSum;
-    stats.correct += s.correct;
-    stats.supervised += s.supervised;
-  }
+  for (const { stats: s } of all) addStats(stats, s);
   const W = stats.weightSum;
   const out = new Float32Array(local.flat.length);
   for (const { stats: s, flat } of all) {
@@ -313,7 +330,10 @@ export class GradientPool {
         h.port.postMessage({ type: 'params', flat: copy }, [copy.buffer]);
         h.sentVersion = model.version;
       }
-      const msg = { type: 'grads', batch: { inputIds: shard.inputIds, labels: shard.labels, weights: shard.weights, batch: shard.batch, seq: shard.seq } };
+      const msg = {
+        type: 'grads',
+        batch: { inputIds: shard.inputIds, labels: shard.labels, weights: shard.weights, batch: shard.batch, seq: shard.seq, pg: shard.pg },
+      };
       h.port.postMessage(msg);
       h.pending = true;
       Atomics.add(h.ctrl, CMD, 1);
@@ -415,7 +435,14 @@ async function workerMain(init: WorkerInit): Promise<void> {
             off += g.size;
             g.dispose();
           }
-          const stats: ShardStats = { lossSum: r.lossSum, weightSum: r.weightSum, ceSum: r.ceSum, correct: r.correct, supervised: r.supervised };
+          const stats: ShardStats = {
+            lossSum: r.lossSum,
+            weightSum: r.weightSum,
+            ceSum: r.ceSum,
+            correct: r.correct,
+            supervised: r.supervised,
+            ...(r.pg ? { pg: r.pg } : {}),
+          };
           port.postMessage({ type: 'grads', stats, flat }, [flat.buffer]);
         }
       } catch (err) {
