@@ -12,10 +12,13 @@ export class UsageError extends Error {
   }
 }
 
-export type OptionKind = 'string' | 'int' | 'flag';
+/** A failure that is not bad usage: the command prints its message and exits 1. */
+export class CliError extends Error {}
+
+export type OptionKind = 'string' | 'int' | 'number' | 'flag';
 export interface OptionSpec {
   kind: OptionKind;
-  /** For ints: inclusive bounds. */
+  /** For ints and numbers: inclusive bounds. */
   min?: number;
   max?: number;
   /** For strings: the allowed values. */
@@ -90,6 +93,13 @@ function convert(name: string, value: string, opt: OptionSpec, usage: string): s
     if (!/^-?[0-9]+$/.test(value)) throw new UsageError(`option '--${name}' needs an integer, got '${value}'`, usage);
     const n = Number(value);
     if (!Number.isSafeInteger(n)) throw new UsageError(`option '--${name}' is out of range: ${value}`, usage);
+    if (opt.min !== undefined && n < opt.min) throw new UsageError(`option '--${name}' must be at least ${opt.min}, got ${n}`, usage);
+    if (opt.max !== undefined && n > opt.max) throw new UsageError(`option '--${name}' must be at most ${opt.max}, got ${n}`, usage);
+    return n;
+  }
+  if (opt.kind === 'number') {
+    const n = /^-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?$/i.test(value) ? Number(value) : NaN;
+    if (!Number.isFinite(n)) throw new UsageError(`option '--${name}' needs a number, got '${value}'`, usage);
     if (opt.min !== undefined && n < opt.min) throw new UsageError(`option '--${name}' must be at least ${opt.min}, got ${n}`, usage);
     if (opt.max !== undefined && n > opt.max) throw new UsageError(`option '--${name}' must be at most ${opt.max}, got ${n}`, usage);
     return n;

@@ -3,22 +3,42 @@
 // bad usage, 1 for anything else. User errors never print a stack trace.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CommandSpec, ParsedArgs, UsageError, parseArgs } from './args';
+import { CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
+import { DEFAULT_REWARD_TEXT, RewardSpecError, auditReward, formatAudit, parseRewardSpec } from '../core/reward';
 import { checkCall } from '../core/grammar';
 import { findOverlaps } from '../core/overlap';
 import { segment } from '../core/lossMask';
 import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { writeJsonlAtomic } from '../trainer/files';
 import { runDemoWithTraining } from './demo';
-import { runAskCommand, runTrainCommand, runEvalCommand } from './train';
+import { runExportCommand } from './export';
+import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
+import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from './train';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
 import { BACKEND_CHOICES } from '../trainer/backend';
 
-export class CliError extends Error {}
+export { CliError };
+
+/** Options of `train grpo` only (DESIGN.md, "GRPO defaults" for their defaults). */
+const GRPO_OPTIONS: Record<string, OptionSpec> = {
+  from: { kind: 'string' },
+  'from-checkpoint': { kind: 'string' },
+  group: { kind: 'int', min: 1, max: 1024 },
+  tasks: { kind: 'int', min: 1, max: 1024 },
+  temperature: { kind: 'number', min: 0, max: 10 },
+  'max-steps': { kind: 'int', min: 1, max: 100 },
+  reward: { kind: 'string' },
+  clip: { kind: 'number', min: 0, max: 1 },
+  'kl-beta': { kind: 'number', min: 0, max: 100 },
+  'epochs-per-batch': { kind: 'int', min: 1, max: 100 },
+  lr: { kind: 'number', min: 0, max: 1 },
+  seed: { kind: 'int' },
+  'eval-every': { kind: 'int', min: 0, max: 1000000 },
+  'system-prompt': { kind: 'string' },
+};
 
 const COMMANDS: Record<
   string,
@@ -41,14 +61,27 @@ const COMMANDS: Record<
   distill: {
     name: 'distill',
     summary: 'run the teacher through the ReAct loop and keep solved trajectories',
-    usage: 'agent-lab distill --split train|heldout [--seed N] [--distractors N] [--teacher stub] [--samples N] --out FILE',
+    usage: DISTILL_USAGE,
     options: {
       split: { kind: 'string', choices: ['train', 'heldout'], required: true },
       seed: { kind: 'int' },
       distractors: { kind: 'int', min: 0, max: 100000 },
+      world: { kind: 'string' },
       teacher: { kind: 'string', choices: ['stub', 'http', 'student'] },
       samples: { kind: 'int', min: 1, max: 1000 },
       out: { kind: 'string', required: true },
+      // --teacher http (the key comes from AGENT_LAB_TEACHER_API_KEY only)
+      'teacher-url': { kind: 'string' },
+      'teacher-model': { kind: 'string' },
+      temperature: { kind: 'string' },
+      'max-tokens': { kind: 'int', min: 1, max: 1000000 },
+      'timeout-ms': { kind: 'int', min: 1, max: 3600000 },
+      retries: { kind: 'int', min: 0, max: 20 },
+      concurrency: { kind: 'int', min: 1, max: 64 },
+      // --teacher student
+      run: { kind: 'string' },
+      checkpoint: { kind: 'string' },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
     },
     positionals: 'none',
     run: cmdDistill,
@@ -104,10 +137,14 @@ const COMMANDS: Record<
   // ---- the student: training and evaluation (issue 3) -------------------------------------
   train: {
     name: 'train',
-    summary: 'train the student: sft (from the run folder\'s data, built with the stub teacher when missing)',
+    summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
-      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--resume] [--eval-limit N] [--checkpoint-every SECONDS] --run DIR',
+      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--resume] [--eval-limit N] [--checkpoint-every SECONDS] --run DIR\n' +
+      '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
+      '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
+      '      [--system-prompt TEXT] [--backend B] [--resume] [--checkpoint-every SECONDS] --run DIR',
     options: {
+      ...GRPO_OPTIONS,
       preset: { kind: 'string', choices: PRESET_NAMES },
       recipe: { kind: 'string', choices: RECIPE_NAMES },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
@@ -119,8 +156,16 @@ const COMMANDS: Record<
       run: { kind: 'string', required: true },
     },
     positionals: 'none',
-    subcommands: ['sft'],
+    subcommands: ['sft', 'grpo'],
     run: cmdTrain,
+  },
+  'audit-reward': {
+    name: 'audit-reward',
+    summary: 'score a fixed synthetic group (correct, wasteful, wrong, malformed, no answer, empty, spam) with a reward; exit 1 when it cannot rank them',
+    usage: 'agent-lab audit-reward [--reward R] [--max-steps N] [--json]   (R e.g. exact,step=0.05 | exact,step=0.05,format=0.1,cap=0 | ...,gate=answer-tag)',
+    options: { reward: { kind: 'string' }, 'max-steps': { kind: 'int', min: 1, max: 100 }, json: { kind: 'flag' } },
+    positionals: 'none',
+    run: cmdAuditReward,
   },
   eval: {
     name: 'eval',
@@ -151,6 +196,22 @@ const COMMANDS: Record<
     positionalName: 'QUESTION',
     run: (a) => runAskCommand(a.options, a.positional!),
   },
+  // ---- export to Hugging Face TRL (issue 4) ---------------------------------------------
+  export: {
+    name: 'export',
+    summary: "write a run's data for Hugging Face TRL: SFTTrainer datasets (trl-sft) or GRPOTrainer prompts and reward (trl-grpo)",
+    usage: 'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE) --out OUTDIR',
+    options: {
+      format: { kind: 'string', choices: ['trl-sft', 'trl-grpo'], required: true },
+      run: { kind: 'string' },
+      split: { kind: 'string', choices: ['train', 'heldout'] },
+      data: { kind: 'string' },
+      out: { kind: 'string', required: true },
+    },
+    positionals: 'none',
+    run: (a) => void runExportCommand(a.options),
+  },
+  // ---- end of the export block ------------------------------------------------------------
   // ---- the language server and its bench (issue 5) ----------------------------------------
   lsp: {
     name: 'lsp',
@@ -229,9 +290,35 @@ async function benchTrain(json: boolean, iterations: string | number | boolean |
 // ---- end bench train ----------------------------------------------------------------------
 
 async function cmdTrain(a: ParsedArgs): Promise<void> {
-  if (a.positional !== 'sft') throw new UsageError(`unknown training '${a.positional}': this build has 'sft'`);
+  if (a.positional !== 'sft' && a.positional !== 'grpo') throw new UsageError(`unknown training '${a.positional}': this build has 'sft' and 'grpo'`);
   if (a.options['minutes'] !== undefined && a.options['steps'] !== undefined) throw new UsageError('give --minutes or --steps, not both');
-  await runTrainCommand(a.options);
+  const misplaced = (names: readonly string[]) => names.filter((n) => a.options[n] !== undefined).map((n) => `--${n}`);
+  if (a.positional === 'sft') {
+    const wrong = misplaced(Object.keys(GRPO_OPTIONS));
+    if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
+    await runTrainCommand(a.options);
+    return;
+  }
+  const wrong = misplaced(['preset', 'recipe']);
+  if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
+  if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
+  await runGrpoCommand(a.options);
+}
+
+/** `audit-reward [--reward R] [--max-steps N] [--json]`: the synthetic group, scored; fails on a reward that cannot rank it. */
+function cmdAuditReward(a: ParsedArgs): void {
+  let spec;
+  try {
+    spec = parseRewardSpec((a.options['reward'] as string | undefined) ?? DEFAULT_REWARD_TEXT);
+  } catch (err) {
+    if (err instanceof RewardSpecError) throw new UsageError(err.message);
+    throw err;
+  }
+  const audit = auditReward(spec, { maxSteps: intOpt(a, 'max-steps', 6) });
+  if (a.options['json']) {
+    console.log(JSON.stringify({ ...audit, rows: audit.rows.map(({ transcript: _t, ...r }) => r) }));
+  } else console.log(formatAudit(audit));
+  if (!audit.ok) throw new CliError(`the reward '${audit.reward}' fails the audit: ${audit.checks.filter((c) => !c.ok).map((c) => c.name).join('; ')}`);
 }
 
 async function cmdEval(a: ParsedArgs): Promise<void> {
@@ -270,21 +357,13 @@ function cmdWorld(a: ParsedArgs): void {
   );
 }
 
-function cmdDistill(a: ParsedArgs): void {
-  const teacherName = (a.options['teacher'] as string | undefined) ?? 'stub';
-  if (teacherName !== 'stub') {
-    throw new CliError(`teacher '${teacherName}' is not available yet: this build has the stub teacher only`);
+async function cmdDistill(a: ParsedArgs): Promise<void> {
+  try {
+    await runDistillCommand(a.options);
+  } catch (err) {
+    if (err instanceof DistillFailure) throw new CliError(err.message);
+    throw err;
   }
-  const seed = intOpt(a, 'seed', 0);
-  const corpus = buildCorpus(seed, intOpt(a, 'distractors', 120));
-  const pool = makeTaskPool(seed);
-  const tasks = a.options['split'] === 'train' ? pool.train : pool.heldout;
-  const stats: DistillStats = { perKind: {} };
-  const rows = distill(tasks, makeStubTeacher(tasks), new ToolEnv(corpus), intOpt(a, 'samples', 4), stats);
-  const out = a.options['out'] as string;
-  writeJsonlAtomic(out, rows);
-  const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
-  console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
 }
 
 /** A `.transcript` holds one transcript; one trailing newline (editors add it) is ignored. */

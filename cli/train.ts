@@ -3,7 +3,7 @@
 // Ctrl-C exits at once; the last complete checkpoint is still there).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UsageError } from './args';
+import { CliError, UsageError } from './args';
 import { ToolEnv } from '../core/env';
 import { buildCorpus } from '../core/world';
 import { AgentRuntime } from '../trainer/agentRuntime';
@@ -14,6 +14,7 @@ import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError, runSft } from '../trainer/sft';
+import { PreflightRefusal, runGrpo } from '../trainer/grpo';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -49,6 +50,7 @@ async function withSigint<T>(hooks: { cancel(): void }, work: () => Promise<T>):
   try {
     return await work();
   } catch (err) {
+    if (err instanceof PreflightRefusal) throw new CliError(err.message);
     if (err instanceof UserError) throw new UsageError(err.message);
     throw err;
   } finally {
@@ -79,6 +81,49 @@ export async function runTrainCommand(o: Options): Promise<void> {
   console.log(
     `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
       (s['heldout_accuracy'] !== undefined ? `; held-out exact match ${(100 * Number(s['heldout_accuracy'])).toFixed(1)}%` : ''),
+  );
+  console.log(JSON.stringify(s));
+}
+
+/** `agent-lab train grpo`: RL from an SFT run; the pre-flight report, progress and warnings on stderr. */
+export async function runGrpoCommand(o: Options): Promise<void> {
+  const hooks = trainJobHooks();
+  const num = (k: string) => (o[k] !== undefined ? (o[k] as number) : undefined);
+  const pick = <T>(k: string, v: T | undefined) => (v !== undefined ? { [k]: v } : {});
+  const result = await withSigint(hooks, () =>
+    runGrpo(
+      {
+        runDir: o['run'] as string,
+        ...pick('from', o['from'] as string | undefined),
+        ...pick('fromCheckpoint', o['from-checkpoint'] as string | undefined),
+        ...pick('steps', num('steps')),
+        ...pick('minutes', num('minutes')),
+        ...pick('groupSize', num('group')),
+        ...pick('tasksPerStep', num('tasks')),
+        ...pick('temperature', num('temperature')),
+        ...pick('maxSteps', num('max-steps')),
+        ...pick('reward', o['reward'] as string | undefined),
+        ...pick('clip', num('clip')),
+        ...pick('klBeta', num('kl-beta')),
+        ...pick('epochsPerBatch', num('epochs-per-batch')),
+        ...pick('lr', num('lr')),
+        ...pick('seed', num('seed')),
+        ...pick('evalEvery', num('eval-every')),
+        ...pick('evalLimit', num('eval-limit')),
+        ...pick('systemPrompt', o['system-prompt'] as string | undefined),
+        ...pick('backend', o['backend'] as string | undefined),
+        ...pick('checkpointEverySeconds', num('checkpoint-every')),
+        ...(o['resume'] ? { resume: true } : {}),
+      },
+      hooks,
+    ),
+  );
+  const s = result.summary;
+  const pct = (x: unknown) => `${(100 * Number(x)).toFixed(1)}%`;
+  console.log(
+    `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} GRPO steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
+      (s['heldout_accuracy_before'] !== undefined ? `; held-out exact match before ${pct(s['heldout_accuracy_before'])}` : '') +
+      (s['heldout_accuracy'] !== undefined ? `, after ${pct(s['heldout_accuracy'])}` : ''),
   );
   console.log(JSON.stringify(s));
 }

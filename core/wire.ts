@@ -14,6 +14,9 @@ export const ASST = '<|assistant|>';
 export const TOOL_CALL = '<|tool_call|>';
 export const TOOL_RESULT = '<|tool_result|>';
 
+/** The harness's forced-answer text when the agent runs out of steps (never the policy's). */
+export const FORCED_ANSWER_TEXT = 'Thought: I must answer now.\nAnswer:';
+
 /** The nine reserved special tokens, in their reserved-id order (ids 0..8). */
 export const SPECIAL_TOKENS = [BOS, EOS, PAD, END, SYS, USER, ASST, TOOL_CALL, TOOL_RESULT] as const;
 export type SpecialToken = (typeof SPECIAL_TOKENS)[number];

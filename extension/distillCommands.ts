@@ -1,8 +1,15 @@
-// "Agent Lab: Distill Trajectories (Stub Teacher)": runs the stub teacher through the real
-// ReAct loop (BM25 search + calculator) on one split of a world folder and writes the
-// solved, de-duplicated trajectories to <folder>/<split>.traces.jsonl.
+// "Agent Lab: Distill Trajectories": runs the teacher chosen in `agentLab.teacher.kind`
+// (the stub, an OpenAI-compatible HTTP server, or a run's student) through the real ReAct
+// loop (BM25 search + calculator) on one split of a world folder and writes the solved,
+// de-duplicated trajectories to <folder>/<split>.traces.jsonl. The student needs tfjs, which
+// never runs in the extension host: that case runs `agent-lab distill` in a child process.
+import { fork } from 'node:child_process';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ToolEnv, distill, makeStubTeacher } from '../core/distill';
+import { distillAsync, newDistillStats } from '../core/distillAsync';
+import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
+import type { Task } from '../core/types';
 import { log, reportError } from './log';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
@@ -23,10 +30,11 @@ export function activateDistillCommands(context: vscode.ExtensionContext): void 
     vscode.commands.registerCommand(
       'agentLab.distill',
       // Arguments for scripted use (tests, the "Distill" button after a build): a world
-      // folder (Uri or path) and a split; without them the user is asked.
-      async (folderArg?: vscode.Uri | string, splitArg?: Split): Promise<DistillResult | undefined> => {
+      // folder (Uri or path), a split, and for the student teacher its run folder; without
+      // them the user is asked.
+      async (folderArg?: vscode.Uri | string, splitArg?: Split, runArg?: string): Promise<DistillResult | undefined> => {
         try {
-          return await distillCommand(folderArg, splitArg);
+          return await distillCommand(context, folderArg, splitArg, runArg);
         } catch (err) {
           reportError('distillation failed', err);
           return undefined;
@@ -59,7 +67,12 @@ async function pickWorldFolder(): Promise<vscode.Uri | undefined> {
   return picked?.uri;
 }
 
-async function distillCommand(folderArg?: vscode.Uri | string, splitArg?: Split): Promise<DistillResult | undefined> {
+async function distillCommand(
+  context: vscode.ExtensionContext,
+  folderArg?: vscode.Uri | string,
+  splitArg?: Split,
+  runArg?: string,
+): Promise<DistillResult | undefined> {
   const folder = typeof folderArg === 'string' ? vscode.Uri.file(folderArg) : folderArg ?? (await pickWorldFolder());
   if (!folder) return undefined;
   if (!(await exists(vscode.Uri.joinPath(folder, 'corpus.jsonl')))) {
@@ -79,26 +92,31 @@ async function distillCommand(folderArg?: vscode.Uri | string, splitArg?: Split)
   if (!split) return undefined;
   const chosen: Split = split;
 
+  const teacher = teacherSettings(folder);
+  const runDir = teacher.kind === 'student' ? (runArg ?? (await pickStudentRun())) : undefined;
+  if (teacher.kind === 'student' && !runDir) return undefined;
   const result = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `Agent Lab: distilling ${chosen}`, cancellable: true },
+    { location: vscode.ProgressLocation.Notification, title: `Agent Lab: distilling ${chosen} (${teacher.kind} teacher)`, cancellable: true },
     async (progress, token): Promise<DistillResult | undefined> => {
       const started = Date.now();
+      const file = vscode.Uri.joinPath(folder, `${chosen}.traces.jsonl`);
+      if (teacher.kind === 'student') return distillWithStudent(context, folder, chosen, runDir!, teacher.temperature, file, progress, token);
       progress.report({ message: 'reading the world' });
       const corpus = await readCorpus(folder);
       const tasks = await readTasks(folder, chosen);
       await yieldToUi();
       const env = new ToolEnv(corpus);
-      const teacher = makeStubTeacher(tasks);
+      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token);
+      const stub = makeStubTeacher(tasks);
       const rows: ReturnType<typeof distill> = [];
       for (let i = 0; i < tasks.length; i += CHUNK) {
         if (token.isCancellationRequested) return undefined;
         // distill() treats tasks independently, so chunking gives the same rows in order.
-        rows.push(...distill(tasks.slice(i, i + CHUNK), teacher, env, SAMPLES_PER_TASK));
+        rows.push(...distill(tasks.slice(i, i + CHUNK), stub, env, SAMPLES_PER_TASK));
         const done = Math.min(i + CHUNK, tasks.length);
         progress.report({ message: `${done}/${tasks.length} tasks`, increment: (100 * (done - i)) / Math.max(1, tasks.length) });
         await yieldToUi();
       }
-      const file = vscode.Uri.joinPath(folder, `${chosen}.traces.jsonl`);
       await writeText(file, toJsonl(rows));
       log.info(
         `distilled ${chosen} of ${folder.fsPath}: ${rows.length} trajectories kept from ${tasks.length} tasks ` +
@@ -120,4 +138,141 @@ async function distillCommand(folderArg?: vscode.Uri | string, splitArg?: Split)
       if (choice === 'Open') void vscode.window.showTextDocument(result.file);
     });
   return result;
+}
+
+// ---- real teachers (agentLab.teacher.*) ----------------------------------------------------
+
+interface TeacherSettings {
+  kind: 'stub' | 'http' | 'student';
+  baseUrl: string;
+  model: string;
+  temperature: number;
+  maxTokens: number;
+  timeoutMs: number;
+  retries: number;
+}
+
+function teacherSettings(folder: vscode.Uri): TeacherSettings {
+  const c = vscode.workspace.getConfiguration('agentLab.teacher', folder);
+  const kind = c.get<string>('kind') ?? 'stub';
+  if (kind !== 'stub' && kind !== 'http' && kind !== 'student') throw new Error(`agentLab.teacher.kind must be stub, http or student (got "${kind}")`);
+  return {
+    kind,
+    baseUrl: c.get<string>('baseUrl') ?? '',
+    model: c.get<string>('model') ?? '',
+    temperature: c.get<number>('temperature') ?? 0.7,
+    maxTokens: c.get<number>('maxTokens') ?? 512,
+    timeoutMs: c.get<number>('timeoutMs') ?? 30000,
+    retries: c.get<number>('retries') ?? 2,
+  };
+}
+
+type Progress = vscode.Progress<{ message?: string; increment?: number }>;
+
+async function distillWithHttp(
+  t: TeacherSettings,
+  env: ToolEnv,
+  tasks: Task[],
+  split: Split,
+  file: vscode.Uri,
+  progress: Progress,
+  token: vscode.CancellationToken,
+): Promise<DistillResult | undefined> {
+  if (!t.baseUrl || !t.model) throw new Error('set agentLab.teacher.baseUrl and agentLab.teacher.model for the HTTP teacher');
+  // The key is read from the environment VS Code was started with, never from settings.
+  const teacher = makeHttpTeacher({ baseUrl: t.baseUrl, model: t.model, temperature: t.temperature, maxTokens: t.maxTokens, timeoutMs: t.timeoutMs, retries: t.retries });
+  log.info(`HTTP teacher ${t.model} at ${t.baseUrl} (${process.env[API_KEY_ENV] ? `key from ${API_KEY_ENV}` : `no ${API_KEY_ENV} set`})`);
+  const controller = new AbortController();
+  const sub = token.onCancellationRequested(() => controller.abort());
+  const stats = newDistillStats();
+  let last = 0;
+  try {
+    const rows = await distillAsync(tasks, teacher, env, {
+      samplesPerTask: SAMPLES_PER_TASK,
+      stats,
+      signal: controller.signal,
+      onProgress: (done, total) => {
+        progress.report({ message: `${done}/${total} tasks`, increment: (100 * (done - last)) / Math.max(1, total) });
+        last = done;
+      },
+      onFailure: (task, err) => log.warn(`failed rollout (${task.question}): ${err.message}`),
+    });
+    await writeText(file, toJsonl(rows));
+    const failed = Object.entries(stats.failed).map(([r, n]) => `${r} ${n}`).join(', ') || 'none';
+    log.info(
+      `distilled ${split} with ${t.model}: ${stats.rollouts} rollouts, ${stats.solved} solved, ${stats.kept} kept, failed: ${failed}` +
+        `${stats.cancelled ? ` (stopped after ${stats.tasks} of ${tasks.length} tasks)` : ''} -> ${file.fsPath}`,
+    );
+    return { file, split, tasks: stats.tasks, kept: rows.length };
+  } finally {
+    sub.dispose();
+  }
+}
+
+/** A run folder under the runs folder that holds a checkpoint. */
+async function pickStudentRun(): Promise<string | undefined> {
+  const ws = await pickWorkspaceFolder();
+  if (!ws) return undefined;
+  const runs = runsFolderUri(ws);
+  let entries: [string, vscode.FileType][] = [];
+  try {
+    entries = await vscode.workspace.fs.readDirectory(runs);
+  } catch {
+    /* no runs yet */
+  }
+  const candidates: vscode.Uri[] = [];
+  for (const [name, type] of entries) {
+    const uri = vscode.Uri.joinPath(runs, name);
+    if (type === vscode.FileType.Directory && (await exists(vscode.Uri.joinPath(uri, 'checkpoints')))) candidates.push(uri);
+  }
+  if (candidates.length === 0) {
+    void vscode.window.showWarningMessage('Agent Lab: the student teacher needs a trained run (Agent Lab: Train (SFT)); none has a checkpoint yet.');
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(
+    candidates.sort((a, b) => b.fsPath.localeCompare(a.fsPath)).map((uri) => ({ label: vscode.workspace.asRelativePath(uri, false), uri })),
+    { placeHolder: 'Run whose student is the teacher' },
+  );
+  return picked?.uri.fsPath;
+}
+
+/** `agent-lab distill --teacher student` in a child process (tfjs stays out of the extension host). */
+function distillWithStudent(
+  context: vscode.ExtensionContext,
+  folder: vscode.Uri,
+  split: Split,
+  runDir: string,
+  temperature: number,
+  file: vscode.Uri,
+  progress: Progress,
+  token: vscode.CancellationToken,
+): Promise<DistillResult | undefined> {
+  const args = ['distill', '--split', split, '--world', folder.fsPath, '--teacher', 'student', '--run', runDir, '--temperature', String(temperature), '--out', file.fsPath];
+  const child = fork(path.join(context.extensionPath, 'bin', 'agent-lab'), args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], cwd: path.dirname(runDir) });
+  const sub = token.onCancellationRequested(() => child.kill('SIGINT')); // the CLI writes the finished tasks
+  let stdout = '';
+  let stderr = '';
+  let last = 0;
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    for (const m of d.toString().matchAll(/distill (\d+)\/(\d+) tasks/g)) {
+      const done = Number(m[1]);
+      progress.report({ message: `${done}/${m[2]} tasks`, increment: (100 * (done - last)) / Math.max(1, Number(m[2])) });
+      last = done;
+    }
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      sub.dispose();
+      log.info(`agent-lab ${args.join(' ')}\n${stderr}${stdout}`);
+      if (code !== 0) {
+        reject(new Error(`the student teacher failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`));
+        return;
+      }
+      const m = /(\d+) trajectories kept from (\d+) tasks/.exec(stdout);
+      resolve({ file, split, tasks: Number(m?.[2] ?? 0), kept: Number(m?.[1] ?? 0) });
+    });
+  });
 }

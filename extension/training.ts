@@ -41,6 +41,7 @@ export function activateTraining(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('agentLab.trainSft', (args?: TrainArgs) =>
       trainSft(context, args ?? {}),
     ),
+    vscode.commands.registerCommand('agentLab.trainGrpo', (args?: GrpoArgs) => trainGrpo(context, args ?? {})),
     vscode.commands.registerCommand('agentLab.evaluate', (args?: { runDir?: string; split?: 'heldout' | 'train'; limit?: number }) =>
       evaluate(context, args ?? {}),
     ),
@@ -82,6 +83,96 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs): Prom
     ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
   };
   return runWithProgress(context, spec, 'Training (SFT)');
+}
+
+/** Optional arguments when GRPO is started from code (tests); the rest comes from settings. */
+interface GrpoArgs {
+  fromRunDir?: string;
+  runName?: string;
+  steps?: number;
+  groupSize?: number;
+  tasksPerStep?: number;
+  evalLimit?: number;
+  evalEvery?: number;
+  systemPrompt?: string;
+  reward?: string;
+}
+
+/** Run folders that hold a trained SFT student (config kind sft and a checkpoint). */
+async function sftRuns(folder: vscode.WorkspaceFolder): Promise<string[]> {
+  const runs = runsFolderUri(folder);
+  const entries = (await exists(runs)) ? await vscode.workspace.fs.readDirectory(runs) : [];
+  const out: string[] = [];
+  for (const [name, type] of entries) {
+    if (type !== vscode.FileType.Directory) continue;
+    const dir = vscode.Uri.joinPath(runs, name);
+    if (!(await exists(vscode.Uri.joinPath(dir, 'checkpoints', 'latest')))) continue;
+    try {
+      const config = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(dir, 'config.json')))) as { kind?: string };
+      if (config.kind === 'sft') out.push(dir.fsPath);
+    } catch {
+      // not a run folder we can read: not offered
+    }
+  }
+  return out.sort().reverse();
+}
+
+async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Promise<JobResult | undefined> {
+  const folder = await pickWorkspaceFolder();
+  if (!folder) {
+    void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
+    return undefined;
+  }
+  let from = args.fromRunDir;
+  if (!from) {
+    const candidates = await sftRuns(folder);
+    if (candidates.length === 0) {
+      void vscode.window.showErrorMessage('Agent Lab: GRPO starts from a trained SFT student; run "Agent Lab: Train (SFT)" first.');
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      candidates.map((c) => ({ label: path.basename(c), description: c })),
+      { placeHolder: 'SFT run to start GRPO from' },
+    );
+    if (!pick) return undefined;
+    from = pick.description;
+  }
+  const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
+  const runDir = vscode.Uri.joinPath(runsFolderUri(folder), args.runName ?? `grpo-${timestamp()}`).fsPath;
+  const num = (key: string, v: number | undefined) => {
+    const value = v ?? config.get<number>(key);
+    return typeof value === 'number' ? value : undefined;
+  };
+  const steps = num('grpo.steps', args.steps);
+  const groupSize = num('grpo.groupSize', args.groupSize);
+  const tasksPerStep = num('grpo.tasksPerStep', args.tasksPerStep);
+  const temperature = num('grpo.temperature', undefined);
+  const reward = args.reward ?? config.get<string>('grpo.reward');
+  const spec: JobSpec = {
+    kind: 'grpo',
+    runDir,
+    from,
+    backend: config.get<string>('backend') ?? 'auto',
+    ...(steps !== undefined ? { steps } : {}),
+    ...(groupSize !== undefined ? { groupSize } : {}),
+    ...(tasksPerStep !== undefined ? { tasksPerStep } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(reward ? { reward } : {}),
+    ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
+    ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
+    ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
+  };
+  const result = await runWithProgress(context, spec, 'Training (GRPO)');
+  if (result.ok && !result.cancelled) {
+    const pct = (x: unknown) => `${(100 * Number(x)).toFixed(1)}%`;
+    const before = result.summary['heldout_accuracy_before'];
+    const after = result.summary['heldout_accuracy'];
+    void vscode.window.showInformationMessage(
+      `Agent Lab: GRPO finished (${path.basename(runDir)})` +
+        (before !== undefined && after !== undefined ? `: held-out exact match ${pct(before)} → ${pct(after)}.` : '.'),
+    );
+  }
+  return result;
 }
 
 async function evaluate(
@@ -186,6 +277,8 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
             break;
           case 'log':
             log[msg.level === 'error' ? 'error' : msg.level === 'warn' ? 'warn' : 'info'](msg.message);
+            // A GRPO run that has stopped learning says so where the user looks.
+            if (msg.level === 'warn' && spec.kind === 'grpo') void vscode.window.showWarningMessage(`Agent Lab (GRPO): ${msg.message}`);
             break;
           case 'checkpoint':
             result.checkpoints.push(msg.step);

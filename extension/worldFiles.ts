@@ -1,49 +1,14 @@
 // Reading a world folder (corpus.jsonl, train.jsonl, heldout.jsonl, as `agentLab.buildWorld`
 // and `agent-lab world` write them) back into the core's shapes.
-// (These inverses of core/world.ts's passageToRow/taskToRow could move into core.)
 import * as vscode from 'vscode';
-import type { Passage, Task, TaskHints, TaskKind, TaskOp } from '../core/types';
+import type { Passage, Task } from '../core/types';
+import { rowToPassage, rowToTask } from '../core/worldRows';
 import { readJsonl } from './workspace';
 
 export type Split = 'train' | 'heldout';
 export const SPLITS: readonly Split[] = ['train', 'heldout'];
 
-const KINDS: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
-const OPS: readonly TaskOp[] = [null, 'double', 'sum', 'compare'];
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isStr = (v: unknown): v is string => typeof v === 'string';
-const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isStr(v[0]) && isStr(v[1]);
-
-export function rowToPassage(row: unknown, where: string): Passage {
-  if (!isObj(row) || !isStr(row['doc_id']) || !isStr(row['text'])) {
-    throw new Error(`${where}: expected {"doc_id": string, "text": string}`);
-  }
-  return { docId: row['doc_id'], text: row['text'] };
-}
-
-export function rowToTask(row: unknown, where: string): Task {
-  const bad = (what: string) => new Error(`${where}: ${what}`);
-  if (!isObj(row)) throw bad('expected a task object');
-  const { question, gold, kind, hints } = row;
-  if (!isStr(question) || !isStr(gold)) throw bad('"question" and "gold" must be strings');
-  if (!KINDS.includes(kind as TaskKind)) throw bad(`unknown kind ${JSON.stringify(kind)}`);
-  if (!isObj(hints)) throw bad('"hints" must be an object');
-  const { queries, facts, op, names } = hints;
-  if (!Array.isArray(queries) || !queries.every(isStr)) throw bad('"hints.queries" must be a list of strings');
-  if (!Array.isArray(facts) || !facts.every(isPair)) throw bad('"hints.facts" must be a list of [entity, attribute] pairs');
-  if (!OPS.includes(op as TaskOp)) throw bad(`unknown op ${JSON.stringify(op)}`);
-  const h: TaskHints =
-    names === undefined
-      ? { queries: [...queries], facts: facts.map(([e, a]) => [e, a]), op: op as TaskOp }
-      : isPair(names)
-        ? { queries: [...queries], facts: facts.map(([e, a]) => [e, a]), op: op as TaskOp, names: [names[0], names[1]] }
-        : (() => {
-            throw bad('"hints.names" must be a pair of strings');
-          })();
-  return { question, gold, kind: kind as TaskKind, hints: h };
-}
+export { rowToPassage, rowToTask } from '../core/worldRows';
 
 export async function readCorpus(folder: vscode.Uri): Promise<Passage[]> {
   const uri = vscode.Uri.joinPath(folder, 'corpus.jsonl');

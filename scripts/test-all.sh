@@ -43,7 +43,8 @@ tier setup bash scripts/setup-vscode-test.sh
 tier typecheck npx tsc -p tsconfig.json --noEmit
 tier typecheck-webview npx tsc -p webview-ui/tsconfig.json --noEmit
 tier build node scripts/build.mjs
-tier unit npx mocha
+# Python from Debian for the reference and export tests (idempotent; says why when it cannot).
+tier unit bash -c 'bash scripts/setup-python-test.sh; exec npx mocha'
 # The language server over real stdio and through headless Neovim (installed idempotently;
 # without it the Neovim test is reported pending, with the reason).
 tier lsp bash -c 'bash scripts/setup-neovim.sh; AGENT_LAB_SKIP_BUILD=1 exec npx mocha --config test/lsp/.mocharc.json'

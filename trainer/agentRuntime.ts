@@ -8,7 +8,7 @@ import { normalize, renderPrompt } from '../core/distill';
 import type { StateSet } from '../core/grammar';
 import { pyJsonDumps } from '../core/pyjson';
 import type { Task } from '../core/types';
-import { ASST, END, TOOL_CALL, TOOL_RESULT, parseAssistantStep, renderToolResult } from '../core/wire';
+import { ASST, END, FORCED_ANSWER_TEXT, TOOL_CALL, TOOL_RESULT, parseAssistantStep, renderToolResult } from '../core/wire';
 import type { BpeTokenizer } from '../core/tokenizer';
 
 /** An incremental decoder: append tokens, get the next-token logits. */
@@ -33,7 +33,7 @@ export interface CallMask {
   advance(states: StateSet, id: number): StateSet;
 }
 
-export const FORCED_ANSWER_TEXT = 'Thought: I must answer now.\nAnswer:';
+export { FORCED_ANSWER_TEXT } from '../core/wire';
 export const FORMAT_ERROR =
   'FormatError: the tool call is not valid JSON of the form {"tool": "search"|"calc", "args": {...}}';
 export const REPEATED_CALL = 'RepeatedCall: this exact call was already made; its result is above. Answer or try another call.';
@@ -184,6 +184,28 @@ export class AgentRuntime {
       generated,
       record,
     };
+  }
+
+  /**
+   * One assistant turn after `prompt` (a wire-format transcript ending in <|assistant|>),
+   * generated as `run` generates its turns: the student as a teacher. The text excludes
+   * <|end|>; `contextFull` when the prompt leaves no room to generate.
+   */
+  continueTurn(prompt: string, options: Partial<EpisodeOptions> = {}): { text: string; truncated: boolean; contextFull: boolean } {
+    const o = { ...DEFAULT_EPISODE, ...options };
+    const ids = this.tokenizer.encode(prompt);
+    if (ids.length + 2 > this.policy.maxContext) return { text: '', truncated: false, contextFull: true };
+    const session = this.policy.newSession();
+    try {
+      let logits = session.append(ids);
+      const turn = this.generateTurn(session, () => logits, (l) => (logits = l), [...ids], [], o, true);
+      return { ...turn, contextFull: false };
+    } catch (err) {
+      if (!(err instanceof ContextFull)) throw err;
+      return { text: '', truncated: false, contextFull: true };
+    } finally {
+      session.dispose();
+    }
   }
 
   /** Generates one assistant turn up to and including <|end|> (added by the harness if cut). */

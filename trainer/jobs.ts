@@ -1,4 +1,4 @@
-// The jobs the worker process (and the CLI, in-process) runs: SFT training and evaluation.
+// The jobs the worker process (and the CLI, in-process) runs: SFT, GRPO and evaluation.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { JobSpec } from '../core/protocol/worker';
@@ -12,6 +12,7 @@ import { ModelConfig, StackModel } from './model';
 import { dataFiles, loadTokenizer, readJsonl } from './prepare';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadTasks, runSft } from './sft';
+import { runGrpo } from './grpo';
 
 export type { JobHooks } from './sft';
 
@@ -35,6 +36,10 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
       },
       hooks,
     );
+  }
+  if (spec.kind === 'grpo') {
+    const { kind: _kind, ...options } = spec;
+    return runGrpo(options, hooks);
   }
   return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks);
 }
@@ -88,7 +93,7 @@ export async function runEval(
     const rec = {
       phase: 'eval' as const,
       step: ck.step,
-      time: Number((ck.extra['trainer_state'] as { elapsed?: number } | undefined)?.elapsed ?? 0),
+      time: Number(((ck.extra['trainer_state'] ?? ck.extra['grpo_state']) as { elapsed?: number } | undefined)?.elapsed ?? 0),
       split,
       accuracy: summary.accuracy,
       by_kind: summary.by_kind,

@@ -4,7 +4,7 @@
 // any time: the worker finishes the current step, writes a checkpoint and says `done`
 // with `cancelled: true`. Types and validators only: no Node, no DOM.
 
-export type JobKind = 'sft' | 'eval';
+export type JobKind = 'sft' | 'grpo' | 'eval';
 
 export interface SftJobSpec {
   kind: 'sft';
@@ -26,7 +26,30 @@ export interface EvalJobSpec {
   backend?: string;
   limit?: number;
 }
-export type JobSpec = SftJobSpec | EvalJobSpec;
+/** GRPO from an SFT run (DESIGN.md, "GRPO defaults" for what is left out). */
+export interface GrpoJobSpec {
+  kind: 'grpo';
+  runDir: string;
+  /** The SFT run folder (not needed with resume). */
+  from?: string;
+  backend?: string;
+  steps?: number;
+  minutes?: number;
+  resume?: boolean;
+  groupSize?: number;
+  tasksPerStep?: number;
+  temperature?: number;
+  maxSteps?: number;
+  reward?: string;
+  klBeta?: number;
+  lr?: number;
+  evalEvery?: number;
+  evalLimit?: number;
+  systemPrompt?: string;
+  /** Seconds between checkpoints (default 120; 0: after every step). */
+  checkpointEverySeconds?: number;
+}
+export type JobSpec = SftJobSpec | GrpoJobSpec | EvalJobSpec;
 
 /** extension → worker */
 export type ToWorker = { type: 'start'; job: JobSpec } | { type: 'cancel' };
@@ -55,13 +78,22 @@ export function checkJobSpec(v: unknown): string | null {
     if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
     return null;
   }
+  if (v['kind'] === 'grpo') {
+    for (const k of ['from', 'backend', 'reward', 'systemPrompt']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of ['steps', 'minutes', 'groupSize', 'tasksPerStep', 'temperature', 'maxSteps', 'klBeta', 'lr', 'evalEvery', 'evalLimit', 'checkpointEverySeconds']) {
+      if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
+    }
+    if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
+    if (v['from'] === undefined && v['resume'] !== true) return 'job.from (the SFT run folder) is required unless resuming';
+    return null;
+  }
   if (v['kind'] === 'eval') {
     if (v['split'] !== 'heldout' && v['split'] !== 'train') return "job.split must be 'heldout' or 'train'";
     for (const k of ['checkpoint', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
     if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
     return null;
   }
-  return `job.kind must be 'sft' or 'eval', got ${JSON.stringify(v['kind'])}`;
+  return `job.kind must be 'sft', 'grpo' or 'eval', got ${JSON.stringify(v['kind'])}`;
 }
 
 /** A validated message, or why it was refused. */

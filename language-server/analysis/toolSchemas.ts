@@ -1,53 +1,13 @@
-// The agent's tools as an MCP server lists them (`name`, `description`, `inputSchema`), the
-// shape the seed's mcp_adapter reads. Completion builds tool-call skeletons from these, in
+// The agent's tools as an MCP server lists them (defined in core/tools/schemas.ts, shared
+// with the HTTP teacher). Completion builds tool-call skeletons from these, in
 // the canonical spacing and key order (renderCallBody), so a skeleton is what the model
 // was trained on.
 import { JsonObject } from '../../core/pyjson';
 import { renderCallBody } from '../../core/wire';
+import type { McpTool } from '../../core/tools/schemas';
 
-export interface JsonSchemaProperty {
-  type: 'string' | 'integer' | 'number' | 'boolean';
-  description?: string;
-  minimum?: number;
-  maximum?: number;
-  default?: string | number | boolean;
-}
-
-export interface McpTool {
-  name: string;
-  description: string;
-  inputSchema: { type: 'object'; properties: Record<string, JsonSchemaProperty>; required?: string[] };
-}
-
-/** The seed's `search` schema verbatim, and the matching one for `calc`. */
-export const AGENT_TOOLS: readonly McpTool[] = [
-  {
-    name: 'search',
-    description: 'Search the local corpus and return the top-k passages.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        query: { type: 'string', description: 'Keyword query.' },
-        k: { type: 'integer', minimum: 1, maximum: 5, default: 2 },
-      },
-      required: ['query'],
-    },
-  },
-  {
-    name: 'calc',
-    description: 'Evaluate an arithmetic expression exactly (+ - * / ** // % and parentheses).',
-    inputSchema: {
-      type: 'object',
-      properties: { expr: { type: 'string', description: 'Arithmetic expression, e.g. 2019+10000.' } },
-      required: ['expr'],
-    },
-  },
-];
-
-/** The seed's `tools_line`: 'search(query,k), calc(expr)'. */
-export function toolsLine(tools: readonly McpTool[] = AGENT_TOOLS): string {
-  return tools.map((t) => `${t.name}(${Object.keys(t.inputSchema.properties).join(',')})`).join(', ');
-}
+export { AGENT_TOOLS, toolsLine } from '../../core/tools/schemas';
+export type { JsonSchemaProperty, McpTool } from '../../core/tools/schemas';
 
 export interface Skeleton {
   tool: McpTool;

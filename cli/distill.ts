@@ -1,0 +1,208 @@
+// `agent-lab distill`: the stub teacher (synchronous, byte-identical to the seed), an HTTP
+// teacher (OpenAI chat-completions) or the student of a run folder. Progress goes to
+// stderr, the summary to stdout; FILE is written atomically (a killed run leaves the old
+// file or none; Ctrl-C stops new rollouts and writes the tasks already finished).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { UsageError } from './args';
+import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
+import { AsyncDistillStats, AsyncTeacher, DEFAULT_CONCURRENCY, distillAsync, newDistillStats } from '../core/distillAsync';
+import { API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, makeHttpTeacher } from '../core/teachers/http';
+import { TeacherConfigError, TeacherError } from '../core/teachers/teacher';
+import type { Passage, Task } from '../core/types';
+import { buildCorpus, makeTaskPool } from '../core/world';
+import { rowToPassage, rowToTask } from '../core/worldRows';
+import { writeJsonlAtomic } from '../trainer/files';
+import type { BackendAsk } from '../trainer/backend';
+import { makeStudentTeacher } from '../trainer/studentTeacher';
+
+type Options = Record<string, string | number | boolean | undefined>;
+
+/** A failure that is not bad usage (exit 1): main turns it into its CliError. */
+export class DistillFailure extends Error {}
+
+export const DISTILL_USAGE =
+  'agent-lab distill --split train|heldout [--seed N] [--distractors N | --world DIR] [--teacher stub|http|student] [--samples N]\n' +
+  '                  [--teacher-url URL --teacher-model M] [--temperature T] [--max-tokens N] [--timeout-ms N] [--retries N] [--concurrency N]\n' +
+  '                  [--run DIR] [--checkpoint latest|step-N] [--backend B] --out FILE';
+
+const HTTP_ONLY = ['teacher-url', 'teacher-model', 'max-tokens', 'timeout-ms', 'retries', 'concurrency'];
+const STUDENT_ONLY = ['run', 'checkpoint', 'backend'];
+
+export async function runDistillCommand(o: Options): Promise<void> {
+  const teacherName = (o['teacher'] as string | undefined) ?? 'stub';
+  const wrong = (names: string[], teacher: string): void => {
+    const given = names.filter((n) => o[n] !== undefined);
+    if (given.length) throw new UsageError(`${given.map((n) => `--${n}`).join(', ')} ${given.length > 1 ? 'apply' : 'applies'} to --teacher ${teacher} only`);
+  };
+  if (teacherName !== 'http') wrong(HTTP_ONLY, 'http');
+  if (teacherName !== 'student') wrong(STUDENT_ONLY, 'student');
+  if (teacherName === 'stub') wrong(['temperature'], 'http or student');
+  if (o['world'] !== undefined && o['distractors'] !== undefined) throw new UsageError('--distractors builds a world; --world reads one: give one of them');
+
+  const split = o['split'] as 'train' | 'heldout';
+  const seed = typeof o['seed'] === 'number' ? o['seed'] : 0;
+  const samples = typeof o['samples'] === 'number' ? o['samples'] : 4;
+  const out = o['out'] as string;
+  const { corpus, tasks } = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split);
+  const env = new ToolEnv(corpus);
+
+  if (teacherName === 'stub') {
+    // The seed's path, unchanged: its output is compared byte for byte with the reference.
+    const stats: DistillStats = { perKind: {} };
+    const rows = distill(tasks, makeStubTeacher(tasks), env, samples, stats);
+    writeJsonlAtomic(out, rows);
+    const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
+    console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
+    return;
+  }
+
+  const temperature = parseTemperature(o['temperature']);
+  let teacher: AsyncTeacher;
+  let dispose = (): void => {};
+  let concurrency = 1;
+  if (teacherName === 'http') {
+    const baseUrl = (o['teacher-url'] as string | undefined) ?? process.env[BASE_URL_ENV];
+    const model = (o['teacher-model'] as string | undefined) ?? process.env[MODEL_ENV];
+    if (!baseUrl) throw new UsageError(`--teacher http needs --teacher-url URL (or ${BASE_URL_ENV})`);
+    if (!model) throw new UsageError(`--teacher http needs --teacher-model M (or ${MODEL_ENV})`);
+    try {
+      teacher = makeHttpTeacher({
+        baseUrl,
+        model,
+        ...(temperature !== undefined ? { temperature } : {}),
+        ...(typeof o['max-tokens'] === 'number' ? { maxTokens: o['max-tokens'] } : {}),
+        ...(typeof o['timeout-ms'] === 'number' ? { timeoutMs: o['timeout-ms'] } : {}),
+        ...(typeof o['retries'] === 'number' ? { retries: o['retries'] } : {}),
+      });
+    } catch (err) {
+      if (err instanceof TeacherConfigError) throw new UsageError(err.message);
+      throw err;
+    }
+    concurrency = typeof o['concurrency'] === 'number' ? o['concurrency'] : DEFAULT_CONCURRENCY;
+    console.error(`[agent-lab] teacher: ${model} at ${baseUrl} (${process.env[API_KEY_ENV] ? `key from ${API_KEY_ENV}` : `no ${API_KEY_ENV}: no Authorization header`})`);
+  } else {
+    if (o['run'] === undefined) throw new UsageError('--teacher student needs --run DIR (a run folder with a trained student)');
+    try {
+      const student = await makeStudentTeacher({
+        runDir: o['run'] as string,
+        ...(o['checkpoint'] !== undefined ? { checkpoint: o['checkpoint'] as string } : {}),
+        ...(temperature !== undefined ? { temperature } : {}),
+        seed,
+        ...(o['backend'] !== undefined ? { backend: o['backend'] as BackendAsk } : {}),
+      });
+      teacher = student.teacher;
+      dispose = student.dispose;
+      console.error(`[agent-lab] teacher: the student of ${o['run'] as string}, checkpoint ${student.checkpoint}, backend ${student.backend}`);
+    } catch (err) {
+      if (err instanceof TeacherConfigError) throw new UsageError(err.message);
+      throw err;
+    }
+  }
+
+  const stats = newDistillStats();
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = (): void => {
+    if (++interrupts > 1) process.exit(130);
+    console.error('[agent-lab] stopping: no new rollouts; the finished tasks are written (Ctrl-C again to quit now)');
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const started = Date.now();
+  let lastProgress = 0;
+  const shown: Record<string, number> = {};
+  let rows;
+  try {
+    rows = await distillAsync(tasks, teacher, env, {
+      samplesPerTask: samples,
+      concurrency,
+      stats,
+      signal: controller.signal,
+      onProgress: (done, total) => {
+        const now = Date.now();
+        if (now - lastProgress < 2000 && done < total) return;
+        lastProgress = now;
+        console.error(`[agent-lab] distill ${done}/${total} tasks (${((now - started) / 1000).toFixed(0)} s)`);
+      },
+      onFailure: (task, err) => {
+        // The first few of each reason, so a broken setup shows itself early.
+        if ((shown[err.reason] = (shown[err.reason] ?? 0) + 1) <= 3) console.error(`[agent-lab] failed rollout (${JSON.stringify(task.question)}): ${err.message}`);
+      },
+    });
+  } catch (err) {
+    if (err instanceof TeacherError) throw new DistillFailure(`the teacher cannot serve any request: ${err.message}`);
+    throw err;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    dispose();
+  }
+  writeJsonlAtomic(out, rows);
+  for (const line of summaryLines(out, stats, tasks.length)) console.log(line);
+}
+
+/** The summary: totals, failures by reason (with what the teacher said), and per kind. */
+export function summaryLines(out: string, s: AsyncDistillStats, totalTasks: number): string[] {
+  const failedTotal = Object.values(s.failed).reduce((a, b) => a + b, 0);
+  const lines = [
+    `wrote ${out}: ${s.kept} trajectories kept from ${s.tasks} tasks${s.cancelled ? ` (stopped: ${s.tasks} of ${totalTasks} tasks finished)` : ''}`,
+    `  rollouts ${s.rollouts}, solved ${s.solved}, kept ${s.kept} (de-duplicated), failed ${failedTotal}` +
+      (failedTotal ? ` (${Object.entries(s.failed).map(([r, n]) => `${r} ${n}`).join(', ')})` : ''),
+  ];
+  for (const message of Object.values(s.failureExamples)) lines.push(`  e.g. ${message}`);
+  for (const [kind, k] of Object.entries(s.perKind)) {
+    lines.push(`  ${kind.padEnd(8)} tasks ${k.tasks}, rollouts ${k.rollouts}, solved ${k.solved}, kept ${k.kept}, failed ${k.failed}`);
+  }
+  return lines;
+}
+
+function parseTemperature(v: string | number | boolean | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const s = String(v);
+  const t = /^[0-9]*\.?[0-9]+$/.test(s) ? Number(s) : NaN;
+  if (!Number.isFinite(t) || t > 2) throw new UsageError(`option '--temperature' needs a number from 0 to 2, got '${s}'`);
+  return t;
+}
+
+function defaultWorld(seed: number, distractors: string | number | boolean | undefined, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[] } {
+  const corpus = buildCorpus(seed, typeof distractors === 'number' ? distractors : 120);
+  const pool = makeTaskPool(seed);
+  return { corpus, tasks: split === 'train' ? pool.train : pool.heldout };
+}
+
+/** A world folder as `agent-lab world --out DIR` (or Build World) writes it. */
+function readWorld(dir: string, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[] } {
+  const rows = (file: string): unknown[] => {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (is ${dir} a world folder?)`);
+    }
+    return text
+      .split('\n')
+      .map((line, i) => ({ line, i }))
+      .filter(({ line }) => line.trim() !== '')
+      .map(({ line, i }) => {
+        try {
+          return JSON.parse(line) as unknown;
+        } catch {
+          throw new DistillFailure(`${file}:${i + 1}: not JSON`);
+        }
+      });
+  };
+  const parse = <T>(file: string, f: (row: unknown, where: string) => T): T[] => {
+    try {
+      return rows(file).map((r, i) => f(r, `${file} row ${i + 1}`));
+    } catch (err) {
+      if (err instanceof UsageError || err instanceof DistillFailure) throw err;
+      throw new DistillFailure((err as Error).message);
+    }
+  };
+  return {
+    corpus: parse(path.join(dir, 'corpus.jsonl'), rowToPassage),
+    tasks: parse(path.join(dir, `${split}.jsonl`), rowToTask),
+  };
+}

@@ -1,0 +1,105 @@
+// `agent-lab export --format trl-sft|trl-grpo`: reads a run folder (or one JSONL file),
+// hands the text to core/export.ts and writes what it returns, each file atomically.
+// Every input problem is a UsageError (exit 2) naming the file, the line and what is wrong.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { UsageError } from './args';
+import { DEFAULT_MAX_LEN } from '../core/sftFormat';
+import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer';
+import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
+import { writeFileAtomic } from '../trainer/files';
+import { dataFiles } from '../trainer/prepare';
+
+export interface ExportOptions {
+  format: ExportFormat;
+  run?: string | undefined;
+  data?: string | undefined;
+  split?: 'train' | 'heldout' | undefined;
+  out: string;
+}
+
+export const EXPORT_USAGE =
+  'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE) --out OUTDIR';
+
+/** The CLI entry: options as parsed by cli/args.ts. */
+export function runExportCommand(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void = console.log): ExportResult {
+  const format = options['format'];
+  if (!EXPORT_FORMATS.includes(format as ExportFormat)) throw new UsageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}`, EXPORT_USAGE);
+  const str = (k: string): string | undefined => (typeof options[k] === 'string' ? (options[k] as string) : undefined);
+  const split = str('split');
+  return exportToTrl(
+    { format: format as ExportFormat, run: str('run'), data: str('data'), split: split as ExportOptions['split'], out: str('out') ?? '' },
+    log,
+  );
+}
+
+export function exportToTrl(o: ExportOptions, log: (line: string) => void = () => {}): ExportResult {
+  if ((o.run === undefined) === (o.data === undefined)) throw new UsageError('give --run DIR or --data FILE (one of them)', EXPORT_USAGE);
+  if (o.data !== undefined && o.split !== undefined) throw new UsageError('--split picks a run folder\'s file; with --data the file is the split', EXPORT_USAGE);
+  if (o.out === '') throw new UsageError('missing --out OUTDIR', EXPORT_USAGE);
+  let result: ExportResult;
+  try {
+    result = o.run !== undefined ? fromRun(o, o.run) : fromData(o, o.data!);
+  } catch (err) {
+    if (err instanceof ExportError) throw new UsageError(err.message, EXPORT_USAGE);
+    throw err;
+  }
+  // Data first, README last: a reader who finds the README finds the rest.
+  const names = Object.keys(result.files).sort((a, b) => Number(a === 'README.md') - Number(b === 'README.md'));
+  for (const name of names) writeFileAtomic(path.join(o.out, name), result.files[name]!);
+  const from = o.run !== undefined ? `${o.run} (${o.split ?? 'train'} split)` : o.data!;
+  log(`wrote ${o.out} (${o.format} from ${from}):`);
+  for (const line of result.summary) log(`  ${line}`);
+  const script = o.format === 'trl-sft' ? 'train_sft.py' : 'train_grpo.py --model <the SFT model>';
+  log(`next, on a GPU machine: accelerate launch --num_processes 8 ${path.join(o.out, script)}   (see ${path.join(o.out, 'README.md')})`);
+  return result;
+}
+
+function readRows(file: string, what: string): SourceRow[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ExportError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseJsonl(text, file);
+}
+
+function fromRun(o: ExportOptions, runDir: string): ExportResult {
+  if (!fs.existsSync(runDir) || !fs.statSync(runDir).isDirectory()) throw new ExportError(`no run folder at ${runDir}`);
+  const files = dataFiles(runDir);
+  if (!fs.existsSync(path.dirname(files.trainTraces))) {
+    throw new ExportError(`${runDir} is not a run folder with data: no data/ (agent-lab demo --minutes 0 --run ${runDir} makes one)`);
+  }
+  if (!fs.existsSync(files.tokenizer)) throw new ExportError(`${runDir} has no tokenizer.json`);
+  const tokenizerJson = fs.readFileSync(files.tokenizer, 'utf8');
+  const split = o.split ?? 'train';
+  const base = { source: { run: runDir, split }, tokenizerJson, tokenizerSource: files.tokenizer };
+  if (o.format === 'trl-sft') {
+    const traces = split === 'train' ? files.trainTraces : files.heldoutTraces;
+    return exportSft({ ...base, traces: readRows(traces, 'the transcripts'), maxLen: runMaxLen(runDir) });
+  }
+  // The training pool (overlaps with held-out excluded) or the held-out split, with gold.
+  const tasks = split === 'train' ? files.trainTasks : path.join(runDir, 'world', 'heldout.jsonl');
+  const sft = fs.existsSync(files.trainTraces) ? readRows(files.trainTraces, 'the transcripts') : [];
+  return exportGrpo({ ...base, tasks: readRows(tasks, 'the tasks'), systemPrompt: systemPromptOf(sft) });
+}
+
+function fromData(o: ExportOptions, file: string): ExportResult {
+  // No run folder: the lab's default tokenizer (the one its language server uses outside runs).
+  const base = { source: { data: file }, tokenizerJson: canonicalTokenizerJson(trainDefaultTokenizer()), tokenizerSource: 'the default tokenizer' };
+  const rows = readRows(file, 'the data file');
+  if (o.format === 'trl-sft') return exportSft({ ...base, traces: rows, maxLen: DEFAULT_MAX_LEN });
+  return exportGrpo({ ...base, tasks: rows, systemPrompt: null });
+}
+
+/** The max length the run's SFT drops at (config.json), else the lab's default. */
+function runMaxLen(runDir: string): number {
+  try {
+    const config = JSON.parse(fs.readFileSync(path.join(runDir, 'config.json'), 'utf8')) as { sftMaxLen?: unknown };
+    if (typeof config.sftMaxLen === 'number' && config.sftMaxLen > 0) return config.sftMaxLen;
+  } catch {
+    // no or unreadable config.json: the default
+  }
+  return DEFAULT_MAX_LEN;
+}

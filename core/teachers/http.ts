@@ -1,0 +1,255 @@
+// The HTTP teacher: any server that speaks OpenAI chat-completions (a hosted model, vLLM,
+// llama.cpp's server, Ollama's /v1) answers one ReAct step per request. The wire-format
+// transcript becomes chat messages (DESIGN.md, "HTTP teacher"); the reply is recorded in
+// the one canonical step form (canonicalStep) with the raw reply kept beside it. The API
+// key comes from AGENT_LAB_TEACHER_API_KEY and goes into the Authorization header only.
+import { buildCorpus, makeTaskPool } from '../world';
+import { ToolEnv } from '../env';
+import { rollout } from '../distill';
+import { makeStubTeacher } from '../stubTeacher';
+import { AGENT_TOOLS } from '../tools/schemas';
+import type { Task } from '../types';
+import { ASST, END, SYS, TOOL_RESULT, USER } from '../wire';
+import { AsyncTeacher, TeacherConfigError, TeacherError, TeacherReply, canonicalStep } from './teacher';
+
+export { TeacherConfigError } from './teacher';
+
+export const API_KEY_ENV = 'AGENT_LAB_TEACHER_API_KEY';
+export const BASE_URL_ENV = 'AGENT_LAB_TEACHER_BASE_URL';
+export const MODEL_ENV = 'AGENT_LAB_TEACHER_MODEL';
+
+export interface HttpTeacherOptions {
+  /** e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1; `/chat/completions` is appended. */
+  baseUrl: string;
+  model: string;
+  temperature?: number;
+  maxTokens?: number;
+  /** Per request (each retry gets its own). */
+  timeoutMs?: number;
+  /** Further attempts after a 429, a 5xx, a timeout or a network error. */
+  retries?: number;
+  /** First backoff between attempts (doubled each time, at most 8 s); a Retry-After header wins (at most 30 s). */
+  backoffMs?: number;
+  /** Defaults to process.env.AGENT_LAB_TEACHER_API_KEY; kept in memory only. */
+  apiKey?: string;
+  /** Two (or more) gold transcripts in the wire format; defaults to defaultExemplars(). */
+  exemplars?: readonly string[];
+  /** For tests and proxies; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface ResolvedHttpTeacherOptions {
+  url: string;
+  model: string;
+  temperature: number;
+  maxTokens: number;
+  timeoutMs: number;
+  retries: number;
+  backoffMs: number;
+}
+
+export const HTTP_TEACHER_DEFAULTS = { temperature: 0.7, maxTokens: 512, timeoutMs: 30000, retries: 2, backoffMs: 500 } as const;
+
+/** Checks the options and fills the defaults; throws TeacherConfigError with a clear message. */
+export function resolveHttpTeacherOptions(o: HttpTeacherOptions): ResolvedHttpTeacherOptions {
+  if (typeof o.baseUrl !== 'string' || o.baseUrl.trim() === '') throw new TeacherConfigError('the HTTP teacher needs a base URL (e.g. http://127.0.0.1:8000/v1)');
+  let url: URL;
+  try {
+    url = new URL(o.baseUrl.trim());
+  } catch {
+    throw new TeacherConfigError(`the teacher base URL '${o.baseUrl}' is not a URL (e.g. http://127.0.0.1:8000/v1)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TeacherConfigError(`the teacher base URL must be http or https (got '${url.protocol}')`);
+  if (url.username || url.password) throw new TeacherConfigError(`put no credentials in the teacher base URL; the key comes from ${API_KEY_ENV}`);
+  if (url.search || url.hash) throw new TeacherConfigError(`the teacher base URL takes no query or fragment (got '${o.baseUrl}')`);
+  if (typeof o.model !== 'string' || o.model.trim() === '') throw new TeacherConfigError('the HTTP teacher needs a model name');
+  const num = (name: string, v: number | undefined, dflt: number, min: number, max: number, integer: boolean): number => {
+    if (v === undefined) return dflt;
+    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
+      throw new TeacherConfigError(`teacher ${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max} (got ${String(v)})`);
+    }
+    return v;
+  };
+  const d = HTTP_TEACHER_DEFAULTS;
+  return {
+    url: `${url.toString().replace(/\/+$/, '')}/chat/completions`,
+    model: o.model.trim(),
+    temperature: num('temperature', o.temperature, d.temperature, 0, 2, false),
+    maxTokens: num('max tokens', o.maxTokens, d.maxTokens, 1, 1_000_000, true),
+    timeoutMs: num('timeout (ms)', o.timeoutMs, d.timeoutMs, 1, 3_600_000, true),
+    retries: num('retries', o.retries, d.retries, 0, 20, true),
+    backoffMs: num('backoff (ms)', o.backoffMs, d.backoffMs, 0, 60_000, true),
+  };
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+let exemplarCache: string[] | null = null;
+/**
+ * Two gold transcripts: the stub teacher's solved trajectories for the first lookup and the
+ * first sum task of the default world's training split (fixed, so every request shows the same).
+ */
+export function defaultExemplars(): string[] {
+  if (exemplarCache) return [...exemplarCache];
+  const pool = makeTaskPool(0);
+  const env = new ToolEnv(buildCorpus(0));
+  const teacher = makeStubTeacher(pool.train);
+  const out: string[] = [];
+  for (const kind of ['lookup', 'sum'] as const) {
+    const task = pool.train.find((t: Task) => t.kind === kind && rollout(t, teacher, env).solved);
+    if (task) out.push(rollout(task, teacher, env).transcript);
+  }
+  exemplarCache = out;
+  return [...out];
+}
+
+/** The system message: the run's system prompt, the tools' MCP schemas, the step format, the exemplars. */
+export function teacherSystemMessage(systemPrompt: string, exemplars: readonly string[] = defaultExemplars()): string {
+  return [
+    systemPrompt,
+    '',
+    'The tools, as MCP tool schemas:',
+    JSON.stringify(AGENT_TOOLS, null, 2),
+    '',
+    'Reply with exactly ONE step and nothing else: a line "Thought: <one sentence>", then on the next line either a tool call',
+    '<|tool_call|>{"tool": "search", "args": {"query": "<keywords>", "k": 2}}',
+    'or',
+    '<|tool_call|>{"tool": "calc", "args": {"expr": "<arithmetic, digits and + - * / ( ) only>"}}',
+    'or the final answer',
+    'Answer: <the answer only>',
+    'then stop (the stop sequence is <|end|>). Tool results come back as user messages starting with "Observation:".',
+    'Look facts up with search and compute with calc; never answer from memory.',
+    '',
+    `Solved examples in the wire format (${SYS}, ${USER}, ${ASST} and ${TOOL_RESULT} open a turn, ${END} closes it):`,
+    ...exemplars.flatMap((t, i) => ['', `Example ${i + 1}:`, t]),
+  ].join('\n');
+}
+
+/**
+ * The wire-format prompt (ending in `<|assistant|>`) as chat messages: the system message,
+ * the question as the user message, earlier assistant turns as assistant messages (their
+ * wire text), tool results as user messages "Observation: ...".
+ */
+export function chatMessages(prompt: string, exemplars?: readonly string[]): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  let i = 0;
+  for (;;) {
+    const marker = [SYS, USER, ASST, TOOL_RESULT].find((m) => prompt.startsWith(m, i));
+    if (!marker) throw new Error(`not a wire-format prompt: unexpected text at offset ${i}`);
+    i += marker.length;
+    const end = prompt.indexOf(END, i);
+    if (end < 0) {
+      if (marker === ASST && i === prompt.length) break; // the open turn the teacher writes
+      throw new Error('not a wire-format prompt: a turn without <|end|>');
+    }
+    const content = prompt.slice(i, end);
+    i = end + END.length;
+    if (marker === SYS) messages.push({ role: 'system', content: teacherSystemMessage(content, exemplars) });
+    else if (marker === USER) messages.push({ role: 'user', content });
+    else if (marker === ASST) messages.push({ role: 'assistant', content });
+    else messages.push({ role: 'user', content: `Observation: ${content}` });
+    if (i === prompt.length) throw new Error('not a wire-format prompt: it must end with <|assistant|>');
+  }
+  return messages;
+}
+
+interface ChatCompletion {
+  choices?: { message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown }[];
+}
+
+/** One chat-completions reply as a step; throws TeacherError refusal / malformed / off-grammar. */
+export function interpretCompletion(body: string): TeacherReply {
+  let data: ChatCompletion;
+  try {
+    data = JSON.parse(body) as ChatCompletion;
+  } catch {
+    throw new TeacherError('malformed', `the server's reply is not JSON: ${JSON.stringify(body.slice(0, 120))}`);
+  }
+  const choice = Array.isArray(data?.choices) ? data.choices[0] : undefined;
+  if (!choice || typeof choice !== 'object') throw new TeacherError('malformed', 'the reply has no choices[0]');
+  const message = choice.message ?? {};
+  if (choice.finish_reason === 'content_filter') throw new TeacherError('refusal', 'finish_reason content_filter');
+  if (typeof message.refusal === 'string' && message.refusal.trim() !== '') throw new TeacherError('refusal', message.refusal.slice(0, 200));
+  const content = contentText(message.content);
+  if (content.trim() === '') throw new TeacherError('refusal', 'an empty reply');
+  return { text: canonicalStep(content), raw: content };
+}
+
+// Some servers send content as parts ([{type: "text", text}]).
+function contentText(c: unknown): string {
+  if (typeof c === 'string') return c;
+  if (Array.isArray(c)) return c.map((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : '')).join('');
+  return '';
+}
+
+function serverMessage(body: string): string {
+  try {
+    const j = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
+    const m = typeof j.error === 'string' ? j.error : (j.error?.message ?? j.message ?? j.detail);
+    if (typeof m === 'string' && m.trim() !== '') return m.slice(0, 300);
+  } catch {
+    /* not JSON: the text itself */
+  }
+  return body.trim().slice(0, 300) || '(no message)';
+}
+
+// A bad key, a forbidden model, an unknown model or path: every later request fails the same way.
+const FATAL_STATUS = new Set([401, 403, 404]);
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The HTTP teacher as an AsyncTeacher (options checked here: TeacherConfigError). */
+export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
+  const o = resolveHttpTeacherOptions(options);
+  const fetchFn = options.fetch ?? globalThis.fetch;
+  if (typeof fetchFn !== 'function') throw new TeacherConfigError('this runtime has no fetch (Node 20 or later is needed)');
+  const apiKey = options.apiKey ?? process.env[API_KEY_ENV];
+  const exemplars = options.exemplars ?? defaultExemplars();
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (apiKey) headers['authorization'] = `Bearer ${apiKey}`;
+
+  return async (prompt: string): Promise<TeacherReply> => {
+    const body = JSON.stringify({
+      model: o.model,
+      messages: chatMessages(prompt, exemplars),
+      temperature: o.temperature,
+      max_tokens: o.maxTokens,
+      stop: [END],
+    });
+    for (let attempt = 0; ; attempt++) {
+      let failure: TeacherError;
+      let retryAfterMs: number | null = null;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), o.timeoutMs);
+      try {
+        const res = await fetchFn(o.url, { method: 'POST', headers, body, signal: controller.signal });
+        const text = await res.text();
+        if (res.ok) return interpretCompletion(text);
+        const reason = `http ${res.status}`;
+        if (res.status !== 429 && res.status < 500) throw new TeacherError(reason, serverMessage(text), FATAL_STATUS.has(res.status));
+        failure = new TeacherError(reason, serverMessage(text));
+        const ra = Number(res.headers.get('retry-after'));
+        if (Number.isFinite(ra) && ra >= 0) retryAfterMs = Math.min(ra * 1000, 30_000);
+      } catch (err) {
+        if (err instanceof TeacherError) throw err;
+        failure = controller.signal.aborted
+          ? new TeacherError('timeout', `no complete reply within ${o.timeoutMs} ms`)
+          : new TeacherError('network', networkMessage(err));
+      } finally {
+        clearTimeout(timer);
+      }
+      if (attempt >= o.retries) throw failure;
+      await sleep(retryAfterMs ?? Math.min(o.backoffMs * 2 ** attempt, 8000));
+    }
+  };
+}
+
+// undici puts the useful part (ECONNREFUSED ...) in the cause.
+function networkMessage(err: unknown): string {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  const cause = e?.cause?.code ?? e?.cause?.message;
+  return `${e?.message ?? String(err)}${cause ? ` (${cause})` : ''}`;
+}

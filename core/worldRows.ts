@@ -1,0 +1,41 @@
+// Rows of a world folder (corpus.jsonl, train.jsonl, heldout.jsonl, as `agent-lab world`
+// and "Agent Lab: Build World" write them) back into the core's shapes: the inverses of
+// core/world.ts's passageToRow/taskToRow, checked, with the row named in every error.
+import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
+
+const KINDS: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
+const OPS: readonly TaskOp[] = [null, 'double', 'sum', 'compare'];
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isStr(v[0]) && isStr(v[1]);
+
+export function rowToPassage(row: unknown, where: string): Passage {
+  if (!isObj(row) || !isStr(row['doc_id']) || !isStr(row['text'])) {
+    throw new Error(`${where}: expected {"doc_id": string, "text": string}`);
+  }
+  return { docId: row['doc_id'], text: row['text'] };
+}
+
+export function rowToTask(row: unknown, where: string): Task {
+  const bad = (what: string) => new Error(`${where}: ${what}`);
+  if (!isObj(row)) throw bad('expected a task object');
+  const { question, gold, kind, hints } = row;
+  if (!isStr(question) || !isStr(gold)) throw bad('"question" and "gold" must be strings');
+  if (!KINDS.includes(kind as TaskKind)) throw bad(`unknown kind ${JSON.stringify(kind)}`);
+  if (!isObj(hints)) throw bad('"hints" must be an object');
+  const { queries, facts, op, names } = hints;
+  if (!Array.isArray(queries) || !queries.every(isStr)) throw bad('"hints.queries" must be a list of strings');
+  if (!Array.isArray(facts) || !facts.every(isPair)) throw bad('"hints.facts" must be a list of [entity, attribute] pairs');
+  if (!OPS.includes(op as TaskOp)) throw bad(`unknown op ${JSON.stringify(op)}`);
+  const h: TaskHints =
+    names === undefined
+      ? { queries: [...queries], facts: facts.map(([e, a]) => [e, a]), op: op as TaskOp }
+      : isPair(names)
+        ? { queries: [...queries], facts: facts.map(([e, a]) => [e, a]), op: op as TaskOp, names: [names[0], names[1]] }
+        : (() => {
+            throw bad('"hints.names" must be a pair of strings');
+          })();
+  return { question, gold, kind: kind as TaskKind, hints: h };
+}

@@ -1,0 +1,155 @@
+// GRPO end to end on the real model (tiny preset, wasm) from a short SFT run: the metrics
+// contract per step, checkpoints, held-out points; the pre-flight checks refusing a
+// drifted system prompt, a multiplicative-gate reward and greedy rollouts before any
+// rollout; the training worker killed mid-step leaves every metrics line parseable and the
+// run resumes from its checkpoint.
+import * as assert from 'node:assert/strict';
+import { fork, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { SYSTEM_PROMPT } from '../../core/env';
+import { parseMetricsText } from '../../core/protocol/metrics';
+import type { FromWorker, ToWorker } from '../../core/protocol/worker';
+import { repoRoot } from '../support/reference';
+
+const bin = path.join(repoRoot, 'bin', 'agent-lab');
+const GRPO_KEYS = [
+  'reward_mean',
+  'reward_std',
+  'accuracy',
+  'frac_reward_zero_std',
+  'skipped_groups',
+  'kl',
+  'clip_ratio',
+  'gen_tokens',
+  'completion_len',
+  'steps_mean',
+  'entropy',
+  'tokens_per_s',
+];
+
+function lines(runDir: string): Record<string, unknown>[] {
+  return readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('GRPO runs (CLI and worker, tiny preset)', function () {
+  this.timeout(600_000);
+  let tmp: string;
+  let sft: string;
+  before(() => {
+    const b = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(b.status, 0, b.stderr);
+    tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-grpo-'));
+    sft = path.join(tmp, 'sft');
+    const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '20', '--eval-limit', '0', '--run', sft], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('trains from an SFT run: every step a grpo line with the contract keys, held-out points before and after, a checkpoint', () => {
+    const run = path.join(tmp, 'g');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '3', '--group', '3', '--tasks', '2', '--eval-limit', '2', '--eval-every', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /PASS {2}prompt drift/);
+    assert.match(r.stderr, /PASS {2}reward audit/);
+    const all = lines(run);
+    const grpo = all.filter((l) => l['phase'] === 'grpo');
+    assert.deepEqual(grpo.map((l) => l['step']), [1, 2, 3]);
+    for (const l of grpo) {
+      for (const k of GRPO_KEYS) assert.ok(k in l, `metrics key ${k}`);
+      for (const k of ['reward_mean', 'reward_std', 'accuracy', 'frac_reward_zero_std', 'skipped_groups', 'gen_tokens', 'completion_len', 'steps_mean', 'tokens_per_s']) {
+        assert.equal(typeof l[k], 'number', k);
+      }
+      assert.equal(l['groups'], 2);
+      assert.ok((l['skipped_groups'] as number) <= 2);
+      assert.ok((l['gen_tokens'] as number) > 0);
+      // An update happened exactly when some group had spread.
+      const updated = (l['skipped_groups'] as number) < 2;
+      assert.equal(typeof l['kl'], updated ? 'number' : 'object', `kl ${String(l['kl'])}`);
+      if (updated) assert.equal(l['clip_ratio'], 0, 'one pass per batch: nothing is clipped');
+    }
+    const evals = all.filter((l) => l['phase'] === 'eval');
+    assert.deepEqual(evals.map((l) => l['step']), [0, 3]);
+    assert.equal(readFileSync(path.join(run, 'checkpoints', 'latest'), 'utf8').trim(), 'step-3');
+    const config = JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8'));
+    assert.equal(config.kind, 'grpo');
+    assert.equal(config.grpo.groupSize, 3);
+    assert.equal(config.grpo.temperature, 0.8);
+    assert.equal(config.grpo.reward, 'exact,step=0.05');
+    assert.ok(config.preflight.every((c: { ok: boolean }) => c.ok));
+    const summary = JSON.parse(r.stdout.trim().split('\n').pop()!);
+    assert.equal(summary.frac_reward_zero_std.length, 3);
+    // The GRPO run folder is a run like any other: eval reads it alone.
+    const ev = spawnSync(process.execPath, [bin, 'eval', '--run', run, '--limit', '2', '--json'], { encoding: 'utf8' });
+    assert.equal(ev.status, 0, ev.stderr);
+    assert.equal(JSON.parse(ev.stdout.trim().split('\n').pop()!).n, 2);
+  });
+
+  it('refuses before any rollout: a system prompt one character off, a multiplicative gate, greedy sampling', () => {
+    const cases: { args: string[]; expect: RegExp[] }[] = [
+      {
+        args: ['--system-prompt', SYSTEM_PROMPT.replace('narrow', 'Narrow')],
+        expect: [/FAIL {2}prompt drift/, new RegExp(`first differing byte: ${'<|system|>'.length + SYSTEM_PROMPT.indexOf('narrow')}\n`), /RL prefix/, /SFT prefix/],
+      },
+      { args: ['--reward', 'exact,step=0.05,gate=answer-tag'], expect: [/FAIL {2}reward audit/, /multiplicative gate/, /std 0\.00/] },
+      { args: ['--temperature', '0'], expect: [/FAIL {2}sampled rollouts/, /identical/] },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const run = path.join(tmp, `refused-${i}`);
+      const r = spawnSync(process.execPath, [bin, 'train', 'grpo', '--from', sft, '--steps', '2', ...c.args, '--run', run], { encoding: 'utf8' });
+      assert.equal(r.status, 1, `exit 1 (refused), got ${r.status}: ${r.stderr}`);
+      assert.match(r.stderr, /refused to start/);
+      assert.match(r.stderr, /nothing was rolled out/);
+      for (const e of c.expect) assert.match(r.stderr, e);
+      assert.ok(!existsSync(path.join(run, 'metrics.jsonl')), 'no metrics: no rollout happened');
+      assert.ok(!existsSync(path.join(run, 'config.json')));
+    }
+  });
+
+  it('the worker killed mid-step leaves every metrics line parseable; --resume continues from the checkpoint', async () => {
+    const run = path.join(tmp, 'killed');
+    const worker = fork(path.join(repoRoot, 'dist', 'worker.js'), [], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    const seen: number[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the worker wrote no GRPO metrics in time')), 300_000);
+      worker.on('message', (m: FromWorker) => {
+        if (m.type === 'failed') reject(new Error(m.error));
+        if (m.type === 'metrics' && m.record['phase'] === 'grpo') seen.push(m.record['step'] as number);
+        // Kill while the next step's rollouts are under way (its progress is reported per rollout).
+        if (m.type === 'progress' && m.phase === 'grpo rollouts' && seen.length >= 2 && m.done >= 1) {
+          clearTimeout(timer);
+          worker.kill('SIGKILL');
+          resolve();
+        }
+      });
+      const start: ToWorker = {
+        type: 'start',
+        job: { kind: 'grpo', runDir: run, from: sft, steps: 6, groupSize: 2, tasksPerStep: 2, evalLimit: 0, checkpointEverySeconds: 0 },
+      };
+      worker.send(start);
+    });
+    await new Promise((r) => worker.once('exit', r));
+    const text = readFileSync(path.join(run, 'metrics.jsonl'), 'utf8');
+    const parsed = parseMetricsText(text);
+    assert.deepEqual(parsed.badLines, [], 'every line parses');
+    for (const l of text.split('\n').filter((x) => x !== '')) JSON.parse(l);
+    assert.ok(parsed.lines.filter((l) => 'phase' in l && l.phase === 'grpo').length >= 2);
+    const r = spawnSync(process.execPath, [bin, 'train', 'grpo', '--resume', '--eval-limit', '0', '--run', run], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const after = lines(run);
+    const resume = after.find((l) => l['event'] === 'resume');
+    assert.ok(resume, 'a resume marker');
+    const grpoAfter = after.slice(after.indexOf(resume!) + 1).filter((l) => l['phase'] === 'grpo');
+    assert.equal(grpoAfter[0]!['step'], (resume!['step'] as number) + 1, 'continues at checkpoint + 1');
+    assert.equal(grpoAfter.at(-1)!['step'], 6);
+    assert.deepEqual(parseMetricsText(readFileSync(path.join(run, 'metrics.jsonl'), 'utf8')).badLines, []);
+  });
+});

@@ -1,0 +1,340 @@
+// GRPO's pieces: the policy-gradient loss and its gradient (against an independent
+// computation and finite differences), data-parallel shards, the batch built from rollouts
+// (harness text never labelled), rewards and their audit, advantages, the pre-flight checks.
+import * as assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { SYSTEM_PROMPT, ToolEnv, makeStubTeacher, renderPrompt, rollout } from '../../core/distill';
+import {
+  DEFAULT_REWARD,
+  auditReward,
+  completionFromTranscript,
+  groupAdvantages,
+  parseRewardSpec,
+  scoreCompletion,
+} from '../../core/reward';
+import { trainDefaultTokenizer } from '../../core/tokenizer';
+import { buildCorpus, makeTaskPool } from '../../core/world';
+import { initBackend } from '../../trainer/backend';
+import { reward as evalReward } from '../../trainer/eval';
+import { flatlineMessage, rolloutBatch } from '../../trainer/grpo';
+import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model';
+import { combineFlat, splitBatch } from '../../trainer/parallel';
+import { checkPromptDrift, checkSampling, checkSpecialTokens, firstDifferingByte } from '../../trainer/preflight';
+import type { Episode } from '../../trainer/agentRuntime';
+
+const MICRO: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 32, ropeBase: 10000 };
+
+/** Rows of random ids; about half the positions labelled (the "generated" tokens). */
+function pgBatch(rows: number, seq: number, seed: number): Batch {
+  const rng = makeRng(seed);
+  const inputIds = new Int32Array(rows * seq);
+  const labels = new Int32Array(rows * seq).fill(IGNORE);
+  for (let i = 0; i < rows * seq; i++) inputIds[i] = Math.floor(rng.uniform() * MICRO.vocab);
+  for (let r = 0; r < rows; r++) {
+    for (let t = 0; t + 1 < seq - r; t++) if (rng.uniform() < 0.5) labels[r * seq + t] = inputIds[r * seq + t + 1]!;
+  }
+  return { inputIds, labels, batch: rows, seq };
+}
+
+/** The GRPO loss computed independently: from the model's per-token log-probs, in float64. */
+function referencePgLoss(m: StackModel, b: Batch, pg: PolicyGradient): { loss: number; kl: number; clipped: number } {
+  const lp = m.tokenLogprobs(b).logp;
+  let sum = 0;
+  let kl = 0;
+  let clipped = 0;
+  let n = 0;
+  for (let i = 0; i < lp.length; i++) {
+    if (b.labels[i] === IGNORE) continue;
+    n++;
+    const a = pg.advantages[i]!;
+    const ratio = pg.oldLogp ? Math.exp(lp[i]! - pg.oldLogp[i]!) : 1;
+    const unclipped = ratio * a;
+    const clippedTerm = Math.min(1 + pg.clip, Math.max(1 - pg.clip, ratio)) * a;
+    if (clippedTerm < unclipped) clipped++;
+    const d = pg.refLogp[i]! - lp[i]!;
+    const k3 = Math.exp(d) - d - 1;
+    kl += k3;
+    sum += -(Math.min(unclipped, clippedTerm) - pg.beta * k3);
+  }
+  return { loss: sum / n, kl, clipped };
+}
+
+function gradsToArrays(g: Map<string, { dataSync(): unknown; dispose(): void }>): Record<string, Float32Array> {
+  const out: Record<string, Float32Array> = {};
+  for (const [k, t] of g) {
+    out[k] = new Float32Array(t.dataSync() as Float32Array);
+    t.dispose();
+  }
+  return out;
+}
+
+/** Random weights larger than the init so derivatives stand above float32 noise. */
+function bigWeights(seed: number): Record<string, Float32Array> {
+  const wr = makeRng(seed);
+  const w: Record<string, Float32Array> = {};
+  for (const s of paramSpecs(MICRO)) {
+    const n = s.shape.reduce((a, c) => a * c, 1);
+    w[s.name] = Float32Array.from({ length: n }, () => (s.shape.length === 1 ? 1 : 0) + 0.3 * wr.normal());
+  }
+  return w;
+}
+
+describe('GRPO: the policy-gradient loss in the model', function () {
+  this.timeout(60000);
+  before(async () => {
+    await initBackend('cpu');
+  });
+
+  it('equals the clipped surrogate + k3 KL computed from the per-token log-probs, and its gradient matches finite differences', () => {
+    const weights = bigWeights(3);
+    const m = StackModel.fromWeights(MICRO, weights);
+    const ref = StackModel.fromWeights(MICRO, bigWeights(4));
+    const b = pgBatch(3, 10, 5);
+    const rng = makeRng(8);
+    const now = m.tokenLogprobs(b).logp;
+    const advantages = new Float32Array(b.labels.length);
+    const oldLogp = new Float32Array(b.labels.length);
+    for (let i = 0; i < advantages.length; i++) {
+      advantages[i] = Math.floor(i / b.seq) === 1 ? -1.3 : 0.9 + 0.1 * Math.floor(i / b.seq);
+      // Old log-probs off by up to +-0.5: some ratios leave [0.8, 1.2] and are clipped.
+      oldLogp[i] = Number.isNaN(now[i]!) ? 0 : now[i]! + (rng.uniform() - 0.5);
+    }
+    const pg: PolicyGradient = { advantages, oldLogp, refLogp: ref.tokenLogprobs(b).logp, clip: 0.2, beta: 0.3 };
+    const expected = referencePgLoss(m, b, pg);
+    const out = m.lossAndGrads({ ...b, pg });
+    assert.ok(Math.abs(out.loss - expected.loss) < 1e-5, `loss ${out.loss} vs ${expected.loss}`);
+    assert.ok(out.pg, 'policy-gradient statistics are returned');
+    assert.ok(Math.abs(out.pg.klSum - expected.kl) < 1e-4 * Math.max(1, expected.kl), `kl ${out.pg.klSum} vs ${expected.kl}`);
+    assert.equal(out.pg.clipped, expected.clipped);
+    assert.ok(expected.clipped > 0 && expected.clipped < out.supervised, `some but not all tokens clipped (${expected.clipped}/${out.supervised})`);
+    const grads = gradsToArrays(out.grads);
+    const dir = makeRng(99);
+    const eps = 1e-2;
+    for (const s of paramSpecs(MICRO)) {
+      const n = weights[s.name]!.length;
+      const u = new Float32Array(n);
+      let norm = 0;
+      for (let i = 0; i < n; i++) norm += (u[i] = dir.normal()) ** 2;
+      norm = Math.sqrt(norm);
+      let analytic = 0;
+      for (let i = 0; i < n; i++) analytic += (u[i] = u[i]! / norm) * grads[s.name]![i]!;
+      const at = (sign: number): number => {
+        const w = new Float32Array(weights[s.name]!);
+        for (let i = 0; i < n; i++) w[i] = w[i]! + sign * eps * u[i]!;
+        m.setWeights({ [s.name]: w });
+        return referencePgLoss(m, b, pg).loss;
+      };
+      const numeric = (at(1) - at(-1)) / (2 * eps);
+      m.setWeights({ [s.name]: weights[s.name]! });
+      // Clipping makes the loss piecewise: a kink inside [-eps, eps] costs a little accuracy.
+      const tol = 5e-4 + 0.03 * Math.abs(analytic);
+      assert.ok(Math.abs(numeric - analytic) < tol, `${s.name}: finite difference ${numeric} vs gradient ${analytic}`);
+    }
+    m.dispose();
+    ref.dispose();
+  });
+
+  it('one pass (no old log-probs): ratio 1; zero advantages at the reference give zero loss and zero gradient', () => {
+    const m = StackModel.fromWeights(MICRO, bigWeights(6));
+    const b = pgBatch(2, 8, 7);
+    const refLogp = m.tokenLogprobs(b).logp;
+    const out = m.lossAndGrads({ ...b, pg: { advantages: new Float32Array(b.labels.length), refLogp, clip: 0.2, beta: 0.02 } });
+    assert.ok(Math.abs(out.loss) < 1e-6, `loss ${out.loss}`);
+    assert.ok(out.pg!.klSum < 1e-5);
+    for (const [name, g] of Object.entries(gradsToArrays(out.grads))) {
+      assert.ok(g.every((x) => Math.abs(x) < 1e-6), `${name} has a non-zero gradient`);
+    }
+    // A positive advantage raises the sampled tokens' log-probs after one small step.
+    const adv = new Float32Array(b.labels.length).fill(1);
+    const before = m.tokenLogprobs(b).logp;
+    const r = m.lossAndGrads({ ...b, pg: { advantages: adv, refLogp, clip: 0.2, beta: 0.02 } });
+    const g = gradsToArrays(r.grads);
+    const next: Record<string, Float32Array> = {};
+    for (const [k, w] of m.weights()) next[k] = Float32Array.from(w.dataSync() as Float32Array, (x, i) => x - 0.05 * g[k]![i]!);
+    m.setWeights(next);
+    const after = m.tokenLogprobs(b).logp;
+    let gain = 0;
+    for (let i = 0; i < after.length; i++) if (b.labels[i] !== IGNORE) gain += after[i]! - before[i]!;
+    assert.ok(gain > 0, `sum of sampled log-probs moved by ${gain}`);
+    m.dispose();
+  });
+
+  it('data-parallel shards combine to the single-batch loss, gradient and statistics', () => {
+    const m = StackModel.fromWeights(MICRO, bigWeights(9));
+    const ref = StackModel.fromWeights(MICRO, bigWeights(10));
+    const b = pgBatch(4, 9, 11);
+    const advantages = Float32Array.from({ length: b.labels.length }, (_, i) => [1.2, -0.4, 0.3, -1][Math.floor(i / b.seq)]!);
+    const full = { ...b, pg: { advantages, refLogp: ref.tokenLogprobs(b).logp, clip: 0.2, beta: 0.05 } };
+    const whole = m.lossAndGrads(full);
+    const wholeFlat = Float32Array.from(paramSpecs(MICRO).flatMap((s) => Array.from(whole.grads.get(s.name)!.dataSync() as Float32Array)));
+    for (const g of whole.grads.values()) g.dispose();
+    const shards = splitBatch(full, 2);
+    assert.equal(shards.length, 2);
+    assert.ok(shards.every((s) => s.pg && s.pg.advantages.length === s.batch * s.seq));
+    const parts = shards.map((s) => {
+      const r = m.lossAndGrads(s);
+      const flat = Float32Array.from(paramSpecs(MICRO).flatMap((p) => Array.from(r.grads.get(p.name)!.dataSync() as Float32Array)));
+      for (const g of r.grads.values()) g.dispose();
+      return { stats: r, flat };
+    });
+    const combined = combineFlat(parts[0]!, parts.slice(1));
+    assert.ok(Math.abs(combined.stats.lossSum / combined.stats.weightSum - whole.loss) < 1e-6);
+    assert.ok(Math.abs(combined.stats.pg!.klSum - whole.pg!.klSum) < 1e-5);
+    let maxDiff = 0;
+    for (let i = 0; i < wholeFlat.length; i++) maxDiff = Math.max(maxDiff, Math.abs(wholeFlat[i]! - combined.flat[i]!));
+    assert.ok(maxDiff < 1e-6, `max gradient difference ${maxDiff}`);
+    m.dispose();
+    ref.dispose();
+  });
+
+  it('refuses weights on a policy-gradient batch (its loss is one token mean)', () => {
+    const m = StackModel.create(MICRO, 1);
+    const b = pgBatch(1, 6, 2);
+    const pg = { advantages: new Float32Array(6), refLogp: new Float32Array(6), clip: 0.2, beta: 0 };
+    assert.throws(() => m.lossAndGrads({ ...b, weights: new Float32Array(6).fill(1), pg }), /takes no weights/);
+    assert.throws(() => m.lossAndGrads({ ...b, pg: { ...pg, refLogp: new Float32Array(3) } }), /pg\.refLogp must have batch\*seq entries/);
+    m.dispose();
+  });
+});
+
+describe('GRPO: rollouts to a batch', () => {
+  it('labels exactly the tokens the policy generated, each with its rollout advantage; harness text never', () => {
+    const ep = (ids: number[], generated: number[]) => ({ ids, generated }) as unknown as Episode;
+    // prompt(3) <|assistant|>(harness) 2 tokens + policy <|end|>, observation(2), forced text(2), 1 token, harness <|end|>
+    const a = ep([10, 11, 12, 6, 20, 21, 3, 8, 30, 3, 6, 40, 41, 22, 3], [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0]);
+    const b = ep([10, 11, 6, 20, 3], [0, 0, 0, 1, 1]);
+    const { batch, advantages } = rolloutBatch([
+      { episode: a, advantage: 0.5 },
+      { episode: b, advantage: -2 },
+    ]);
+    assert.equal(batch.seq, 15);
+    const labelled = (row: number) => [...Array(batch.seq).keys()].filter((t) => batch.labels[row * batch.seq + t] !== IGNORE);
+    // Position t predicts ids[t+1]: labelled where generated[t+1] is 1.
+    assert.deepEqual(labelled(0), [3, 4, 5, 12]);
+    assert.deepEqual(labelled(1), [2, 3]);
+    assert.equal(batch.labels[3], 20);
+    assert.equal(batch.labels[12], 22);
+    assert.equal(batch.labels[14], IGNORE, "the harness's closing <|end|> is not a target");
+    assert.equal(advantages[3], 0.5);
+    assert.equal(advantages[batch.seq + 2], -2);
+    assert.equal(advantages[0], 0);
+  });
+});
+
+describe('GRPO: rewards, advantages and the audit', () => {
+  const pool = makeTaskPool(0);
+  const env = new ToolEnv(buildCorpus());
+  const task = pool.train.find((t) => t.kind === 'sum')!;
+  const solved = rollout(task, makeStubTeacher([task]), env).transcript;
+
+  it("the default reward is the seed's: exact match - 0.05 * steps / max_steps", () => {
+    for (const [t, steps, ok] of [
+      [solved, 4, true],
+      [solved.replace(/Answer: \d+/, 'Answer: 1'), 4, false],
+    ] as const) {
+      const c = completionFromTranscript(t);
+      assert.equal(c.steps, steps);
+      const r = scoreCompletion(c, task.gold, DEFAULT_REWARD, 6);
+      assert.equal(r.correct, ok);
+      assert.ok(Math.abs(r.total - evalReward(ok, steps, 6)) < 1e-12);
+    }
+  });
+
+  it('parses reward descriptions and names what is wrong', () => {
+    assert.deepEqual(parseRewardSpec('exact,step=0.05'), DEFAULT_REWARD);
+    assert.deepEqual(parseRewardSpec('exact=2, format=0.1, cap=0, gate=answer-tag'), { exact: 2, stepPenalty: 0, formatBonus: 0.1, wrongCap: 0, gate: 'answer-tag' });
+    assert.throws(() => parseRewardSpec('exact,bonus=1'), /unknown part 'bonus'/);
+    assert.throws(() => parseRewardSpec('step=abc'), /'step=abc' needs a number/);
+    assert.throws(() => parseRewardSpec('gate=tags'), /unknown gate 'tags'/);
+    assert.throws(() => parseRewardSpec(''), /empty/);
+  });
+
+  it('advantages use the population std; a flat group has all-zero advantages', () => {
+    const { advantages, std, mean } = groupAdvantages([1, 0, 1, 0]);
+    assert.equal(mean, 0.5);
+    assert.equal(std, 0.5);
+    assert.ok(Math.abs(advantages[0]! - 1) < 1e-5 && Math.abs(advantages[1]! + 1) < 1e-5);
+    assert.ok(groupAdvantages([0.9, 0.9, 0.9]).advantages.every((a) => a === 0));
+  });
+
+  it('the audit passes the default reward and an additive capped format bonus, with the orderings', () => {
+    for (const text of ['exact,step=0.05', 'exact,step=0.05,format=0.1,cap=0']) {
+      const a = auditReward(parseRewardSpec(text));
+      assert.ok(a.ok, text);
+      assert.ok(a.std >= 0.1);
+      const r = Object.fromEntries(a.rows.map((x) => [x.member, x.reward]));
+      assert.ok(r['correct']! > r['wrong']! && r['correct']! > r['correct but wasteful']!);
+      assert.deepEqual(a.rows.map((x) => x.member), ['correct', 'correct but wasteful', 'wrong', 'malformed call', 'no answer', 'empty answer', 'format-only spam']);
+      const byMember = Object.fromEntries(a.rows.map((x) => [x.member, x]));
+      assert.equal(byMember['no answer']!.answer, null);
+      assert.equal(byMember['malformed call']!.wellFormed, false);
+      assert.equal(byMember['correct but wasteful']!.steps, 6);
+    }
+    // With the cap, formatting alone never pays: spam scores no more than 0.
+    const capped = auditReward(parseRewardSpec('exact,step=0.05,format=0.1,cap=0'));
+    assert.ok(capped.rows.find((x) => x.member === 'format-only spam')!.reward <= 0);
+  });
+
+  it('the audit fails a multiplicative gate that zeroes the group, and a reward without exact match', () => {
+    const gated = auditReward(parseRewardSpec('exact,step=0.05,gate=answer-tag'));
+    assert.equal(gated.ok, false);
+    assert.ok(gated.std < 0.1);
+    assert.ok(gated.warnings.some((w) => /multiplicative gate/.test(w)));
+    const stepOnly = auditReward(parseRewardSpec('step=0.05'));
+    assert.equal(stepOnly.ok, false);
+    assert.ok(stepOnly.checks.find((c) => c.name === 'correct > wrong')!.ok === false);
+  });
+
+  it('the flat-line message names the likely cause from what was measured', () => {
+    assert.match(flatlineMessage(5, 1, 0, 0.8, 'exact'), /too easy/);
+    assert.match(flatlineMessage(5, 0, 0, 0.8, 'exact'), /too hard/);
+    assert.match(flatlineMessage(5, 0.5, 0, 0.1, 'exact'), /temperature \(0\.1\) is too low/);
+    assert.match(flatlineMessage(5, 0, 0, 0.8, 'exact,gate=answer-tag'), /audit-reward --reward "exact,gate=answer-tag"/);
+  });
+});
+
+describe('GRPO: pre-flight checks', () => {
+  const tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-preflight-'));
+  const pool = makeTaskPool(0);
+  const env = new ToolEnv(buildCorpus());
+  const rows = pool.train.slice(0, 5).map((t) => ({ task: t.question, text: rollout(t, makeStubTeacher([t]), env).transcript, kind: t.kind }));
+  const file = path.join(tmp, 'train.traces.jsonl');
+  writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+
+  it('prompt drift: the same prompt passes; one changed character fails with both prefixes and the first differing byte', () => {
+    assert.ok(checkPromptDrift(file, undefined).ok);
+    assert.ok(checkPromptDrift(file, SYSTEM_PROMPT).ok);
+    const drifted = SYSTEM_PROMPT.replace('Think,', 'Think;');
+    const c = checkPromptDrift(file, drifted);
+    assert.equal(c.ok, false);
+    const byte = firstDifferingByte(renderPrompt(rows[0]!.task, drifted), renderPrompt(rows[0]!.task));
+    assert.equal(byte, '<|system|>'.length + SYSTEM_PROMPT.indexOf('Think,') + 'Think'.length);
+    assert.match(c.detail, new RegExp(`at byte ${byte}`));
+    assert.match(c.evidence!, /RL prefix/);
+    assert.match(c.evidence!, /SFT prefix/);
+    assert.match(c.evidence!, /Think;/);
+    assert.match(c.evidence!, new RegExp(`first differing byte: ${byte}`));
+    // A trailing space is drift too (invisible in a terminal, visible in the evidence).
+    assert.equal(checkPromptDrift(file, SYSTEM_PROMPT + ' ').ok, false);
+    assert.equal(checkPromptDrift(path.join(tmp, 'missing.jsonl'), undefined).ok, false);
+  });
+
+  it('special tokens are single ids in the run tokenizer; another tokenizer hash is refused', () => {
+    const tok = trainDefaultTokenizer();
+    assert.ok(checkSpecialTokens(tok).ok);
+    const c = checkSpecialTokens(tok, 'aaaa', 'bbbb');
+    assert.equal(c.ok, false);
+    assert.match(c.evidence!, /aaaa[^]*bbbb/);
+  });
+
+  it('greedy rollouts are refused with the reason', () => {
+    const c = checkSampling(0, 8);
+    assert.equal(c.ok, false);
+    assert.match(c.detail, /identical/);
+    assert.match(c.detail, /no gradient/);
+    assert.equal(checkSampling(0.8, 1).ok, false);
+    assert.ok(checkSampling(0.8, 8).ok);
+  });
+});

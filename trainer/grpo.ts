@@ -1,0 +1,531 @@
+// Multi-turn GRPO from an SFT student (the seed's grpo_agent_step, batched over tasks). Per
+// step: G sampled rollouts per task through the real loop, reward = exact match - a step
+// penalty (configurable, audited before the run), group-relative advantages, groups with no
+// spread skipped and counted, the clipped surrogate with a k3 KL to the frozen SFT policy on
+// the ids carried from sampling, one token mean over the batch's generated tokens. Text the
+// harness wrote never enters the loss. Pre-flight checks refuse a run that cannot learn.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ToolEnv } from '../core/env';
+import { overlapKey } from '../core/overlap';
+import {
+  DEFAULT_REWARD_TEXT,
+  RewardSpec,
+  RewardSpecError,
+  ZERO_ADVANTAGE,
+  completionFromTranscript,
+  formatRewardSpec,
+  groupAdvantages,
+  parseRewardSpec,
+  scoreCompletion,
+} from '../core/reward';
+import { tokenizerHash } from '../core/tokenizer';
+import type { Task } from '../core/types';
+import { buildCorpus, makeTaskPool } from '../core/world';
+import { AgentRuntime, Episode } from './agentRuntime';
+import { BackendAsk, BackendInfo, initBackend } from './backend';
+import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
+import { TrainExample, toExample, tokenizeTrace } from './data';
+import { EvalSummary } from './eval';
+import { writeJsonAtomic } from './files';
+import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from './model';
+import { Trainer } from './optim';
+import { modelPolicy, tokenizerCallMask } from './policy';
+import { formatPreflight, runPreflight } from './preflight';
+import { dataFiles, loadTokenizer, readJsonl } from './prepare';
+import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
+import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadTasks } from './sft';
+
+/** The Contract's defaults (DESIGN.md, "GRPO defaults"). */
+export const GRPO_DEFAULTS = {
+  groupSize: 8,
+  tasksPerStep: 4,
+  temperature: 0.8,
+  maxSteps: 6,
+  clip: 0.2,
+  klBeta: 0.02,
+  epochsPerBatch: 1,
+  /** The default run length, in GRPO steps (rollout batches). */
+  steps: 60,
+  lr: 2e-4,
+  warmupSteps: 5,
+  evalEvery: 20,
+  /** Consecutive steps with every group flat before the run says so. */
+  flatlineSteps: 5,
+  maxTurnTokens: 160,
+} as const;
+
+export interface GrpoOptions {
+  runDir: string;
+  /** The SFT run whose checkpoint is the starting policy and the frozen reference. */
+  from?: string;
+  fromCheckpoint?: string;
+  steps?: number;
+  minutes?: number;
+  groupSize?: number;
+  tasksPerStep?: number;
+  temperature?: number;
+  maxSteps?: number;
+  reward?: string;
+  clip?: number;
+  klBeta?: number;
+  epochsPerBatch?: number;
+  lr?: number;
+  seed?: number;
+  /** GRPO steps between held-out accuracy points (0: only before and after). */
+  evalEvery?: number;
+  /** Held-out tasks per accuracy point (default all 50; 0: none). */
+  evalLimit?: number;
+  /** Overrides the system prompt of the rollouts (the drift check compares it with the SFT data). */
+  systemPrompt?: string;
+  resume?: boolean;
+  backend?: string;
+  parallel?: number | 'auto';
+  checkpointEverySeconds?: number;
+  flatlineSteps?: number;
+}
+
+interface GrpoConfig {
+  kind: 'grpo';
+  from: { run: string; checkpoint: string; step: number };
+  model: ModelConfig;
+  preset?: string;
+  params: number;
+  backend: { asked: string; used: string; note?: string };
+  seed: number;
+  budget: { steps?: number; minutes?: number };
+  grpo: {
+    groupSize: number;
+    tasksPerStep: number;
+    temperature: number;
+    maxSteps: number;
+    reward: string;
+    clip: number;
+    klBeta: number;
+    epochsPerBatch: number;
+    lr: number;
+    evalEvery: number;
+    systemPrompt?: string;
+  };
+  optimiser: Record<string, unknown>;
+  data: { rlTasks: number; taskCounts: Record<string, number>; heldoutTasks: number };
+  tokenizer: { sha256: string; vocabSize: number };
+  preflight: { name: string; ok: boolean; detail: string }[];
+  codeVersion: string;
+  created: string;
+}
+
+const RESUME_STATE = 'grpo_state';
+
+/** A pre-flight check failed: the run did not start (not bad usage; the evidence is the message). */
+export class PreflightRefusal extends UserError {}
+
+/** Rollouts of one step and what the update needs from them. */
+interface Rollout {
+  task: Task;
+  group: number;
+  episode: Episode;
+  reward: number;
+  correct: boolean;
+  advantage: number;
+}
+
+/**
+ * The batch of a GRPO update: the kept rollouts' ids as sampled; a label at t is ids[t+1]
+ * exactly where the policy generated ids[t+1] (harness text never), with its sequence's advantage.
+ */
+export function rolloutBatch(rollouts: readonly Pick<Rollout, 'episode' | 'advantage'>[]): { batch: Batch; advantages: Float32Array } {
+  const seq = Math.max(2, ...rollouts.map((r) => r.episode.ids.length));
+  const rows = rollouts.length;
+  const inputIds = new Int32Array(rows * seq);
+  const labels = new Int32Array(rows * seq).fill(IGNORE);
+  const advantages = new Float32Array(rows * seq);
+  rollouts.forEach((r, i) => {
+    const { ids, generated } = r.episode;
+    for (let t = 0; t < ids.length; t++) inputIds[i * seq + t] = ids[t]!;
+    for (let t = 0; t + 1 < ids.length; t++) {
+      if (generated[t + 1] === 1) {
+        labels[i * seq + t] = ids[t + 1]!;
+        advantages[i * seq + t] = r.advantage;
+      }
+    }
+  });
+  return { batch: { inputIds, labels, batch: rows, seq }, advantages };
+}
+
+/** In words: why every group had zero spread, from what the step measured. */
+export function flatlineMessage(steps: number, accuracy: number, rewardStd: number, temperature: number, reward: string): string {
+  const causes: string[] = [];
+  if (accuracy >= 0.999) causes.push(`the tasks are too easy for the policy (it solved ${(100 * accuracy).toFixed(0)}% of its rollouts)`);
+  else if (accuracy <= 0.001) causes.push('the tasks are too hard for the policy (no rollout was solved)');
+  else causes.push('each task is either always or never solved by the policy');
+  if (temperature < 0.5) causes.push(`the temperature (${temperature}) is too low for rollouts to differ`);
+  causes.push(`the reward (${reward}) gives no spread between these rollouts — run \`agent-lab audit-reward --reward "${reward}"\``);
+  return (
+    `frac_reward_zero_std has been 1.0 for ${steps} steps: within every group all rollouts scored the same ` +
+    `(reward_std ${rewardStd.toFixed(4)}), so every advantage is 0 and GRPO is taking no gradient. Likely causes: ${causes.join('; ')}.`
+  );
+}
+
+export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancelled: boolean; summary: Record<string, unknown> }> {
+  const runDir = path.resolve(o.runDir);
+  const configFile = path.join(runDir, CONFIG_FILE);
+  let previous: GrpoConfig | null = null;
+  if (fs.existsSync(configFile)) {
+    const c = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Partial<GrpoConfig>;
+    if (c.kind !== 'grpo') throw new UserError(`${runDir} already holds a run of kind ${String(c.kind)}; choose another --run for GRPO`);
+    previous = c as GrpoConfig;
+  }
+  if (o.resume && !previous) throw new UserError(`--resume: ${runDir} has no GRPO run to resume (no ${CONFIG_FILE} of kind grpo)`);
+  if (!o.resume && previous) throw new UserError(`${runDir} already holds a GRPO run; pass --resume to continue it, or choose another --run`);
+
+  // The settings: the run's own on resume, else the options over the Contract's defaults.
+  const g = previous?.grpo ?? {
+    groupSize: o.groupSize ?? GRPO_DEFAULTS.groupSize,
+    tasksPerStep: o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep,
+    temperature: o.temperature ?? GRPO_DEFAULTS.temperature,
+    maxSteps: o.maxSteps ?? GRPO_DEFAULTS.maxSteps,
+    reward: o.reward ?? DEFAULT_REWARD_TEXT,
+    clip: o.clip ?? GRPO_DEFAULTS.clip,
+    klBeta: o.klBeta ?? GRPO_DEFAULTS.klBeta,
+    epochsPerBatch: o.epochsPerBatch ?? GRPO_DEFAULTS.epochsPerBatch,
+    lr: o.lr ?? GRPO_DEFAULTS.lr,
+    evalEvery: o.evalEvery ?? GRPO_DEFAULTS.evalEvery,
+    ...(o.systemPrompt !== undefined ? { systemPrompt: o.systemPrompt } : {}),
+  };
+  for (const [k, v] of Object.entries({ groupSize: g.groupSize, tasksPerStep: g.tasksPerStep, maxSteps: g.maxSteps, epochsPerBatch: g.epochsPerBatch })) {
+    if (!Number.isInteger(v) || v < 1) throw new UserError(`GRPO: ${k} must be a positive integer (got ${v})`);
+  }
+  if (!(g.clip > 0 && g.clip < 1)) throw new UserError(`GRPO: clip must be in (0, 1) (got ${g.clip})`);
+  if (!(g.klBeta >= 0)) throw new UserError(`GRPO: KL beta must be >= 0 (got ${g.klBeta})`);
+  if (!(g.lr > 0)) throw new UserError(`GRPO: lr must be > 0 (got ${g.lr})`);
+  let rewardSpec: RewardSpec;
+  try {
+    rewardSpec = parseRewardSpec(g.reward);
+  } catch (err) {
+    if (err instanceof RewardSpecError) throw new UserError(err.message);
+    throw err;
+  }
+  const seed = previous?.seed ?? o.seed ?? 0;
+
+  // The SFT run: its checkpoint is the starting policy and the frozen reference.
+  const fromRun = previous ? previous.from.run : o.from ? path.resolve(o.from) : null;
+  if (!fromRun) throw new UserError('GRPO needs --from SFT_RUN (the SFT run folder whose student it starts from)');
+  const fromConfigFile = path.join(fromRun, CONFIG_FILE);
+  if (!fs.existsSync(fromConfigFile)) throw new UserError(`--from ${fromRun}: not a run folder (no ${CONFIG_FILE})`);
+  const fromConfig = JSON.parse(fs.readFileSync(fromConfigFile, 'utf8')) as { kind?: string; model?: ModelConfig; preset?: string; tokenizer?: { sha256?: string } };
+  if (!fromConfig.model) throw new UserError(`--from ${fromRun}: ${CONFIG_FILE} describes no trained model (kind ${fromConfig.kind ?? 'unknown'})`);
+  let refCk;
+  try {
+    refCk = loadCheckpoint(fromRun, previous ? `step-${previous.from.step}` : (o.fromCheckpoint ?? 'latest'));
+  } catch (err) {
+    throw new UserError(`--from ${fromRun}: cannot load its checkpoint: ${(err as Error).message}`);
+  }
+  const cfg = fromConfig.model;
+  const fromFiles = dataFiles(fromRun);
+  const files = dataFiles(runDir);
+  const tokenizer = loadTokenizer(fromRun);
+  const sha = tokenizerHash(tokenizer);
+
+  // Pre-flight, before any rollout (and before anything is written).
+  const preflight = runPreflight({
+    sftTracesFile: fromFiles.trainTraces,
+    systemPrompt: g.systemPrompt,
+    tokenizer,
+    ...(fromConfig.tokenizer?.sha256 ? { tokenizerSha: { expected: fromConfig.tokenizer.sha256, actual: sha } } : {}),
+    reward: rewardSpec,
+    temperature: g.temperature,
+    groupSize: g.groupSize,
+    maxSteps: g.maxSteps,
+  });
+  const preflightText = formatPreflight(preflight);
+  if (!preflight.ok) throw new PreflightRefusal(`GRPO refused to start: a pre-flight check failed (nothing was rolled out).\n${preflightText}`);
+  for (const line of preflightText.split('\n')) hooks.log('info', line);
+
+  let backend: BackendInfo;
+  try {
+    backend = await initBackend((o.backend ?? previous?.backend.asked ?? 'auto') as BackendAsk);
+  } catch (err) {
+    throw new UserError((err as Error).message);
+  }
+  hooks.started(backend.used);
+  hooks.log('info', `backend: ${backend.used}${backend.note ? ` (${backend.note})` : ''}`);
+
+  // The run folder carries the SFT run's tokenizer and data so eval and the panels read it alone.
+  if (!previous) {
+    fs.mkdirSync(path.join(runDir, 'data'), { recursive: true });
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
+      if (fs.existsSync(path.join(fromRun, f))) fs.copyFileSync(path.join(fromRun, f), path.join(runDir, f));
+    }
+    for (const [src, dst] of [
+      [fromFiles.trainTasks, files.trainTasks],
+      [fromFiles.trainTraces, files.trainTraces],
+      [fromFiles.heldoutTraces, files.heldoutTraces],
+    ] as const) {
+      if (fs.existsSync(src)) fs.copyFileSync(src, dst);
+    }
+  }
+
+  const split = makeTaskPool(0);
+  const rlTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : split.train;
+  const trainingKeys = new Set(rlTasks.map(overlapKey));
+  const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
+  if (leaked.length) throw new UserError(`the RL task pool overlaps the held-out split (${leaked.length} tasks, e.g. ${JSON.stringify(leaked[0]!.question)})`);
+  const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ text: string }>(files.heldoutTraces) : [];
+  const heldExamples = heldRows
+    .map((r) => toExample(tokenizeTrace(r.text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
+    .filter((e): e is TrainExample => e !== null);
+
+  const reference = StackModel.fromWeights(cfg, refCk.weights);
+  let model: StackModel;
+  let opt: Trainer;
+  let step = 0;
+  let elapsedBefore = 0;
+  let metrics: MetricsWriter;
+  const makeTrainer = (m: StackModel) =>
+    new Trainer(m, { lr: g.lr, weightDecay: 0, clip: 1, warmupSteps: GRPO_DEFAULTS.warmupSteps, schedule: 'constant', parallel: o.parallel ?? 'auto' });
+  if (previous && latestCheckpoint(runDir) === null) {
+    // Killed before its first checkpoint: start again from the SFT policy (step 0).
+    model = StackModel.fromWeights(cfg, refCk.weights);
+    opt = makeTrainer(model);
+    metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), 0);
+    hooks.log('warn', 'the run had no checkpoint yet: GRPO starts again from the SFT policy at step 0');
+  } else if (previous) {
+    const ck = loadCheckpoint(runDir, 'latest');
+    model = StackModel.fromWeights(cfg, ck.weights);
+    opt = makeTrainer(model);
+    if (ck.optimizer) opt.importState(ck.optimizer);
+    const st = ck.extra[RESUME_STATE] as { step: number; elapsed: number } | undefined;
+    step = st?.step ?? ck.step;
+    elapsedBefore = st?.elapsed ?? 0;
+    metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), step);
+    hooks.log('info', `resumed GRPO at step ${step}`);
+  } else {
+    model = StackModel.fromWeights(cfg, refCk.weights);
+    opt = makeTrainer(model);
+    const taskCounts: Record<string, number> = {};
+    for (const t of rlTasks) taskCounts[t.kind] = (taskCounts[t.kind] ?? 0) + 1;
+    const config: GrpoConfig = {
+      kind: 'grpo',
+      from: { run: fromRun, checkpoint: refCk.name, step: refCk.step },
+      model: cfg,
+      ...(fromConfig.preset ? { preset: fromConfig.preset } : {}),
+      params: model.paramCount(),
+      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}) },
+      seed,
+      budget: o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps },
+      grpo: { ...g, reward: formatRewardSpec(rewardSpec) },
+      optimiser: { ...opt.optim },
+      data: { rlTasks: rlTasks.length, taskCounts, heldoutTasks: split.heldout.length },
+      tokenizer: { sha256: sha, vocabSize: tokenizer.vocabSize },
+      preflight: preflight.checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
+      codeVersion: CODE_VERSION,
+      created: new Date().toISOString(),
+    };
+    writeJsonAtomic(configFile, config);
+    metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));
+  }
+  const budget = previous?.budget ?? (o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps });
+  const budgetMs = (budget.minutes ?? 0) * 60_000;
+  hooks.log(
+    'info',
+    `GRPO from ${fromRun} (${refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
+      `${g.tasksPerStep} tasks x ${g.groupSize} rollouts per step at temperature ${g.temperature}, reward ${formatRewardSpec(rewardSpec)}, ` +
+      `${rlTasks.length} RL tasks, ${opt.workers.threads} extra worker thread(s)`,
+  );
+
+  const env = new ToolEnv(buildCorpus());
+  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer));
+  const evalLimit = o.evalLimit;
+  const startedAt = Date.now();
+  let runMs = 0;
+  const elapsed = () => elapsedBefore + runMs / 1000;
+  const done = () => (budget.steps !== undefined ? step >= budget.steps : elapsed() * 1000 >= budgetMs);
+  let lastCheckpoint = Date.now();
+  const ckEvery = (o.checkpointEverySeconds ?? 120) * 1000;
+  const flatAfter = o.flatlineSteps ?? GRPO_DEFAULTS.flatlineSteps;
+  let flatRun = 0;
+  let cancelled = false;
+  const zeroStdCurve: number[] = [];
+  const curve: { step: number; accuracy: number }[] = [];
+  let lastRecord: Record<string, unknown> = {};
+
+  const checkpoint = async () => {
+    const p = await saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed() } });
+    lastCheckpoint = Date.now();
+    hooks.checkpoint(step, p);
+  };
+  const accuracyPoint = (final: boolean): EvalSummary | null => {
+    if (evalLimit === 0) return null;
+    const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
+    const { summary } = evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
+    const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
+    metrics.append(rec);
+    hooks.metrics(rec);
+    curve.push({ step, accuracy: summary.accuracy });
+    hooks.log('info', `held-out exact match at GRPO step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
+    return summary;
+  };
+
+  try {
+    const before = previous ? null : accuracyPoint(false);
+    while (!done()) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (hooks.isCancelled()) {
+        cancelled = true;
+        break;
+      }
+      const t0 = Date.now();
+      // Per-step randomness from (seed, step): a resumed run samples what it would have.
+      const rng = makeRng(seed * 1_000_003 + (step + 1) * 7919);
+      const picked = new Set<number>();
+      while (picked.size < Math.min(g.tasksPerStep, rlTasks.length)) picked.add(Math.floor(rng.uniform() * rlTasks.length));
+      const rollouts: Rollout[] = [];
+      let groupsFlat = 0;
+      let skipped = 0;
+      const groupStds: number[] = [];
+      let group = 0;
+      for (const ti of picked) {
+        const task = rlTasks[ti]!;
+        const members: Rollout[] = [];
+        for (let k = 0; k < g.groupSize; k++) {
+          if (hooks.isCancelled()) break;
+          const episode = runtime.run(task, {
+            maxSteps: g.maxSteps,
+            temperature: g.temperature,
+            constrained: true,
+            maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
+            random: rng.uniform,
+            ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
+          });
+          const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
+          members.push({ task, group, episode, reward: score.total, correct: score.correct, advantage: 0 });
+          hooks.progress('grpo rollouts', rollouts.length + members.length, picked.size * g.groupSize, `step ${step + 1}`);
+        }
+        if (members.length < g.groupSize) break; // cancelled mid-group
+        const { advantages, std } = groupAdvantages(members.map((m) => m.reward));
+        groupStds.push(std);
+        members.forEach((m, i) => (m.advantage = advantages[i]!));
+        if (std === 0) groupsFlat++;
+        if (Math.max(...advantages.map(Math.abs)) < ZERO_ADVANTAGE) skipped++;
+        rollouts.push(...members);
+        group++;
+      }
+      if (hooks.isCancelled()) {
+        cancelled = true;
+        break;
+      }
+      const tRoll = Date.now();
+      const kept = rollouts.filter((r) => {
+        const grp = rollouts.filter((x) => x.group === r.group);
+        return Math.max(...grp.map((x) => Math.abs(x.advantage))) >= ZERO_ADVANTAGE;
+      });
+      const genTokens = rollouts.reduce((n, r) => n + r.episode.generated.reduce((a, b) => a + b, 0), 0);
+      let update: Record<string, unknown> = {};
+      if (kept.length > 0) {
+        const { batch, advantages } = rolloutBatch(kept);
+        const ref = reference.tokenLogprobs(batch).logp;
+        const old = g.epochsPerBatch > 1 ? model.tokenLogprobs(batch).logp : undefined;
+        let kl = 0;
+        let clipped = 0;
+        let entropy = 0;
+        let loss = 0;
+        let gradNorm = 0;
+        let lr = 0;
+        let supervised = 0;
+        for (let e = 0; e < g.epochsPerBatch; e++) {
+          const r = opt.step({ ...batch, pg: { advantages, refLogp: ref, oldLogp: old, clip: g.clip, beta: g.klBeta } });
+          supervised = r.supervised;
+          if (e === 0) {
+            kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;
+            entropy = r.pg ? r.pg.entropySum / Math.max(1, r.supervised) : 0;
+          }
+          clipped += r.pg?.clipped ?? 0;
+          loss = r.loss;
+          gradNorm = r.gradNorm;
+          lr = r.lr;
+        }
+        update = {
+          loss,
+          kl,
+          clip_ratio: clipped / Math.max(1, supervised * g.epochsPerBatch),
+          entropy,
+          grad_norm: gradNorm,
+          lr,
+          trained_tokens: supervised,
+        };
+      }
+      const tEnd = Date.now();
+      runMs += tEnd - t0;
+      step++;
+      const rewards = rollouts.map((r) => r.reward);
+      const groups = groupStds.length;
+      const frac = groups ? groupsFlat / groups : 0;
+      zeroStdCurve.push(frac);
+      const rec: Record<string, unknown> = {
+        phase: 'grpo',
+        step,
+        time: elapsed(),
+        reward_mean: rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length),
+        // TRL's reward_std: the mean over groups of the within-group std.
+        reward_std: groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups),
+        accuracy: rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length),
+        frac_reward_zero_std: frac,
+        skipped_groups: skipped,
+        groups,
+        gen_tokens: genTokens,
+        completion_len: genTokens / Math.max(1, rollouts.length),
+        steps_mean: rollouts.reduce((a, r) => a + r.episode.steps, 0) / Math.max(1, rollouts.length),
+        ...(kept.length ? update : { kl: null, clip_ratio: null, entropy: null, update: false }),
+        // Sampling throughput: the policy's generated tokens per second of rollout time.
+        tokens_per_s: (genTokens * 1000) / Math.max(1, tRoll - t0),
+        rollout_s: (tRoll - t0) / 1000,
+        update_s: (tEnd - tRoll) / 1000,
+        backend: backend.used,
+      };
+      if (frac === 1) flatRun++;
+      else flatRun = 0;
+      if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
+        const msg = flatlineMessage(flatRun, rec['accuracy'] as number, rec['reward_std'] as number, g.temperature, formatRewardSpec(rewardSpec));
+        rec['warning'] = msg;
+        hooks.log('warn', msg);
+      }
+      metrics.append(rec as { phase: 'grpo'; step: number; time: number });
+      hooks.metrics(rec);
+      lastRecord = rec;
+      hooks.progress(
+        'grpo',
+        budget.steps !== undefined ? step : Math.round(elapsed()),
+        budget.steps ?? Math.round(budgetMs / 1000),
+        `step ${step}: reward ${(rec['reward_mean'] as number).toFixed(3)}, solved ${(100 * (rec['accuracy'] as number)).toFixed(0)}%, ` +
+          `flat groups ${groupsFlat}/${groups}`,
+      );
+      if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();
+      if (g.evalEvery > 0 && step % g.evalEvery === 0 && !done()) {
+        await checkpoint();
+        accuracyPoint(false);
+      }
+    }
+    await checkpoint();
+    const after = !cancelled && !hooks.isCancelled() ? accuracyPoint(true) : null;
+    const summary = {
+      runDir,
+      from: fromRun,
+      steps: step,
+      minutes: elapsed() / 60,
+      wallMinutes: (Date.now() - startedAt) / 60000,
+      backend: backend.used,
+      reward_mean: lastRecord['reward_mean'],
+      ...(before ? { heldout_accuracy_before: before.accuracy } : {}),
+      ...(after ? { heldout_accuracy: after.accuracy, by_kind: after.by_kind } : {}),
+      frac_reward_zero_std: zeroStdCurve,
+      curve,
+    };
+    return { cancelled, summary };
+  } finally {
+    metrics.close();
+    opt.dispose();
+    model.dispose();
+    reference.dispose();
+  }
+}

@@ -1,0 +1,96 @@
+// The trained student of a run folder as a teacher (self-distillation; with distill's
+// "keep only solved rollouts" this is STaR-style filtering). Same AsyncTeacher interface as
+// the HTTP teacher: given the wire-format prompt, it generates one assistant step the way
+// the agent runtime does (grammar-constrained calls, role tokens forbidden, sampling at a
+// temperature with a seeded generator) and records it in the canonical step form.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ToolEnv } from '../core/env';
+import { mulberry32 } from '../core/mulberry32';
+import { AsyncTeacher, TeacherConfigError, TeacherError, canonicalStep } from '../core/teachers/teacher';
+import { AgentRuntime } from './agentRuntime';
+import { BackendAsk, initBackend } from './backend';
+import { loadCheckpoint, restoreModel } from './checkpoint';
+import { modelPolicy, tokenizerCallMask } from './policy';
+import { dataFiles, loadTokenizer } from './prepare';
+
+export const STUDENT_TEACHER_DEFAULTS = { temperature: 0.7, maxTurnTokens: 160, seed: 0 } as const;
+
+export interface StudentTeacherOptions {
+  runDir: string;
+  /** 'latest' (default) or 'step-N'. */
+  checkpoint?: string;
+  /** > 0 so the samples of one task differ (default 0.7); 0 = greedy. */
+  temperature?: number;
+  seed?: number;
+  backend?: BackendAsk;
+  maxTurnTokens?: number;
+}
+
+export interface StudentTeacher {
+  teacher: AsyncTeacher;
+  /** The checkpoint's name (step-N) and step. */
+  checkpoint: string;
+  step: number;
+  backend: string;
+  dispose(): void;
+}
+
+/**
+ * A runtime's student as an AsyncTeacher. Steps the student cannot finish become teacher
+ * failures: `context` (the transcript outgrew its context), `malformed` / `off-grammar`.
+ */
+export function runtimeTeacher(runtime: AgentRuntime, o: { temperature: number; random: () => number; maxTurnTokens?: number }): AsyncTeacher {
+  return async (prompt: string): Promise<string> => {
+    // Generation is synchronous: yield first so progress output and Ctrl-C get a turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    const turn = runtime.continueTurn(prompt, {
+      temperature: o.temperature,
+      random: o.random,
+      constrained: true,
+      maxTurnTokens: o.maxTurnTokens ?? STUDENT_TEACHER_DEFAULTS.maxTurnTokens,
+    });
+    if (turn.contextFull) throw new TeacherError('context', "the transcript no longer fits the student's context");
+    try {
+      return canonicalStep(turn.text);
+    } catch (err) {
+      if (err instanceof TeacherError && turn.truncated) throw new TeacherError(err.reason, `cut at ${o.maxTurnTokens ?? STUDENT_TEACHER_DEFAULTS.maxTurnTokens} tokens; ${err.detail}`);
+      throw err;
+    }
+  };
+}
+
+/** Loads the run's tokenizer and checkpoint; throws TeacherConfigError when the run has no student. */
+export async function makeStudentTeacher(o: StudentTeacherOptions): Promise<StudentTeacher> {
+  const runDir = path.resolve(o.runDir);
+  const temperature = o.temperature ?? STUDENT_TEACHER_DEFAULTS.temperature;
+  if (!Number.isFinite(temperature) || temperature < 0 || temperature > 5) {
+    throw new TeacherConfigError(`student temperature must be a number from 0 to 5 (got ${temperature})`);
+  }
+  if (!fs.existsSync(dataFiles(runDir).tokenizer)) throw new TeacherConfigError(`${runDir} is not a run folder with a student (no tokenizer.json)`);
+  let ck;
+  try {
+    ck = loadCheckpoint(runDir, o.checkpoint ?? 'latest');
+  } catch (err) {
+    throw new TeacherConfigError(`cannot load the student's checkpoint '${o.checkpoint ?? 'latest'}' of ${runDir}: ${(err as Error).message}`);
+  }
+  const tokenizer = loadTokenizer(runDir);
+  if (ck.config.vocab < tokenizer.vocabSize) {
+    throw new TeacherConfigError(`checkpoint ${ck.name} has ${ck.config.vocab} embedding rows but the run's tokenizer ${tokenizer.vocabSize} tokens`);
+  }
+  let backend;
+  try {
+    backend = await initBackend(o.backend ?? 'auto');
+  } catch (err) {
+    throw new TeacherConfigError((err as Error).message);
+  }
+  const model = restoreModel(ck);
+  // continueTurn never runs a tool: the runtime's environment is unused here.
+  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv([]), tokenizerCallMask(tokenizer));
+  const teacher = runtimeTeacher(runtime, {
+    temperature,
+    random: mulberry32(o.seed ?? STUDENT_TEACHER_DEFAULTS.seed),
+    ...(o.maxTurnTokens !== undefined ? { maxTurnTokens: o.maxTurnTokens } : {}),
+  });
+  return { teacher, checkpoint: ck.name, step: ck.step, backend: backend.used, dispose: () => model.dispose() };
+}
