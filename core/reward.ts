@@ -8,7 +8,7 @@ import { ToolEnv } from './env';
 import { makeStubTeacher } from './stubTeacher';
 import type { Task } from './types';
 import { buildCorpus, makeTaskPool } from './world';
-import { ASST, END, FORCED_ANSWER_TEXT, TOOL_CALL, parseAssistantStep, renderCall, renderToolResult } from './wire';
+import { ASST, END, FORCED_ANSWER_TEXT, TOOL_CALL, assistantTurns, parseAssistantStep, renderCall, renderToolResult } from './wire';
 
 
 export interface RewardSpec {
@@ -93,19 +93,6 @@ export interface Completion {
   wellFormed: boolean;
   /** The text of the last assistant turn (what a format gate inspects). */
   finalText: string;
-}
-
-/** The assistant turns of a transcript (text between <|assistant|> and its <|end|>). */
-function assistantTurns(text: string): string[] {
-  const out: string[] = [];
-  let i = text.indexOf(ASST);
-  while (i >= 0) {
-    const start = i + ASST.length;
-    const end = text.indexOf(END, start);
-    out.push(text.slice(start, end < 0 ? text.length : end));
-    i = end < 0 ? -1 : text.indexOf(ASST, end);
-  }
-  return out;
 }
 
 /** Reads a trajectory in the wire format the way the reward sees an RL episode. */

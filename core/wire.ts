@@ -93,3 +93,16 @@ export function renderCallBody(tool: string, args: ToolArgs): string {
 export function renderCall(tool: string, args: ToolArgs): string {
   return `${TOOL_CALL}${renderCallBody(tool, args)}${END}`;
 }
+
+/** The assistant turns of a transcript: the text between each <|assistant|> and its <|end|>. */
+export function assistantTurns(text: string): string[] {
+  const out: string[] = [];
+  let i = text.indexOf(ASST);
+  while (i >= 0) {
+    const start = i + ASST.length;
+    const end = text.indexOf(END, start);
+    out.push(text.slice(start, end < 0 ? text.length : end));
+    i = end < 0 ? -1 : text.indexOf(ASST, end);
+  }
+  return out;
+}

@@ -8,7 +8,7 @@ import { overlapKey } from '../core/overlap';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
 import { makeStubTeacher } from '../core/stubTeacher';
 import type { Task } from '../core/types';
-import { parseAssistantStep, ASST, END } from '../core/wire';
+import { assistantTurns, parseAssistantStep } from '../core/wire';
 import { AgentRuntime, Episode, EpisodeOptions } from './agentRuntime';
 
 export type Failure = 'search' | 'calc' | 'final' | 'format' | 'out_of_steps';
@@ -53,18 +53,7 @@ interface TeacherStep {
   answer?: string;
 }
 
-/** The assistant turns of a transcript, parsed. */
-export function assistantTurns(text: string): string[] {
-  const out: string[] = [];
-  let i = text.indexOf(ASST);
-  while (i >= 0) {
-    const start = i + ASST.length;
-    const end = text.indexOf(END, start);
-    out.push(text.slice(start, end < 0 ? text.length : end));
-    i = end < 0 ? -1 : text.indexOf(ASST, end);
-  }
-  return out;
-}
+export { assistantTurns } from '../core/wire';
 
 function teacherSteps(text: string): TeacherStep[] {
   return assistantTurns(text).map((t) => {
