@@ -268,6 +268,14 @@ export interface EvalResult extends LossStats {
 }
 
 const NORM_EPS = 1e-5;
+
+/**
+ * A float32 one-hot matrix. tfjs-backend-wasm 4.22's OneHot kernel writes int32 bits whatever
+ * dtype is asked (a float32 tensor holding 1 reads as 1.4e-45), so build it as int32 and cast.
+ */
+function floatOneHot(indices: tf.Tensor1D, depth: number): tf.Tensor2D {
+  return tf.cast(tf.oneHot(indices, depth), 'float32') as tf.Tensor2D;
+}
 const MASK_NEG = -1e9;
 
 /** Deterministic PRNG (mulberry32) and a normal sampler, so init is the same on every backend. */
@@ -972,7 +980,7 @@ export class StackModel {
     // The gradient tensor is the tidy's result, so it belongs to the caller's scope.
     const dlogits = tf.tidy(() => {
       const lab = tf.tensor1d(labels, 'int32');
-      const onehot = tf.oneHot(lab, V, 1, 0, 'float32');
+      const onehot = floatOneHot(lab, V);
       const logp = tf.logSoftmax(logits);
       const ce = tf.neg(tf.sum(tf.mul(logp, onehot), 1));
       const wt = tf.tensor1d(w);
@@ -1005,7 +1013,7 @@ export class StackModel {
     const out = { ceSum: 0, lossSum: 0, correct: 0, pg: { klSum: 0, clipped: 0, entropySum: 0 } };
     const dlogits = tf.tidy(() => {
       const lab = tf.tensor1d(labels, 'int32');
-      const onehot = tf.oneHot(lab, V, 1, 0, 'float32');
+      const onehot = floatOneHot(lab, V);
       const logp = tf.logSoftmax(logits);
       const probs = tf.exp(logp);
       const newLp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
@@ -1164,7 +1172,7 @@ export class StackModel {
       const hs = this.gatherRows(this.hidden(prep), prep.supIdx);
       const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
       const logp = tf.logSoftmax(logits);
-      const onehot = tf.oneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1], 1, 0, 'float32');
+      const onehot = floatOneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1]);
       const lp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
       entropySum = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp))).dataSync()[0]!;
       // supIdx is in rows*T (trimmed); map back to rows*seq.

@@ -81,10 +81,28 @@ function bigWeights(seed: number): Record<string, Float32Array> {
   return w;
 }
 
-describe('GRPO: the policy-gradient loss in the model', function () {
+// Both backends: wasm is what trains here, and its kernels differ (its OneHot once ignored
+// the asked dtype, which made every log-prob ~0 and KL exactly 0 without failing on cpu).
+for (const backend of ['cpu', 'wasm'] as const) describe(`GRPO: the policy-gradient loss in the model (${backend})`, function () {
   this.timeout(60000);
   before(async () => {
-    await initBackend('cpu');
+    await initBackend(backend);
+  });
+
+  it('tokenLogprobs: per-position log-probs whose negated sum is the CE loss of evaluate()', () => {
+    const m = StackModel.fromWeights(MICRO, bigWeights(2));
+    const b = pgBatch(3, 10, 4);
+    const { logp } = m.tokenLogprobs(b);
+    let sum = 0;
+    for (let i = 0; i < logp.length; i++) {
+      assert.equal(Number.isNaN(logp[i]!), b.labels[i] === IGNORE, `position ${i}`);
+      if (b.labels[i] !== IGNORE) {
+        assert.ok(logp[i]! < 0 && logp[i]! > -20, `log-prob ${logp[i]} at ${i}`);
+        sum += logp[i]!;
+      }
+    }
+    assert.ok(Math.abs(-sum - m.evaluate(b).ceSum) < 1e-3, `${-sum} vs ${m.evaluate(b).ceSum}`);
+    m.dispose();
   });
 
   it('equals the clipped surrogate + k3 KL computed from the per-token log-probs, and its gradient matches finite differences', () => {
