@@ -21,7 +21,15 @@ export interface Policy {
   /** The longest sequence the policy accepts (its context). */
   readonly maxContext: number;
   newSession(): DecodeSession;
+  /**
+   * One token appended to each of several distinct sessions in one batched forward pass
+   * (optional): the logits after each, as `append([id])` would give them.
+   */
+  appendBatch?(sessions: readonly DecodeSession[], ids: readonly number[]): Float32Array[];
 }
+
+/** What an episode asks of its decoder: append these ids, give back the next-token logits. */
+type Append = readonly number[];
 
 /** The episode no longer fits the policy's context; it ends where it is. */
 class ContextFull extends Error {}
@@ -50,6 +58,8 @@ export interface EpisodeOptions {
   systemPrompt?: string;
 }
 export const DEFAULT_EPISODE: EpisodeOptions = { maxSteps: 6, temperature: 0, constrained: true, maxTurnTokens: 160 };
+
+export type EpisodeTask = Pick<Task, 'question'> & Partial<Pick<Task, 'gold' | 'kind'>>;
 
 export interface StepRecord {
   kind: 'tool' | 'malformed' | 'final' | 'forced';
@@ -98,20 +108,71 @@ export class AgentRuntime {
   }
 
   /** Runs one episode. A question without gold (agent-lab run) is never `solved`. */
-  run(task: Pick<Task, 'question'> & Partial<Pick<Task, 'gold' | 'kind'>>, options: Partial<EpisodeOptions> = {}): Episode {
-    const o = { ...DEFAULT_EPISODE, ...options };
+  run(task: EpisodeTask, options: Partial<EpisodeOptions> = {}): Episode {
     const session = this.policy.newSession();
+    try {
+      const episode = this.episode(task, { ...DEFAULT_EPISODE, ...options });
+      let r = episode.next();
+      while (!r.done) r = episode.next(session.append(r.value));
+      return r.value;
+    } finally {
+      session.dispose();
+    }
+  }
+
+  /**
+   * Runs several episodes in lockstep: whenever every unfinished episode waits for one
+   * sampled token, their decoding steps share one batched forward pass (Policy.appendBatch);
+   * prompts and observations are prefilled per episode. Each episode keeps its own options
+   * (its own random stream), so it samples from the same distributions as `run`.
+   */
+  runBatch(items: readonly { task: EpisodeTask; options?: Partial<EpisodeOptions> }[]): Episode[] {
+    const sessions = items.map(() => this.policy.newSession());
+    try {
+      const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }));
+      const state = episodes.map((e) => e.next());
+      const results: (Episode | null)[] = items.map(() => null);
+      for (;;) {
+        const waiting: number[] = [];
+        state.forEach((r, i) => {
+          if (r.done) results[i] = r.value;
+          else waiting.push(i);
+        });
+        if (waiting.length === 0) break;
+        const singles = waiting.filter((i) => (state[i]!.value as Append).length === 1);
+        const batched = this.policy.appendBatch && singles.length > 1 ? new Set(singles) : new Set<number>();
+        if (batched.size > 0) {
+          const idx = [...batched];
+          const logits = this.policy.appendBatch!(
+            idx.map((i) => sessions[i]!),
+            idx.map((i) => (state[i]!.value as Append)[0]!),
+          );
+          idx.forEach((i, k) => (state[i] = episodes[i]!.next(logits[k]!)));
+        }
+        for (const i of waiting) {
+          if (!batched.has(i)) state[i] = episodes[i]!.next(sessions[i]!.append(state[i]!.value as Append));
+        }
+      }
+      return results as Episode[];
+    } finally {
+      for (const s of sessions) s.dispose();
+    }
+  }
+
+  /** One episode as a coroutine: it yields the ids to append and receives the logits after them. */
+  private *episode(task: EpisodeTask, o: EpisodeOptions): Generator<Append, Episode, Float32Array> {
     const ids: number[] = [];
     const generated: number[] = [];
     let logits: Float32Array | null = null;
-    const harness = (text: string): void => {
-      const piece = this.tokenizer.encode(text);
+    const self = this;
+    function* harness(text: string): Generator<Append, void, Float32Array> {
+      const piece = self.tokenizer.encode(text);
       if (piece.length === 0) return;
-      if (ids.length + piece.length > this.policy.maxContext) throw new ContextFull();
+      if (ids.length + piece.length > self.policy.maxContext) throw new ContextFull();
       ids.push(...piece);
       for (let i = 0; i < piece.length; i++) generated.push(0);
-      logits = session.append(piece);
-    };
+      logits = yield piece;
+    }
     const record: StepRecord[] = [];
     const calls = new Set<string>();
     let answer: string | null = null;
@@ -119,11 +180,11 @@ export class AgentRuntime {
     let outOfSteps = false;
     let contextFull = false;
     try {
-      harness(renderPrompt(task.question, o.systemPrompt));
+      yield* harness(renderPrompt(task.question, o.systemPrompt));
       for (let s = 0; s < o.maxSteps && answer === null; s++) {
         steps++;
-        harness(ASST);
-        const turn = this.generateTurn(session, () => logits!, (l) => (logits = l), ids, generated, o, true);
+        yield* harness(ASST);
+        const turn = yield* this.generateTurn(() => logits!, (l) => (logits = l), ids, generated, o, true);
         const action = parseAssistantStep(turn.text);
         if (action.kind === 'final') {
           answer = action.answer;
@@ -153,13 +214,13 @@ export class AgentRuntime {
           ...(guard ? { guard } : {}),
           truncated: turn.truncated,
         });
-        harness(renderToolResult(observation));
+        yield* harness(renderToolResult(observation));
       }
       if (answer === null) {
         // Out of steps: the harness forces one answer attempt; its text is not the policy's.
         outOfSteps = true;
-        harness(ASST + FORCED_ANSWER_TEXT);
-        const turn = this.generateTurn(session, () => logits!, (l) => (logits = l), ids, generated, o, false);
+        yield* harness(ASST + FORCED_ANSWER_TEXT);
+        const turn = yield* this.generateTurn(() => logits!, (l) => (logits = l), ids, generated, o, false);
         answer = finalAnswerOf(FORCED_ANSWER_TEXT + turn.text);
         record.push({ kind: 'forced', text: FORCED_ANSWER_TEXT + turn.text, truncated: turn.truncated });
       }
@@ -167,8 +228,6 @@ export class AgentRuntime {
       if (!(err instanceof ContextFull)) throw err;
       contextFull = true;
       outOfSteps = answer === null;
-    } finally {
-      session.dispose();
     }
     return {
       question: task.question,
@@ -198,8 +257,10 @@ export class AgentRuntime {
     const session = this.policy.newSession();
     try {
       let logits = session.append(ids);
-      const turn = this.generateTurn(session, () => logits, (l) => (logits = l), [...ids], [], o, true);
-      return { ...turn, contextFull: false };
+      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true);
+      let r = gen.next();
+      while (!r.done) r = gen.next(session.append(r.value));
+      return { ...r.value, contextFull: false };
     } catch (err) {
       if (!(err instanceof ContextFull)) throw err;
       return { text: '', truncated: false, contextFull: true };
@@ -209,15 +270,14 @@ export class AgentRuntime {
   }
 
   /** Generates one assistant turn up to and including <|end|> (added by the harness if cut). */
-  private generateTurn(
-    session: DecodeSession,
+  private *generateTurn(
     getLogits: () => Float32Array,
     setLogits: (l: Float32Array) => void,
     ids: number[],
     generated: number[],
     o: EpisodeOptions,
     callsAllowed: boolean,
-  ): { text: string; truncated: boolean } {
+  ): Generator<Append, { text: string; truncated: boolean }, Float32Array> {
     const turnIds: number[] = [];
     let states: StateSet | null = null; // non-null inside a tool call
     for (let n = 0; n < o.maxTurnTokens; n++) {
@@ -234,18 +294,18 @@ export class AgentRuntime {
       generated.push(1);
       if (id === this.endId) {
         // The logits after <|end|> are needed for the next harness text only through append.
-        setLogits(session.append([id]));
+        setLogits(yield [id]);
         return { text: this.tokenizer.decode(turnIds), truncated: false };
       }
       turnIds.push(id);
       if (id === this.callId) states = this.mask ? this.mask.start() : [];
       else if (states !== null && this.mask) states = this.mask.advance(states, id);
-      setLogits(session.append([id]));
+      setLogits(yield [id]);
     }
     // Cut: the harness closes the turn; this <|end|> is not the policy's.
     ids.push(this.endId);
     generated.push(0);
-    setLogits(session.append([this.endId]));
+    setLogits(yield [this.endId]);
     return { text: this.tokenizer.decode(turnIds), truncated: true };
   }
 }

@@ -384,33 +384,37 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       let groupsFlat = 0;
       let skipped = 0;
       const groupStds: number[] = [];
-      let group = 0;
-      for (const ti of picked) {
-        const task = rlTasks[ti]!;
-        const members: Rollout[] = [];
-        for (let k = 0; k < g.groupSize; k++) {
-          if (hooks.isCancelled()) break;
-          const episode = runtime.run(task, {
+      // Every rollout of the step decodes in lockstep (batched KV-cache steps), each with its
+      // own random stream, seeded by (seed, step, rollout).
+      const tasks = [...picked].map((ti) => rlTasks[ti]!);
+      const items = tasks.flatMap((task, t) =>
+        Array.from({ length: g.groupSize }, (_, k) => ({
+          task,
+          options: {
             maxSteps: g.maxSteps,
             temperature: g.temperature,
             constrained: true,
             maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
-            random: rng.uniform,
+            random: makeRng(seed * 1_000_003 + (step + 1) * 7919 + (t * g.groupSize + k) * 104_729).uniform,
             ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
-          });
+          },
+        })),
+      );
+      hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}`);
+      const episodes = runtime.runBatch(items);
+      hooks.progress('grpo rollouts', items.length, items.length, `step ${step + 1}`);
+      tasks.forEach((task, group) => {
+        const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
           const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
-          members.push({ task, group, episode, reward: score.total, correct: score.correct, advantage: 0 });
-          hooks.progress('grpo rollouts', rollouts.length + members.length, picked.size * g.groupSize, `step ${step + 1}`);
-        }
-        if (members.length < g.groupSize) break; // cancelled mid-group
+          return { task, group, episode, reward: score.total, correct: score.correct, advantage: 0 };
+        });
         const { advantages, std } = groupAdvantages(members.map((m) => m.reward));
         groupStds.push(std);
         members.forEach((m, i) => (m.advantage = advantages[i]!));
         if (std === 0) groupsFlat++;
         if (Math.max(...advantages.map(Math.abs)) < ZERO_ADVANTAGE) skipped++;
         rollouts.push(...members);
-        group++;
-      }
+      });
       if (hooks.isCancelled()) {
         cancelled = true;
         break;

@@ -5,23 +5,30 @@ import { startStates, type StateSet } from '../core/grammar';
 import { TokenMasker, compileVocabulary } from '../core/tokenMask';
 import type { BpeTokenizer } from '../core/tokenizer';
 import type { CallMask, DecodeSession, Policy } from './agentRuntime';
-import type { StackModel } from './model';
+import type { KvCache, StackModel } from './model';
 
 export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
+  const caches = new WeakMap<DecodeSession, KvCache>();
+  const trim = (logits: Float32Array) => (logits.length === tokenizerVocab ? logits : logits.slice(0, tokenizerVocab));
   return {
     vocab: tokenizerVocab,
     maxContext: model.config.maxSeq,
     newSession(): DecodeSession {
       const cache = model.newCache();
-      return {
-        append(ids) {
-          const logits = model.prefill(ids, cache);
-          return logits.length === tokenizerVocab ? logits : logits.slice(0, tokenizerVocab);
-        },
-        dispose() {
-          cache.dispose();
-        },
+      const session: DecodeSession = {
+        append: (ids) => trim(model.prefill(ids, cache)),
+        dispose: () => cache.dispose(),
       };
+      caches.set(session, cache);
+      return session;
+    },
+    appendBatch(sessions, ids) {
+      const cs = sessions.map((s) => {
+        const c = caches.get(s);
+        if (!c) throw new Error('appendBatch: a session of another policy');
+        return c;
+      });
+      return model.stepBatch(ids, cs).map(trim);
     },
   };
 }

@@ -8,6 +8,9 @@ import { encodeWithMask } from '../../core/sftFormat';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
 import { AgentRuntime, CallMask, DecodeSession, FORCED_ANSWER_TEXT, Policy, REPEATED_CALL } from '../../trainer/agentRuntime';
+import { initBackend } from '../../trainer/backend';
+import { StackModel } from '../../trainer/model';
+import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
 
 const tok = trainDefaultTokenizer();
 const corpus = buildCorpus();
@@ -145,5 +148,71 @@ describe('agent runtime', () => {
     assert.equal(ep.record[0]!.truncated, true);
     const endPositions = ep.ids.map((id, i) => (id === 3 ? i : -1)).filter((i) => i >= 0);
     assert.equal(ep.generated[endPositions[2]!], 0);
+  });
+
+  it('runBatch: oracle episodes in lockstep, through a batched append, equal run() one by one', () => {
+    const rows = traces.slice(0, 8);
+    const tasks = rows.map((row) => pool.heldout.find((t) => t.question === row.task)!);
+    const wants = rows.map((row) => encodeWithMask(row.text, tok));
+    const oracle = (h: readonly number[], want: { ids: number[] }) => want.ids[h.length] ?? 3;
+    // A policy whose sessions know their own script; appendBatch counts how many tokens went batched.
+    let batchedTokens = 0;
+    const histories = new Map<DecodeSession, { h: number[]; want: { ids: number[] } }>();
+    let nextWant = 0;
+    const logitsFor = (id: number) => {
+      const l = new Float32Array(tok.vocabSize).fill(-10);
+      l[id] = 10;
+      return l;
+    };
+    const policy: Policy = {
+      vocab: tok.vocabSize,
+      maxContext: 4096,
+      newSession() {
+        const st = { h: [] as number[], want: wants[nextWant++]! };
+        const session: DecodeSession = {
+          append(ids) {
+            st.h.push(...ids);
+            return logitsFor(oracle(st.h, st.want));
+          },
+          dispose() {},
+        };
+        histories.set(session, st);
+        return session;
+      },
+      appendBatch(sessions, ids) {
+        batchedTokens += ids.length;
+        assert.equal(new Set(sessions).size, sessions.length);
+        return sessions.map((s, k) => {
+          const st = histories.get(s)!;
+          st.h.push(ids[k]!);
+          return logitsFor(oracle(st.h, st.want));
+        });
+      },
+    };
+    const eps = new AgentRuntime(policy, tok, env, naiveMask).runBatch(tasks.map((task) => ({ task })));
+    eps.forEach((ep, i) => {
+      assert.equal(ep.text, rows[i]!.text);
+      assert.deepEqual(ep.ids, wants[i]!.ids);
+      assert.deepEqual(ep.generated, wants[i]!.supervised.map((s) => (s ? 1 : 0)));
+      assert.equal(ep.solved, true);
+    });
+    const generatedTotal = eps.reduce((n, e) => n + e.generated.reduce((a, b) => a + b, 0), 0);
+    assert.ok(batchedTokens > generatedTotal / 2, `most sampled tokens went through the batched append (${batchedTokens} of ${generatedTotal})`);
+  });
+
+  it('runBatch with a real model (batched KV-cache steps) decodes greedily what run() decodes', async () => {
+    await initBackend('wasm');
+    const model = StackModel.create({ vocab: tok.vocabSize, dModel: 32, layers: 1, heads: 2, kvHeads: 1, mlp: 48, maxSeq: 400, ropeBase: 10000 }, 5);
+    const runtime = new AgentRuntime(modelPolicy(model, tok.vocabSize), tok, env, tokenizerCallMask(tok));
+    const tasks = pool.heldout.slice(0, 4);
+    const options = { maxSteps: 2, maxTurnTokens: 24, temperature: 0 };
+    const one = tasks.map((task) => runtime.run(task, options));
+    const batch = runtime.runBatch(tasks.map((task) => ({ task, options })));
+    batch.forEach((ep, i) => {
+      assert.deepEqual(ep.ids, one[i]!.ids);
+      assert.deepEqual(ep.generated, one[i]!.generated);
+      assert.equal(ep.text, one[i]!.text);
+    });
+    model.dispose();
   });
 });

@@ -123,8 +123,8 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
       worker.on('message', (m: FromWorker) => {
         if (m.type === 'failed') reject(new Error(m.error));
         if (m.type === 'metrics' && m.record['phase'] === 'grpo') seen.push(m.record['step'] as number);
-        // Kill while the next step's rollouts are under way (its progress is reported per rollout).
-        if (m.type === 'progress' && m.phase === 'grpo rollouts' && seen.length >= 2 && m.done >= 1) {
+        // Kill while the next step's rollouts are under way (reported as they start).
+        if (m.type === 'progress' && m.phase === 'grpo rollouts' && seen.length >= 2 && m.done === 0) {
           clearTimeout(timer);
           worker.kill('SIGKILL');
           resolve();
