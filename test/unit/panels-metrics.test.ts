@@ -101,6 +101,19 @@ describe('curves model (webview-ui/curves/series.ts)', () => {
     assert.equal(hidden[0]!.series[0]!.runIndex, 1, 'a hidden run keeps the others’ colours');
   });
 
+  it("GRPO: a run's flat-line warning is said under the zero-spread chart (the latest one per run)", () => {
+    const g = (step: number, extra: Record<string, unknown> = {}): MetricRecord => ({ phase: 'grpo', step, time: step, frac_reward_zero_std: 1, reward_mean: 1, reward_std: 0, ...extra });
+    const records = [g(1), g(5, { warning: 'flat for 5 steps: too easy' }), g(10, { warning: 'flat for 10 steps: too easy' })];
+    const chart = buildCharts([{ id: 'g', label: 'grpo-a', records }]).find((c) => c.id === 'grpo-zero-std')!;
+    const lines = chart.note!.split('\n');
+    assert.match(lines[0]!, /^Shaded: every group/);
+    assert.deepEqual(lines.slice(1), ['grpo-a, step 10: flat for 10 steps: too easy']);
+    const quiet = buildCharts([{ id: 'g', label: 'grpo-a', records: [g(1)] }]).find((c) => c.id === 'grpo-zero-std')!;
+    assert.equal(quiet.note!.split('\n').length, 1);
+    const hidden = buildCharts([{ id: 'g', label: 'grpo-a', records }, { id: 'h', label: 'b', records: [g(1)] }], new Set(['g']));
+    assert.equal(hidden.find((c) => c.id === 'grpo-zero-std')!.note!.split('\n').length, 1, 'a hidden run says nothing');
+  });
+
   it('GRPO: the reward band (mean ± std), the zero-spread regions, the other figures', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-grpo-'));
     writeSyntheticGrpoRun(dir, 30);

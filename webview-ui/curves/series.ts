@@ -196,18 +196,31 @@ export function buildCharts(runs: readonly RunInput[], hidden: ReadonlySet<strin
       }
     });
     if (!series.some((s) => s.role === 'line' || s.role === 'dashed')) continue;
+    // A run's flat-line warning (written into its metrics line) is said under the chart it explains.
+    const warnings = def.zeroStd ? flatlineWarnings(runs, hidden) : [];
     charts.push({
       id: def.id,
       title: def.title,
       yLabel: def.yLabel,
       series,
       regions,
-      note: def.note ?? null,
+      note: [def.note, ...warnings].filter((x): x is string => !!x).join('\n') || null,
       ...(def.yMin !== undefined ? { yMin: def.yMin } : {}),
       ...(def.yMax !== undefined ? { yMax: def.yMax } : {}),
     });
   }
   return charts;
+}
+
+/** The latest GRPO flat-line warning of each shown run: "<run>, step N: <sentence>". */
+export function flatlineWarnings(runs: readonly RunInput[], hidden: ReadonlySet<string> = new Set()): string[] {
+  const out: string[] = [];
+  for (const run of runs) {
+    if (hidden.has(run.id)) continue;
+    const last = [...run.records].reverse().find((r) => r.phase === 'grpo' && typeof r['warning'] === 'string');
+    if (last) out.push(`${run.label}, step ${last.step}: ${String(last['warning'])}`);
+  }
+  return out;
 }
 
 /** Series a reader counts: lines (a band's edges are not series). */
