@@ -23,7 +23,6 @@ import { tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { AgentRuntime, Episode } from './agentRuntime';
-import { BackendAsk, BackendInfo, initBackend } from './backend';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
 import { EvalSummary } from './eval';
@@ -34,7 +33,7 @@ import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readJsonl } from './prepare';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
-import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadTasks } from './sft';
+import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadTasks, startBackend } from './sft';
 
 /** The Contract's defaults (DESIGN.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -242,14 +241,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   if (!preflight.ok) throw new PreflightRefusal(`GRPO refused to start: a pre-flight check failed (nothing was rolled out).\n${preflightText}`);
   for (const line of preflightText.split('\n')) hooks.log('info', line);
 
-  let backend: BackendInfo;
-  try {
-    backend = await initBackend((o.backend ?? previous?.backend.asked ?? 'auto') as BackendAsk);
-  } catch (err) {
-    throw new UserError((err as Error).message);
-  }
-  hooks.started(backend.used);
-  hooks.log('info', `backend: ${backend.used}${backend.note ? ` (${backend.note})` : ''}`);
+  const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
 
   // The run folder carries the SFT run's tokenizer and data so eval and the panels read it alone.
   if (!previous) {
@@ -383,6 +375,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       const rollouts: Rollout[] = [];
       let groupsFlat = 0;
       let skipped = 0;
+      let stepsOnly = 0;
       const groupStds: number[] = [];
       // Every rollout of the step decodes in lockstep (batched KV-cache steps), each with its
       // own random stream, seeded by (seed, step, rollout).
@@ -412,7 +405,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         groupStds.push(std);
         members.forEach((m, i) => (m.advantage = advantages[i]!));
         if (std === 0) groupsFlat++;
-        if (Math.max(...advantages.map(Math.abs)) < ZERO_ADVANTAGE) skipped++;
+        const flat = Math.max(...advantages.map(Math.abs)) < ZERO_ADVANTAGE;
+        if (flat) skipped++;
+        // Spread that comes only from step counts (every member equally right or wrong): the
+        // std normalisation gives it full weight, so it is worth watching.
+        else if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
         rollouts.push(...members);
       });
       if (hooks.isCancelled()) {
@@ -477,6 +474,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         frac_reward_zero_std: frac,
         skipped_groups: skipped,
         groups,
+        groups_steps_only: stepsOnly,
         gen_tokens: genTokens,
         completion_len: genTokens / Math.max(1, rollouts.length),
         steps_mean: rollouts.reduce((a, r) => a + r.episode.steps, 0) / Math.max(1, rollouts.length),

@@ -137,6 +137,19 @@ export function evaluateModel(
   });
 }
 
+/** Picks the tfjs backend a job asked for, says which one runs (and why not a better one). */
+export async function startBackend(ask: string, hooks: Pick<JobHooks, 'started' | 'log'>): Promise<BackendInfo> {
+  let backend: BackendInfo;
+  try {
+    backend = await initBackend(ask as BackendAsk);
+  } catch (err) {
+    throw new UserError((err as Error).message);
+  }
+  hooks.started(backend.used);
+  hooks.log('info', `backend: ${backend.used}${backend.note ? ` (${backend.note})` : ''}`);
+  return backend;
+}
+
 export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelled: boolean; summary: Record<string, unknown> }> {
   const runDir = path.resolve(o.runDir);
   const configFile = path.join(runDir, CONFIG_FILE);
@@ -166,14 +179,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     prepareRunData(runDir, recipe.pool, (line) => hooks.log('info', line));
   }
   const tokenizer = loadTokenizer(runDir);
-  let backend: BackendInfo;
-  try {
-    backend = await initBackend((o.backend ?? previous?.backend.asked ?? 'auto') as BackendAsk);
-  } catch (err) {
-    throw new UserError((err as Error).message);
-  }
-  hooks.started(backend.used);
-  hooks.log('info', `backend: ${backend.used}${backend.note ? ` (${backend.note})` : ''}`);
+  const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
 
   const cfg = presetConfig(presetName, tokenizer.vocabSize);
   const maxLen = cfg.maxSeq;
