@@ -303,25 +303,46 @@ export function makeRng(seed: number): { uniform: () => number; normal: () => nu
  * (after RoPE) transposed, [kvHeads*headDim, length], and the values, [length,
  * kvHeads*headDim]. `clone()` copies it (e.g. to branch several samples from one prompt).
  */
+/**
+ * Keys (after RoPE) and values of the positions decoded so far, per layer, in JS arrays of
+ * [position][kvHeads*headDim] grown by doubling. Decoding appends one row per token, so
+ * keeping them out of tensors avoids a concat per token and lets one-token attention run as
+ * plain loops (faster than ~15 small tensor ops per sequence on wasm/cpu).
+ */
 export class KvCache {
   length = 0;
-  kT: (tf.Tensor2D | null)[];
-  v: (tf.Tensor2D | null)[];
-  constructor(layers: number) {
-    this.kT = new Array<tf.Tensor2D | null>(layers).fill(null);
-    this.v = new Array<tf.Tensor2D | null>(layers).fill(null);
+  k: Float32Array[];
+  v: Float32Array[];
+  constructor(
+    layers: number,
+    readonly width = 0,
+  ) {
+    this.k = Array.from({ length: layers }, () => new Float32Array(0));
+    this.v = Array.from({ length: layers }, () => new Float32Array(0));
+  }
+  /** Room for `rows` positions in every layer (keeps what is there). */
+  reserve(rows: number): void {
+    const need = rows * this.width;
+    if (this.k[0] && this.k[0].length >= need) return;
+    const cap = Math.max(need, 2 * (this.k[0]?.length ?? 0), 64 * this.width);
+    const grow = (a: Float32Array) => {
+      const b = new Float32Array(cap);
+      b.set(a.subarray(0, this.length * this.width));
+      return b;
+    };
+    this.k = this.k.map(grow);
+    this.v = this.v.map(grow);
   }
   clone(): KvCache {
-    const c = new KvCache(this.kT.length);
+    const c = new KvCache(this.k.length, this.width);
     c.length = this.length;
-    c.kT = this.kT.map((t) => (t ? tf.keep(tf.clone(t)) : null));
-    c.v = this.v.map((t) => (t ? tf.keep(tf.clone(t)) : null));
+    c.k = this.k.map((a) => a.slice());
+    c.v = this.v.map((a) => a.slice());
     return c;
   }
   dispose(): void {
-    for (const t of [...this.kT, ...this.v]) t?.dispose();
-    this.kT.fill(null);
-    this.v.fill(null);
+    this.k = this.k.map(() => new Float32Array(0));
+    this.v = this.v.map(() => new Float32Array(0));
     this.length = 0;
   }
 }
@@ -533,27 +554,31 @@ export class StackModel {
     return t;
   }
 
-  private angleTables(positions: number, offset: number, rows: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+  /** cos/sin of one position's rotary angles, one row of (heads + kvHeads) * hd, q rows scaled by 1/sqrt(hd). */
+  private fillAngles(cos: Float32Array, sin: Float32Array, base: number, position: number): void {
     const { heads, kvHeads } = this.config;
     const hd = this.headDim;
     const h2 = hd / 2;
-    const width = (heads + kvHeads) * hd;
     const scale = 1 / Math.sqrt(hd);
-    const cos = new Float32Array(rows * positions * width);
-    const sin = new Float32Array(rows * positions * width);
-    for (let t = 0; t < positions; t++) {
-      const base = t * width;
-      for (let j = 0; j < hd; j++) {
-        const a = (offset + t) * this.invFreq[j % h2]!;
-        const c = Math.cos(a);
-        const s = Math.sin(a);
-        for (let h = 0; h < heads + kvHeads; h++) {
-          const k = h < heads ? scale : 1;
-          cos[base + h * hd + j] = c * k;
-          sin[base + h * hd + j] = s * k;
-        }
+    for (let j = 0; j < hd; j++) {
+      const a = position * this.invFreq[j % h2]!;
+      const c = Math.cos(a);
+      const s = Math.sin(a);
+      for (let h = 0; h < heads + kvHeads; h++) {
+        const k = h < heads ? scale : 1;
+        cos[base + h * hd + j] = c * k;
+        sin[base + h * hd + j] = s * k;
       }
     }
+  }
+
+  private angleTables(positions: number, offset: number, rows: number): { cos: tf.Tensor2D; sin: tf.Tensor2D } {
+    const { heads, kvHeads } = this.config;
+    const hd = this.headDim;
+    const width = (heads + kvHeads) * hd;
+    const cos = new Float32Array(rows * positions * width);
+    const sin = new Float32Array(rows * positions * width);
+    for (let t = 0; t < positions; t++) this.fillAngles(cos, sin, t * width, offset + t);
     for (let r = 1; r < rows; r++) {
       cos.copyWithin(r * positions * width, 0, positions * width);
       sin.copyWithin(r * positions * width, 0, positions * width);
@@ -1195,8 +1220,56 @@ export class StackModel {
   // ---- incremental decoding -----------------------------------------------------------
 
   newCache(): KvCache {
-    return new KvCache(this.config.layers);
+    return new KvCache(this.config.layers, this.config.kvHeads * this.headDim);
   }
+
+  /**
+   * One query row's attention over a cache layer (positions 0..len-1, the new one included):
+   * per head, softmax(q . k) weighted values, written to out[outOffset..+heads*hd]. The query
+   * carries RoPE and the 1/sqrt(hd) scale already (folded into the angle tables).
+   */
+  private attendOne(q: Float32Array, qOffset: number, cache: KvCache, layer: number, len: number, out: Float32Array, outOffset: number): void {
+    const H = this.config.heads;
+    const K = this.config.kvHeads;
+    const hd = this.headDim;
+    const rep = H / K;
+    const W = K * hd;
+    const keys = cache.k[layer]!;
+    const vals = cache.v[layer]!;
+    const scores = this.scratch(len);
+    for (let h = 0; h < H; h++) {
+      const g = (h / rep) | 0;
+      const qo = qOffset + h * hd;
+      let max = -Infinity;
+      for (let t = 0, ko = g * hd; t < len; t++, ko += W) {
+        let dot = 0;
+        for (let j = 0; j < hd; j++) dot += q[qo + j]! * keys[ko + j]!;
+        scores[t] = dot;
+        if (dot > max) max = dot;
+      }
+      let sum = 0;
+      for (let t = 0; t < len; t++) {
+        const e = Math.exp(scores[t]! - max);
+        scores[t] = e;
+        sum += e;
+      }
+      const oo = outOffset + h * hd;
+      const inv = 1 / sum;
+      for (let j = 0; j < hd; j++) out[oo + j] = 0;
+      for (let t = 0, vo = g * hd; t < len; t++, vo += W) {
+        const w = scores[t]! * inv;
+        for (let j = 0; j < hd; j++) out[oo + j]! += w * vals[vo + j]!;
+      }
+    }
+  }
+
+  private scratchBuf = new Float32Array(0);
+  /** A reused buffer of at least n floats (attention scores). */
+  private scratch(n: number): Float32Array {
+    if (this.scratchBuf.length < n) this.scratchBuf = new Float32Array(Math.max(n, this.config.maxSeq));
+    return this.scratchBuf;
+  }
+
 
   /**
    * Feed `ids` after what the cache already holds (an empty cache: a prompt; a filled one:
@@ -1212,45 +1285,42 @@ export class StackModel {
     const p = cache.length;
     if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
     for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`prefill: token id ${id} out of range`);
+    cache.reserve(p + c);
+    const W = K * hd;
+    const len = p + c;
     const out = tf.tidy(() => {
       const { cos, sin } = this.angleTables(c, p, 1);
-      const mask = c > 1 ? this.causalMask(c, p + c, p) : null;
+      const mask = c > 1 ? this.causalMask(c, len, p) : null;
       let x = this.embed(Int32Array.from(ids));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
         const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
         const qkRaw = tf.slice(qkv, [0, 0], [c, (H + K) * hd]);
-        const vNew = tf.slice(qkv, [0, (H + K) * hd], [c, K * hd]);
+        const vNew = tf.slice(qkv, [0, (H + K) * hd], [c, W]);
         const qk = tf.add(tf.mul(qkRaw, cos), tf.mul(this.rotate(qkRaw, this.rot), sin)) as tf.Tensor2D;
-        const kTNew = tf.transpose(tf.slice(qk, [0, H * hd], [c, K * hd]));
-        const oldK = cache.kT[i];
-        const oldV = cache.v[i];
-        const kT = tf.keep(oldK ? tf.concat([oldK, kTNew], 1) : kTNew);
-        const v = tf.keep(oldV ? tf.concat([oldV, vNew], 0) : vNew);
-        oldK?.dispose();
-        oldV?.dispose();
-        cache.kT[i] = kT;
-        cache.v[i] = v;
-        const len = p + c;
-        const outs: tf.Tensor2D[] = [];
+        // The new keys and values join the cache (rows p..p+c-1).
+        cache.k[i]!.set(tf.slice(qk, [0, H * hd], [c, W]).dataSync() as Float32Array, p * W);
+        cache.v[i]!.set(vNew.dataSync() as Float32Array, p * W);
+        let o: tf.Tensor2D;
         if (c === 1) {
-          // One query row: the `rep` query heads of a group attend together.
-          const q = tf.reshape(tf.slice(qk, [0, 0], [1, H * hd]), [H, hd]);
-          for (let g = 0; g < K; g++) {
-            const qg = tf.slice(q, [g * rep, 0], [rep, hd]);
-            const pr = tf.softmax(tf.matMul(qg, tf.slice(kT, [g * hd, 0], [hd, len])));
-            outs.push(tf.reshape(tf.matMul(pr, tf.slice(v, [0, g * hd], [len, hd])), [1, rep * hd]));
-          }
+          const qRow = tf.slice(qk, [0, 0], [1, H * hd]).dataSync() as Float32Array;
+          const att = new Float32Array(H * hd);
+          this.attendOne(qRow, 0, cache, i, len, att, 0);
+          o = tf.tensor2d(att, [1, H * hd]);
         } else {
+          const keys = tf.tensor2d(cache.k[i]!.subarray(0, len * W), [len, W]);
+          const vals = tf.tensor2d(cache.v[i]!.subarray(0, len * W), [len, W]);
+          const outs: tf.Tensor2D[] = [];
           for (let h = 0; h < H; h++) {
             const g = Math.floor(h / rep);
             const q = tf.slice(qk, [0, h * hd], [c, hd]);
-            const pr = tf.softmax(tf.add(tf.matMul(q, tf.slice(kT, [g * hd, 0], [hd, len])), mask!));
-            outs.push(tf.matMul(pr, tf.slice(v, [0, g * hd], [len, hd])) as tf.Tensor2D);
+            const kT = tf.transpose(tf.slice(keys, [0, g * hd], [len, hd]));
+            const pr = tf.softmax(tf.add(tf.matMul(q, kT), mask!));
+            outs.push(tf.matMul(pr, tf.slice(vals, [0, g * hd], [len, hd])) as tf.Tensor2D);
           }
+          o = outs.length === 1 ? outs[0]! : (tf.concat(outs, 1) as tf.Tensor2D);
         }
-        const o = outs.length === 1 ? outs[0]! : tf.concat(outs, 1);
         x = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
         const h2 = this.rmsNorm(x, this.p1(pre + 'mlp_norm')).y;
         const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
@@ -1282,23 +1352,19 @@ export class StackModel {
     if (B === 0) return [];
     if (caches.length !== B) throw new Error('stepBatch: one cache per token');
     if (new Set(caches).size !== B) throw new Error('stepBatch: the caches must be distinct');
-    const { heads: H, kvHeads: K, vocab: V, layers: L, dModel: d } = this.config;
+    const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
     const hd = this.headDim;
-    const rep = H / K;
     const W1 = (H + K) * hd;
     for (const [b, id] of ids.entries()) {
       if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`stepBatch: token id ${id} out of range`);
       if (caches[b]!.length + 1 > this.config.maxSeq) throw new Error(`stepBatch: sequence ${b} would exceed the model's context ${this.config.maxSeq}`);
     }
+    for (const c of caches) c.reserve(c.length + 1);
     const out = tf.tidy(() => {
       // RoPE tables, one row per sequence at its own position
       const cos = new Float32Array(B * W1);
       const sin = new Float32Array(B * W1);
-      for (let b = 0; b < B; b++) {
-        const t = this.angleTables(1, caches[b]!.length, 1);
-        cos.set(t.cos.dataSync(), b * W1);
-        sin.set(t.sin.dataSync(), b * W1);
-      }
+      for (let b = 0; b < B; b++) this.fillAngles(cos, sin, b * W1, caches[b]!.length);
       const cosT = tf.tensor2d(cos, [B, W1]);
       const sinT = tf.tensor2d(sin, [B, W1]);
       let x = this.embed(Int32Array.from(ids));
@@ -1309,37 +1375,24 @@ export class StackModel {
         const qkRaw = tf.slice(qkv, [0, 0], [B, W1]);
         const vNew = tf.slice(qkv, [0, W1], [B, K * hd]);
         const qk = tf.add(tf.mul(qkRaw, cosT), tf.mul(this.rotate(qkRaw, this.rot), sinT)) as tf.Tensor2D;
-        const outs: tf.Tensor2D[] = [];
+        // New keys/values into each cache, then each row's attention over its own cache.
+        const qkData = qk.dataSync() as Float32Array;
+        const vData = vNew.dataSync() as Float32Array;
+        const att = new Float32Array(B * H * hd);
         for (let b = 0; b < B; b++) {
           const cache = caches[b]!;
-          const kTNew = tf.transpose(tf.slice(qk, [b, H * hd], [1, K * hd]));
-          const vb = tf.slice(vNew, [b, 0], [1, K * hd]);
-          const oldK = cache.kT[i];
-          const oldV = cache.v[i];
-          const kT = tf.keep(oldK ? tf.concat([oldK, kTNew], 1) : kTNew);
-          const v = tf.keep(oldV ? tf.concat([oldV, vb], 0) : vb);
-          oldK?.dispose();
-          oldV?.dispose();
-          cache.kT[i] = kT;
-          cache.v[i] = v;
-          const len = cache.length + 1;
-          const q = tf.reshape(tf.slice(qk, [b, 0], [1, H * hd]), [H, hd]);
-          const parts: tf.Tensor2D[] = [];
-          for (let g = 0; g < K; g++) {
-            const qg = tf.slice(q, [g * rep, 0], [rep, hd]);
-            const pr = tf.softmax(tf.matMul(qg, tf.slice(kT, [g * hd, 0], [hd, len])));
-            parts.push(tf.reshape(tf.matMul(pr, tf.slice(v, [0, g * hd], [len, hd])), [1, rep * hd]));
-          }
-          outs.push(parts.length === 1 ? parts[0]! : (tf.concat(parts, 1) as tf.Tensor2D));
+          const at = cache.length;
+          cache.k[i]!.set(qkData.subarray(b * W1 + H * hd, (b + 1) * W1), at * K * hd);
+          cache.v[i]!.set(vData.subarray(b * K * hd, (b + 1) * K * hd), at * K * hd);
+          this.attendOne(qkData, b * W1, cache, i, at + 1, att, b * H * hd);
         }
-        const o = B === 1 ? outs[0]! : tf.concat(outs, 0);
+        const o = tf.tensor2d(att, [B, H * hd]);
         x = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
         const h2 = this.rmsNorm(x, this.p1(pre + 'mlp_norm')).y;
         const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
         const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
         x = tf.add(x, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
       }
-      void d;
       return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings'));
     });
     for (const c of caches) c.length++;
