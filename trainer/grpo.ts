@@ -46,7 +46,7 @@ export const GRPO_DEFAULTS = {
   epochsPerBatch: 1,
   /** The default run length, in GRPO steps (rollout batches). */
   steps: 60,
-  lr: 2e-4,
+  lr: 1e-4,
   warmupSteps: 5,
   evalEvery: 20,
   /** Consecutive steps with every group flat before the run says so. */
