@@ -93,6 +93,22 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(JSON.parse(ev.stdout.trim().split('\n').pop()!).n, 2);
   });
 
+  it('says so in words when every group stays flat (near-greedy sampling): stderr, and the metrics line', () => {
+    const run = path.join(tmp, 'flat');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '5', '--group', '2', '--tasks', '1', '--temperature', '0.01', '--eval-limit', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const grpo = lines(run).filter((l) => l['phase'] === 'grpo');
+    assert.deepEqual(grpo.map((l) => l['frac_reward_zero_std']), [1, 1, 1, 1, 1], 'near-greedy rollouts: every group flat');
+    assert.match(r.stderr, /frac_reward_zero_std has been 1\.0 for 5 steps/);
+    assert.match(r.stderr, /temperature \(0\.01\) is too low/);
+    assert.match(String(grpo[4]!['warning']), /no gradient/);
+    assert.ok(grpo.slice(0, 4).every((l) => !('warning' in l)));
+  });
+
   it('refuses before any rollout: a system prompt one character off, a multiplicative gate, greedy sampling', () => {
     const cases: { args: string[]; expect: RegExp[] }[] = [
       {
