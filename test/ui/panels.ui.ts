@@ -279,7 +279,18 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       const input = page.locator('.quick-input-widget .quick-input-box input');
       await input.waitFor({ state: 'visible', timeout: 10_000 });
       await input.fill('synthetic-grpo');
-      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'synthetic-grpo' }).first().locator('.monaco-checkbox, input[type=checkbox], .quick-input-list-checkbox').first().click();
+      // Tick the run's checkbox until the picker counts it: on a loaded machine a click can land
+      // while the row's hover tooltip appears and be lost (seen once in CI: "0 Selected").
+      const checkbox = page
+        .locator('.quick-input-list .monaco-list-row', { hasText: 'synthetic-grpo' })
+        .first()
+        .locator('.monaco-checkbox, input[type=checkbox], .quick-input-list-checkbox')
+        .first();
+      await waitFor('the run ticked in the picker', async () => {
+        if (/\b1 Selected\b/.test(await page.locator('.quick-input-widget').innerText())) return true;
+        await checkbox.click();
+        return false;
+      }, 15_000, 700);
       await page.keyboard.press('Enter');
       await waitFor('the GRPO charts', async () => (await attr(f, '.chart[data-chart="grpo-zero-std"]', 'data-regions')) === '1', 15_000);
       assert.equal(await attr(f, '.chart[data-chart="grpo-reward"]', 'data-series'), '1');
