@@ -52,6 +52,8 @@ export const GRPO_DEFAULTS = {
   /** Consecutive steps with every group flat before the run says so. */
   flatlineSteps: 5,
   maxTurnTokens: 160,
+  /** Rollouts per micro-batch of the update (gradient accumulation). */
+  microBatchRows: 8,
 } as const;
 
 export interface GrpoOptions {
@@ -150,6 +152,14 @@ export function rolloutBatch(rollouts: readonly Pick<Rollout, 'episode' | 'advan
     }
   });
   return { batch: { inputIds, labels, batch: rows, seq }, advantages };
+}
+
+/** Rollouts sorted by length, in micro-batches of at most `rows` (less padding, bounded memory). */
+export function microBatches(rollouts: readonly Pick<Rollout, 'episode' | 'advantage'>[], rows: number): ReturnType<typeof rolloutBatch>[] {
+  const sorted = [...rollouts].sort((a, b) => a.episode.ids.length - b.episode.ids.length);
+  const out: ReturnType<typeof rolloutBatch>[] = [];
+  for (let i = 0; i < sorted.length; i += rows) out.push(rolloutBatch(sorted.slice(i, i + rows)));
+  return out;
 }
 
 /** In words: why every group had zero spread, from what the step measured. */
@@ -424,9 +434,14 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       const genTokens = rollouts.reduce((n, r) => n + r.episode.generated.reduce((a, b) => a + b, 0), 0);
       let update: Record<string, unknown> = {};
       if (kept.length > 0) {
-        const { batch, advantages } = rolloutBatch(kept);
-        const ref = reference.tokenLogprobs(batch).logp;
-        const old = g.epochsPerBatch > 1 ? model.tokenLogprobs(batch).logp : undefined;
+        // Micro-batches of similar lengths bound memory (wasm has 4 GB); their gradients add up
+        // to the one token mean over the whole batch.
+        const micro = microBatches(kept, GRPO_DEFAULTS.microBatchRows).map(({ batch, advantages }) => ({
+          batch,
+          advantages,
+          ref: reference.tokenLogprobs(batch).logp,
+          old: g.epochsPerBatch > 1 ? model.tokenLogprobs(batch).logp : undefined,
+        }));
         let kl = 0;
         let clipped = 0;
         let entropy = 0;
@@ -435,7 +450,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         let lr = 0;
         let supervised = 0;
         for (let e = 0; e < g.epochsPerBatch; e++) {
-          const r = opt.step({ ...batch, pg: { advantages, refLogp: ref, oldLogp: old, clip: g.clip, beta: g.klBeta } });
+          const r = opt.step(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta } })));
           supervised = r.supervised;
           if (e === 0) {
             kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;

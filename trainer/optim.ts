@@ -305,6 +305,8 @@ export interface TrainerOptions extends OptimConfig {
   parallel?: number | 'auto' | ParallelOptions;
 }
 
+type ShardStatsLike = { lossSum: number; weightSum: number; ceSum: number; correct: number; supervised: number; pg?: PolicyStats | undefined };
+
 export interface StepResult {
   /** Optimiser step number after this step (1-based). */
   step: number;
@@ -377,8 +379,17 @@ export class Trainer {
    * One optimiser step on `batch`. `progress` (0..1), when given, drives the decay instead
    * of step/totalSteps (for time-budgeted runs).
    */
-  step(batch: Batch, opts: { progress?: number } = {}): StepResult {
+  step(batchOrMicro: Batch | readonly Batch[], opts: { progress?: number } = {}): StepResult {
     const t0 = performance.now();
+    // Micro-batches (gradient accumulation): each one's gradient, combined by its weight sum
+    // exactly as data-parallel shards are, then one update. Bounds memory for large batches.
+    if (Array.isArray(batchOrMicro) && batchOrMicro.length > 1) {
+      const micro = batchOrMicro as readonly Batch[];
+      const parts = micro.map((b) => this.gradients(b));
+      const combined = combineFlat(parts[0]!, parts.slice(1));
+      return this.apply(combined.flat, combined.stats, micro.reduce((n, b) => n + effectiveTokens(b), 0), parts.reduce((n, p) => n + p.shards, 0), t0, opts);
+    }
+    const batch = Array.isArray(batchOrMicro) ? (batchOrMicro as readonly Batch[])[0]! : (batchOrMicro as Batch);
     const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
     const js = this.adam.mode === 'js';
     let grads: Grads | Float32Array;
@@ -405,6 +416,37 @@ export class Trainer {
         stats = combined.stats;
       }
     }
+    return this.apply(grads, stats, effectiveTokens(batch), shards.length, t0, opts);
+  }
+
+  /** One batch's gradient as a flat buffer with its statistics (shards combined). */
+  private gradients(batch: Batch): { stats: ShardStatsLike; flat: Float32Array; shards: number } {
+    const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
+    if (shards.length === 1) {
+      const r = this.model.lossAndGrads(batch);
+      const flat = this.adam.flatten(r.grads);
+      for (const g of r.grads.values()) g.dispose();
+      return { stats: r, flat, shards: 1 };
+    }
+    const pool = this.pool!;
+    pool.start(this.model, shards.slice(1));
+    const local = this.model.lossAndGrads(shards[0]!);
+    const remote = pool.finish();
+    const flat = this.adam.flatten(local.grads);
+    for (const g of local.grads.values()) g.dispose();
+    const combined = combineFlat({ stats: local, flat }, remote);
+    return { stats: combined.stats, flat: combined.flat, shards: shards.length };
+  }
+
+  /** Clip and apply a gradient; the step's report. */
+  private apply(
+    grads: Grads | Float32Array,
+    stats: ShardStatsLike,
+    tokens: number,
+    shards: number,
+    t0: number,
+    opts: { progress?: number },
+  ): StepResult {
     const t1 = performance.now();
     const lr = lrAt(this.adam.t + 1, this.optim, opts.progress);
     const gradNorm = grads instanceof Float32Array ? globalNorm(grads) : globalNorm(grads.values());
@@ -425,8 +467,8 @@ export class Trainer {
       weightSum: stats.weightSum,
       gradNorm,
       lr,
-      tokens: effectiveTokens(batch),
-      shards: shards.length,
+      tokens,
+      shards,
       skipped: !finite,
       ms: { grads: t1 - t0, optimizer: t2 - t1 },
       ...(stats.pg ? { pg: stats.pg } : {}),

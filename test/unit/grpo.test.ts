@@ -18,7 +18,8 @@ import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
 import { initBackend } from '../../trainer/backend';
 import { reward as evalReward } from '../../trainer/eval';
-import { flatlineMessage, rolloutBatch } from '../../trainer/grpo';
+import { flatlineMessage, microBatches, rolloutBatch } from '../../trainer/grpo';
+import { Trainer } from '../../trainer/optim';
 import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model';
 import { combineFlat, splitBatch } from '../../trainer/parallel';
 import { checkPromptDrift, checkSampling, checkSpecialTokens, firstDifferingByte } from '../../trainer/preflight';
@@ -207,6 +208,39 @@ for (const backend of ['cpu', 'wasm'] as const) describe(`GRPO: the policy-gradi
     ref.dispose();
   });
 
+  it('micro-batches (gradient accumulation) take the same optimiser step as the whole batch', () => {
+    const w = bigWeights(13);
+    const b = pgBatch(4, 9, 14);
+    const advantages = Float32Array.from({ length: b.labels.length }, (_, i) => [0.7, -1.1, 0.2, 1.5][Math.floor(i / b.seq)]!);
+    const ref = StackModel.fromWeights(MICRO, bigWeights(15));
+    const pg = { advantages, refLogp: ref.tokenLogprobs(b).logp, clip: 0.2, beta: 0.05 };
+    const rowsOf = (from: number, to: number): Batch => {
+      const S = b.seq;
+      const cut = <T extends Int32Array | Float32Array>(a: T) => a.slice(from * S, to * S) as T;
+      return { inputIds: cut(b.inputIds), labels: cut(b.labels), batch: to - from, seq: S, pg: { ...pg, advantages: cut(pg.advantages), refLogp: cut(pg.refLogp) } };
+    };
+    const results = [[{ ...b, pg }], [rowsOf(0, 1), rowsOf(1, 4)]].map((batches) => {
+      const m = StackModel.fromWeights(MICRO, w);
+      // eps 1: Adam's step is ~lr * g for these small gradients, so the weights show the gradient.
+      const t = new Trainer(m, { lr: 1e-2, weightDecay: 0, eps: 1 });
+      const r = t.step(batches);
+      const after = m.exportWeights();
+      t.dispose();
+      m.dispose();
+      return { r, after };
+    });
+    const [whole, micro] = results as [(typeof results)[0], (typeof results)[0]];
+    assert.ok(Math.abs(whole.r.loss - micro.r.loss) < 1e-6, `loss ${whole.r.loss} vs ${micro.r.loss}`);
+    assert.ok(Math.abs(whole.r.gradNorm - micro.r.gradNorm) < 1e-5 * Math.max(1, whole.r.gradNorm));
+    assert.equal(whole.r.supervised, micro.r.supervised);
+    for (const k of Object.keys(whole.after)) {
+      let d = 0;
+      whole.after[k]!.forEach((x, i) => (d = Math.max(d, Math.abs(x - micro.after[k]![i]!))));
+      assert.ok(d < 1e-7, `${k}: weights differ by ${d}`);
+    }
+    ref.dispose();
+  });
+
   it('refuses weights on a policy-gradient batch (its loss is one token mean)', () => {
     const m = StackModel.create(MICRO, 1);
     const b = pgBatch(1, 6, 2);
@@ -238,6 +272,20 @@ describe('GRPO: rollouts to a batch', () => {
     assert.equal(advantages[3], 0.5);
     assert.equal(advantages[batch.seq + 2], -2);
     assert.equal(advantages[0], 0);
+  });
+});
+
+describe('GRPO: micro-batches of rollouts', () => {
+  it('keep every rollout once with its advantage, at most `rows` per batch, shortest first', () => {
+    const ep = (n: number) => ({ ids: Array.from({ length: n }, (_, i) => 10 + i), generated: Array.from({ length: n }, (_, i) => (i > 2 ? 1 : 0)) }) as unknown as Episode;
+    const rollouts = [9, 4, 7, 12, 5].map((n, i) => ({ episode: ep(n), advantage: i - 2 }));
+    const mb = microBatches(rollouts, 2);
+    assert.deepEqual(mb.map((m) => m.batch.batch), [2, 2, 1]);
+    assert.deepEqual(mb.map((m) => m.batch.seq), [5, 9, 12]);
+    const labelled = mb.reduce((n, m) => n + m.batch.labels.filter((l) => l !== IGNORE).length, 0);
+    assert.equal(labelled, rollouts.reduce((n, r) => n + r.episode.ids.length - 3, 0));
+    const advs = mb.flatMap((m) => [...new Set(Array.from(m.advantages).filter((_, i) => m.batch.labels[i] !== IGNORE))]).sort();
+    assert.deepEqual(advs, [-1, -2, 0, 1, 2].sort());
   });
 });
 
