@@ -20,7 +20,6 @@ import {
   scoreCompletion,
 } from '../core/reward';
 import { tokenizerHash } from '../core/tokenizer';
-import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -123,8 +122,6 @@ export class PreflightRefusal extends UserError {}
 
 /** Rollouts of one step and what the update needs from them. */
 interface Rollout {
-  task: Task;
-  group: number;
   episode: Episode;
   reward: number;
   correct: boolean;
@@ -383,6 +380,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       const picked = new Set<number>();
       while (picked.size < Math.min(g.tasksPerStep, rlTasks.length)) picked.add(Math.floor(rng.uniform() * rlTasks.length));
       const rollouts: Rollout[] = [];
+      /** Rollouts of the groups with reward spread: the update's batch. */
+      const kept: Rollout[] = [];
       let groupsFlat = 0;
       let skipped = 0;
       let stepsOnly = 0;
@@ -409,7 +408,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       tasks.forEach((task, group) => {
         const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
           const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
-          return { task, group, episode, reward: score.total, correct: score.correct, advantage: 0 };
+          return { episode, reward: score.total, correct: score.correct, advantage: 0 };
         });
         const { advantages, std } = groupAdvantages(members.map((m) => m.reward));
         groupStds.push(std);
@@ -417,9 +416,12 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         if (std === 0) groupsFlat++;
         const flat = Math.max(...advantages.map(Math.abs)) < ZERO_ADVANTAGE;
         if (flat) skipped++;
-        // Spread that comes only from step counts (every member equally right or wrong): the
-        // std normalisation gives it full weight, so it is worth watching.
-        else if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
+        else {
+          kept.push(...members);
+          // Spread that comes only from step counts (every member equally right or wrong): the
+          // std normalisation gives it full weight, so it is worth watching.
+          if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
+        }
         rollouts.push(...members);
       });
       if (hooks.isCancelled()) {
@@ -427,10 +429,6 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         break;
       }
       const tRoll = Date.now();
-      const kept = rollouts.filter((r) => {
-        const grp = rollouts.filter((x) => x.group === r.group);
-        return Math.max(...grp.map((x) => Math.abs(x.advantage))) >= ZERO_ADVANTAGE;
-      });
       const genTokens = rollouts.reduce((n, r) => n + r.episode.generated.reduce((a, b) => a + b, 0), 0);
       let update: Record<string, unknown> = {};
       if (kept.length > 0) {

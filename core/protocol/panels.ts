@@ -315,7 +315,8 @@ const isSource = (v: unknown): v is TrajectorySource =>
 
 const isGuard = (v: unknown): v is GuardName => GUARD_NAMES.includes(v as GuardName);
 
-export function isTrajectorySummary(v: unknown): v is TrajectorySummary {
+/** The fields a trajectory's summary and its detail share (where it is, what it asked, how it ended). */
+function hasTrajectoryHeader(v: unknown): v is Record<string, unknown> {
   return (
     isObj(v) &&
     isNat(v['index']) &&
@@ -324,10 +325,16 @@ export function isTrajectorySummary(v: unknown): v is TrajectorySummary {
     isStr(v['kind']) &&
     boolOrNull(v['solved']) &&
     strOrNull(v['failure']) &&
-    isNat(v['steps']) &&
     numOrNull(v['reward']) &&
     strOrNull(v['answer']) &&
-    strOrNull(v['gold']) &&
+    strOrNull(v['gold'])
+  );
+}
+
+export function isTrajectorySummary(v: unknown): v is TrajectorySummary {
+  return (
+    hasTrajectoryHeader(v) &&
+    isNat(v['steps']) &&
     Array.isArray(v['guards']) &&
     v['guards'].every(isGuard) &&
     strArray(v['calls'])
@@ -354,16 +361,7 @@ function isStepCard(v: unknown): v is StepCard {
 
 export function isTrajectoryDetail(v: unknown): v is TrajectoryDetail {
   return (
-    isObj(v) &&
-    isNat(v['index']) &&
-    isNat(v['line']) &&
-    isStr(v['question']) &&
-    isStr(v['kind']) &&
-    boolOrNull(v['solved']) &&
-    strOrNull(v['failure']) &&
-    numOrNull(v['reward']) &&
-    strOrNull(v['answer']) &&
-    strOrNull(v['gold']) &&
+    hasTrajectoryHeader(v) &&
     Array.isArray(v['steps']) &&
     v['steps'].every(isStepCard) &&
     strArray(v['problems'])
