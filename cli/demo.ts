@@ -7,6 +7,7 @@ import { tokenizerHash } from '../core/tokenizer';
 import { writeJsonAtomic } from '../trainer/files';
 import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData } from '../trainer/prepare';
 import { runSft } from '../trainer/sft';
+import { DEFAULT_BUDGET_NOTE, PRESETS } from '../trainer/model';
 import { DEFAULT_RECIPE, getRecipe } from '../trainer/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
@@ -20,7 +21,8 @@ export interface DemoOptions {
   log?: (line: string) => void;
 }
 
-export const DEMO_MINUTES = 3;
+/** The demo's training budget (optimiser minutes): "a few minutes" (DESIGN.md). */
+export const DEMO_MINUTES = 5;
 
 export interface DemoReport {
   runDir: string;
@@ -55,10 +57,11 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
   const runDir = options.runDir ?? path.join('runs', timestamp());
 
   let stage = 0;
-  const data = prepareRunData(runDir, options.pool ?? getRecipe(DEFAULT_RECIPE).pool, (line) => log(`[${++stage}/4] ${line}`));
+  const recipe = getRecipe(DEFAULT_RECIPE);
+  const data = prepareRunData(runDir, options.pool ?? recipe.pool, (line) => log(`[${++stage}/5] ${line}`), recipe);
   const tokenizer = data.tokenizer;
 
-  log(`[4/4] formatting the SFT data`);
+  log(`[5/5] formatting the SFT data`);
   const dataset = buildDataset(
     data.train.rows.map((r) => r.text),
     tokenizer,
@@ -159,7 +162,7 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
     return;
   }
   log('');
-  log(`Training the default student (tiny preset, copy recipe) for ${minutes} minute(s); progress on stderr.`);
+  log(`Training the default student (tiny preset, ${DEFAULT_RECIPE} recipe) for ${minutes} minute(s); progress on stderr.`);
   const hooks = trainJobHooks();
   const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1] }, hooks);
   const s = result.summary as {
@@ -176,7 +179,10 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   if (s.by_kind) log(`  per shape              ${Object.entries(s.by_kind).map(([k, v]) => `${k} ${pctOf(v.accuracy)} of ${v.n}`).join(', ')}`);
   if (s.span_accuracy) log(`  teacher-forced spans   ${Object.entries(s.span_accuracy).map(([k, v]) => `${k} ${pctOf(v)}`).join(', ')}`);
   log('');
-  log('The full recipe (about 20 minutes on 2 CPU cores):');
-  log('  agent-lab train sft --minutes 20 --run runs/student');
-  log('  agent-lab eval --run runs/student --split heldout');
+  const tiny = PRESETS.tiny;
+  const full = tiny.steps !== undefined ? `${tiny.steps} optimiser steps` : `${tiny.minutes} minutes`;
+  log(`The full recipe (the tiny preset's default budget: ${full}; ${DEFAULT_BUDGET_NOTE}):`);
+  log('  agent-lab train sft --run runs/student');
+  log('  agent-lab eval --run runs/student --split heldout          # then --split fresh-values: does it read or remember?');
+  log('  agent-lab train grpo --from runs/student --run runs/grpo');
 }

@@ -19,6 +19,8 @@ import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from '
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
 import { BACKEND_CHOICES } from '../trainer/backend';
+import { EVAL_SPLITS } from '../core/protocol/worker';
+import { RL_POOLS, SCALE_REWARDS } from '../trainer/grpo';
 
 export { CliError };
 
@@ -38,6 +40,10 @@ const GRPO_OPTIONS: Record<string, OptionSpec> = {
   seed: { kind: 'int' },
   'eval-every': { kind: 'int', min: 0, max: 1000000 },
   'system-prompt': { kind: 'string' },
+  pool: { kind: 'string', choices: [...RL_POOLS] },
+  'scale-rewards': { kind: 'string', choices: [...SCALE_REWARDS] },
+  'dynamic-sampling': { kind: 'string', choices: ['on', 'off'] },
+  'max-draws': { kind: 'int', min: 1, max: 100000 },
 };
 
 const COMMANDS: Record<
@@ -139,20 +145,23 @@ const COMMANDS: Record<
     name: 'train',
     summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
-      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--resume] [--eval-limit N] [--checkpoint-every SECONDS] --run DIR\n' +
+      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN] [--resume] [--eval-limit N]\n' +
+      '      [--checkpoint-every SECONDS] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
-      '      [--system-prompt TEXT] [--backend B] [--resume] [--checkpoint-every SECONDS] --run DIR',
+      '      [--pool train|fresh-values|fresh-entities] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N]\n' +
+      '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] --run DIR',
     options: {
       ...GRPO_OPTIONS,
       preset: { kind: 'string', choices: PRESET_NAMES },
       recipe: { kind: 'string', choices: RECIPE_NAMES },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
-      minutes: { kind: 'int', min: 1, max: 100000 },
+      minutes: { kind: 'number', min: 0.05, max: 100000 },
       steps: { kind: 'int', min: 1, max: 100000000 },
       resume: { kind: 'flag' },
       'eval-limit': { kind: 'int', min: 0, max: 100000 },
       'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
+      threads: { kind: 'int', min: 1, max: 64 },
       run: { kind: 'string', required: true },
     },
     positionals: 'none',
@@ -170,11 +179,11 @@ const COMMANDS: Record<
   eval: {
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
-    usage: 'agent-lab eval --run DIR [--checkpoint latest|step-N] [--split heldout|train] [--limit N] [--backend B] [--json]',
+    usage: 'agent-lab eval --run DIR [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true },
       checkpoint: { kind: 'string' },
-      split: { kind: 'string', choices: ['heldout', 'train'] },
+      split: { kind: 'string', choices: [...EVAL_SPLITS] },
       limit: { kind: 'int', min: 1, max: 100000 },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
       json: { kind: 'flag' },
@@ -294,7 +303,8 @@ async function cmdTrain(a: ParsedArgs): Promise<void> {
   if (a.options['minutes'] !== undefined && a.options['steps'] !== undefined) throw new UsageError('give --minutes or --steps, not both');
   const misplaced = (names: readonly string[]) => names.filter((n) => a.options[n] !== undefined).map((n) => `--${n}`);
   if (a.positional === 'sft') {
-    const wrong = misplaced(Object.keys(GRPO_OPTIONS));
+    // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
+    const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
     await runTrainCommand(a.options);
     return;

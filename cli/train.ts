@@ -14,7 +14,8 @@ import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError, runSft } from '../trainer/sft';
-import { PreflightRefusal, runGrpo } from '../trainer/grpo';
+import { PreflightRefusal, RlPool, ScaleRewards, runGrpo } from '../trainer/grpo';
+import type { EvalSplit } from '../core/protocol/worker';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -73,6 +74,9 @@ export async function runTrainCommand(o: Options): Promise<void> {
         ...(o['resume'] ? { resume: true } : {}),
         ...(o['eval-limit'] !== undefined ? { evalLimit: o['eval-limit'] as number } : {}),
         ...(o['checkpoint-every'] !== undefined ? { checkpointEverySeconds: o['checkpoint-every'] as number } : {}),
+        ...(o['seed'] !== undefined ? { seed: o['seed'] as number } : {}),
+        ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
+        ...(o['from'] !== undefined ? { from: o['from'] as string } : {}),
       },
       hooks,
     ),
@@ -113,6 +117,11 @@ export async function runGrpoCommand(o: Options): Promise<void> {
         ...pick('systemPrompt', o['system-prompt'] as string | undefined),
         ...pick('backend', o['backend'] as string | undefined),
         ...pick('checkpointEverySeconds', num('checkpoint-every')),
+        ...pick('pool', o['pool'] as RlPool | undefined),
+        ...pick('scaleRewards', o['scale-rewards'] as ScaleRewards | undefined),
+        ...pick('dynamicSampling', o['dynamic-sampling'] === undefined ? undefined : o['dynamic-sampling'] === 'on'),
+        ...pick('maxDraws', num('max-draws')),
+        ...pick('parallel', o['threads'] === undefined ? undefined : (o['threads'] as number) - 1),
         ...(o['resume'] ? { resume: true } : {}),
       },
       hooks,
@@ -135,7 +144,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
       {
         kind: 'eval',
         runDir: o['run'] as string,
-        split: ((o['split'] as string | undefined) ?? 'heldout') as 'heldout' | 'train',
+        split: ((o['split'] as string | undefined) ?? 'heldout') as EvalSplit,
         ...(o['checkpoint'] !== undefined ? { checkpoint: o['checkpoint'] as string } : {}),
         ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
         ...(o['limit'] !== undefined ? { limit: o['limit'] as number } : {}),

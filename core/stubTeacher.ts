@@ -28,7 +28,16 @@ export function extractFact(observations: readonly string[], entity: string, att
 
 export class UnknownQuestionError extends Error {}
 
-export function makeStubTeacher(tasks: readonly Task[]): Teacher {
+export interface StubTeacherOptions {
+  /**
+   * Searches with k = 1 when this says the fact's canonical clause is in the top hit of the
+   * query (a recipe knob: one passage to copy from, no distractor value beside it); else
+   * the seed's k = 2. Absent: always k = 2, as the seed's teacher.
+   */
+  topHitHolds?: (query: string, entity: string, attribute: string) => boolean;
+}
+
+export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOptions = {}): Teacher {
   const byQuestion = new Map<string, Task>();
   for (const t of tasks) byQuestion.set(t.question, t); // later duplicates win, as a dict
   return (prompt: string): string => {
@@ -43,7 +52,8 @@ export function makeStubTeacher(tasks: readonly Task[]): Teacher {
     if (obs.length < queries.length) {
       const i = obs.length;
       const [ent, attr] = facts[i]!;
-      return `Thought: I need the ${attr} of ${ent}. I'll search the corpus.\n${renderCall('search', { query: queries[i]!, k: 2 })}`;
+      const k = options.topHitHolds?.(queries[i]!, ent, attr) ? 1 : 2;
+      return `Thought: I need the ${attr} of ${ent}. I'll search the corpus.\n${renderCall('search', { query: queries[i]!, k })}`;
     }
 
     const vals = facts.map(([e, a]) => extractFact(obs, e, a));

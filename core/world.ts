@@ -98,12 +98,12 @@ function pad(n: number, width: number): string {
 }
 
 /**
- * `build_corpus`: the 28 real facts plus `nDistractors` synthetic ablation runs with two
+ * `build_corpus`: the 28 real facts (or another table, core/worlds.ts) plus `nDistractors` synthetic ablation runs with two
  * facts each, rendered and chunked: 268 passages for the defaults.
  */
-export function buildCorpus(seed = 0, nDistractors = 120): Passage[] {
+export function buildCorpus(seed = 0, nDistractors = 120, table: readonly Fact[] = [...SPEC_FACTS, ...PAPER_FACTS]): Passage[] {
   const rng = new PyRandom(seed);
-  const facts: Fact[] = [...SPEC_FACTS, ...PAPER_FACTS];
+  const facts: Fact[] = [...table];
   for (let i = 0; i < nDistractors; i++) {
     const ent = `ablation run R-${pad(i, 3)}`;
     for (const attr of rng.sample(DISTRACTOR_ATTRS, 2)) {
@@ -187,9 +187,8 @@ export function compareTask([e1, a1, v1]: Fact, [e2, a2, v2]: Fact): Task | null
 export const TASK_FACTS: readonly Fact[] = [...SPEC_FACTS, ...PAPER_FACTS];
 
 /** `make_tasks`: 262 tasks for seed 0 (lookup 28, double 28, sum 120, compare 86). */
-export function makeTasks(seed = 0): Task[] {
+export function makeTasks(seed = 0, facts: readonly Fact[] = TASK_FACTS): Task[] {
   const rng = new PyRandom(seed + 1);
-  const facts = TASK_FACTS;
   const numeric = facts.filter((f) => isNum(f[2]));
   const tasks: Task[] = [];
   for (const f of facts) tasks.push(lookupTask(f));
@@ -216,12 +215,12 @@ export interface TaskPool {
  * `make_task_pool`: shuffle `makeTasks(seed)` with `Random(seed + 2)` and split. Throws
  * (the seed's assert) when the pool cannot fill both splits.
  */
-export function makeTaskPool(seed = 0, nTrain = 200, nHeldout = 50): TaskPool {
+export function makeTaskPool(seed = 0, nTrain = 200, nHeldout = 50, facts: readonly Fact[] = TASK_FACTS): TaskPool {
   // Python would slice oddly with negative counts; they are never meaningful here.
   if (!Number.isInteger(nTrain) || !Number.isInteger(nHeldout) || nTrain < 0 || nHeldout < 0) {
     throw new RangeError(`nTrain and nHeldout must be non-negative integers, got ${nTrain} and ${nHeldout}`);
   }
-  const tasks = makeTasks(seed);
+  const tasks = makeTasks(seed, facts);
   new PyRandom(seed + 2).shuffle(tasks);
   if (!(tasks.length >= nTrain + nHeldout)) {
     throw new Error(

@@ -15,6 +15,8 @@ const nodeTargets = [
   { entryPoints: { worker: 'trainer/worker.ts' } },
   // The data-parallel gradient thread (trainer/parallel.ts), started by the Trainer.
   { entryPoints: { 'parallel-worker': 'trainer/parallel.ts' } },
+  // The evaluation thread (trainer/evalWorker.ts): the second core's share of an eval.
+  { entryPoints: { 'eval-worker': 'trainer/evalWorker.ts' } },
 ];
 
 // tfjs-backend-wasm's binaries beside the bundles (dist/wasm/), so a packaged extension

@@ -108,10 +108,10 @@ export class AgentRuntime {
   }
 
   /** Runs one episode. A question without gold (agent-lab run) is never `solved`. */
-  run(task: EpisodeTask, options: Partial<EpisodeOptions> = {}): Episode {
+  run(task: EpisodeTask, options: Partial<EpisodeOptions> = {}, env: ToolEnv = this.env): Episode {
     const session = this.policy.newSession();
     try {
-      const episode = this.episode(task, { ...DEFAULT_EPISODE, ...options });
+      const episode = this.episode(task, { ...DEFAULT_EPISODE, ...options }, env);
       let r = episode.next();
       while (!r.done) r = episode.next(session.append(r.value));
       return r.value;
@@ -124,12 +124,13 @@ export class AgentRuntime {
    * Runs several episodes in lockstep: whenever every unfinished episode waits for one
    * sampled token, their decoding steps share one batched forward pass (Policy.appendBatch);
    * prompts and observations are prefilled per episode. Each episode keeps its own options
-   * (its own random stream), so it samples from the same distributions as `run`.
+   * (its own random stream), so it samples from the same distributions as `run`, and may
+   * live in its own world (`env`: its corpus and tools; default the runtime's).
    */
-  runBatch(items: readonly { task: EpisodeTask; options?: Partial<EpisodeOptions> }[]): Episode[] {
+  runBatch(items: readonly { task: EpisodeTask; options?: Partial<EpisodeOptions>; env?: ToolEnv }[]): Episode[] {
     const sessions = items.map(() => this.policy.newSession());
     try {
-      const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }));
+      const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }, it.env ?? this.env));
       const state = episodes.map((e) => e.next());
       const results: (Episode | null)[] = items.map(() => null);
       for (;;) {
@@ -160,7 +161,7 @@ export class AgentRuntime {
   }
 
   /** One episode as a coroutine: it yields the ids to append and receives the logits after them. */
-  private *episode(task: EpisodeTask, o: EpisodeOptions): Generator<Append, Episode, Float32Array> {
+  private *episode(task: EpisodeTask, o: EpisodeOptions, env: ToolEnv): Generator<Append, Episode, Float32Array> {
     const ids: number[] = [];
     const generated: number[] = [];
     let logits: Float32Array | null = null;
@@ -203,7 +204,7 @@ export class AgentRuntime {
             guard = 'RepeatedCall';
           } else {
             calls.add(key);
-            observation = this.env.runTool(action);
+            observation = env.runTool(action);
           }
         }
         record.push({

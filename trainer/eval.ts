@@ -2,17 +2,25 @@
 // a split. Exact match overall and per shape, mean steps, a failure taxonomy by the first
 // step where the student departs from the teacher, teacher-forced accuracy per span kind,
 // and contamination (evaluated tasks that overlap the run's training data).
-import { DEFAULT_MAX_STEPS, rollout } from '../core/distill';
+import { DEFAULT_MAX_STEPS, normalize, rollout } from '../core/distill';
 import { ToolEnv } from '../core/env';
 import { overlapKey } from '../core/overlap';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
 import { makeStubTeacher } from '../core/stubTeacher';
 import type { Task } from '../core/types';
 import { assistantTurns, parseAssistantStep } from '../core/wire';
+import { SEED_WORLD, WorldId, seedGoldOf, worldName } from '../core/worlds';
 import { AgentRuntime, Episode, EpisodeOptions } from './agentRuntime';
 
-export type Failure = 'search' | 'calc' | 'final' | 'format' | 'out_of_steps';
-export const FAILURES: readonly Failure[] = ['search', 'calc', 'final', 'format', 'out_of_steps'];
+/**
+ * Where a failed trajectory first departs from the teacher's: a different search or calc
+ * call, `early_answer` (answered where the teacher called a tool), `extra_call` (called a
+ * tool where the teacher answered), `final` (a wrong answer where the teacher answered),
+ * `format`, `out_of_steps`; and `memorised` (a fresh world's question answered with the
+ * seed world's value while the fresh world's gold differs), which takes precedence.
+ */
+export type Failure = 'search' | 'calc' | 'final' | 'early_answer' | 'extra_call' | 'memorised' | 'format' | 'out_of_steps';
+export const FAILURES: readonly Failure[] = ['search', 'calc', 'final', 'early_answer', 'extra_call', 'memorised', 'format', 'out_of_steps'];
 export const STEP_PENALTY = 0.05;
 
 /** The eval row contract (eval/<split>.jsonl). */
@@ -28,6 +36,8 @@ export interface EvalRow {
   text: string;
   /** Per token: 1 where the policy generated it (so viewers can tell harness text apart). */
   generated: number[];
+  /** The world the task lives in ("seed:0", "values:1000003", ...). */
+  world: string;
 }
 
 export interface EvalSummary {
@@ -39,6 +49,8 @@ export interface EvalSummary {
   span_accuracy: Partial<Record<SpanKind, number>>;
   contaminated: number;
   steps_mean: number;
+  /** How the split is made: world kind, world seeds, task count. */
+  worlds?: { kind: string; seeds: number[]; tasks: number };
 }
 
 /** reward = exact match - 0.05 * steps / max_steps (the seed's verifiable reward). */
@@ -76,15 +88,20 @@ export function classifyFailure(ep: Episode, teacherTranscript: string): Failure
     if (!t) return ep.outOfSteps ? 'out_of_steps' : 'final';
     const sameCall = s.kind === 'tool' && t.kind === 'tool' && JSON.stringify([s.tool, s.args]) === t.call;
     if (sameCall) continue;
-    if (t.kind === 'tool') return t.tool === 'calc' ? 'calc' : 'search';
+    if (t.kind === 'tool') {
+      if (s.kind === 'final') return 'early_answer';
+      return t.tool === 'calc' ? 'calc' : 'search';
+    }
     // The teacher answered here.
-    return s.kind === 'final' ? 'final' : ep.outOfSteps ? 'out_of_steps' : 'final';
+    return s.kind === 'final' ? 'final' : 'extra_call';
   }
   return ep.outOfSteps ? 'out_of_steps' : 'final';
 }
 
 export interface EvalOptions {
   split: string;
+  /** The world of the tasks (default the seed's): for `memorised` and world-qualified contamination. */
+  world?: WorldId;
   episode?: Partial<EpisodeOptions>;
   /** Overlap keys of the run's training tasks, for `contaminated`. */
   trainingKeys?: ReadonlySet<string>;
@@ -107,7 +124,12 @@ export function evaluateTasks(
     if (options.isCancelled?.()) break;
     const ep = runtime.run(task, options.episode);
     const ref = rollout(task, teacher, env).transcript;
-    const failure = classifyFailure(ep, ref);
+    const world = options.world ?? SEED_WORLD;
+    let failure = classifyFailure(ep, ref);
+    if (failure !== null && world.kind !== 'seed') {
+      const seedGold = seedGoldOf(task);
+      if (seedGold !== null && seedGold !== task.gold && ep.answer !== null && normalize(ep.answer) === normalize(seedGold)) failure = 'memorised';
+    }
     const maxSteps = options.episode?.maxSteps ?? DEFAULT_MAX_STEPS;
     const row: EvalRow = {
       question: task.question,
@@ -120,9 +142,13 @@ export function evaluateTasks(
       reward: reward(ep.solved, ep.steps, maxSteps),
       text: ep.text,
       generated: ep.generated,
+      world: worldName(world),
     };
     rows.push(row);
-    if (options.trainingKeys?.has(overlapKey(task))) contaminated++;
+    // The seed world's held-out contract holds across worlds; a fresh world's task is
+    // contaminated only when that same world's task was trained on.
+    const key = world.kind === 'seed' ? overlapKey(task) : `${worldName(world)}|${overlapKey(task)}`;
+    if (options.trainingKeys?.has(key)) contaminated++;
     options.onProgress?.(rows.length, tasks.length, row);
   }
   return { rows, summary: summarize(options.split, rows, contaminated, options.spanAccuracy ?? {}) };

@@ -6,7 +6,6 @@
 // harness wrote never enters the loss. Pre-flight checks refuse a run that cannot learn.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ToolEnv } from '../core/env';
 import { overlapKey } from '../core/overlap';
 import {
   DEFAULT_REWARD_TEXT,
@@ -20,7 +19,9 @@ import {
   scoreCompletion,
 } from '../core/reward';
 import { tokenizerHash } from '../core/tokenizer';
-import { buildCorpus, makeTaskPool } from '../core/world';
+import type { Task } from '../core/types';
+import { makeTaskPool } from '../core/world';
+import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, splitManifest, worldEnv, worldName } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -32,7 +33,7 @@ import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readJsonl } from './prepare';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
-import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadTasks, startBackend } from './sft';
+import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadWorldTasks, startBackend } from './sft';
 
 /** The Contract's defaults (DESIGN.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -53,7 +54,12 @@ export const GRPO_DEFAULTS = {
   maxTurnTokens: 160,
   /** Rollouts per micro-batch of the update (gradient accumulation). */
   microBatchRows: 8,
-} as const;
+  pool: 'train' as RlPool,
+  scaleRewards: 'group' as ScaleRewards,
+  dynamicSampling: true,
+  /** Under dynamic sampling, at most this many tasks drawn per step for each task kept. */
+  maxDrawsPerTask: 3,
+};
 
 export interface GrpoOptions {
   runDir: string;
@@ -83,6 +89,61 @@ export interface GrpoOptions {
   parallel?: number | 'auto';
   checkpointEverySeconds?: number;
   flatlineSteps?: number;
+  /** The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled). */
+  pool?: RlPool;
+  /** How advantages are scaled: by the group's reward std, the batch's, or not at all. */
+  scaleRewards?: ScaleRewards;
+  /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */
+  dynamicSampling?: boolean;
+  /** Tasks drawn per step at most under dynamic sampling. */
+  maxDraws?: number;
+}
+
+export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities'] as const;
+export type RlPool = (typeof RL_POOLS)[number];
+export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
+export type ScaleRewards = (typeof SCALE_REWARDS)[number];
+
+/** Fresh RL pools: this many training worlds, this many tasks of each shape from each. */
+const RL_POOL_WORLDS = 50;
+const RL_POOL_PER_SHAPE = 10;
+
+/**
+ * The tasks RL draws from. 'train': the SFT run's own (in-distribution: a sampled copy of
+ * the gradient SFT already gave). 'fresh-values' / 'fresh-entities': training worlds of
+ * their own seeds (core/worlds.ts TRAINING_SEEDS, never an evaluation split's), with the
+ * overlap contract kept in every world; 'fresh-entities' worlds were never distilled, so
+ * only the verifiable reward can teach them.
+ */
+export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readonly Task[]): WorldTask[] {
+  if (pool === 'train') {
+    return fs.existsSync(trainTasksFile) ? loadWorldTasks(trainTasksFile) : makeTaskPool(0).train.map((task) => ({ task, world: SEED_WORLD }));
+  }
+  const heldKeys = new Set(heldout.map(overlapKey));
+  const kind = pool === 'fresh-values' ? 'values' : 'entities';
+  const first = pool === 'fresh-values' ? TRAINING_SEEDS.rlValues : TRAINING_SEEDS.rlEntities;
+  const out: WorldTask[] = [];
+  for (let i = 0; i < RL_POOL_WORLDS; i++) {
+    const world = { kind, seed: first + i } as const;
+    for (const task of freshTrainingTasks(world, RL_POOL_PER_SHAPE, heldKeys)) out.push({ task, world });
+  }
+  return out;
+}
+
+/**
+ * Advantages of the kept groups: (r - group mean) / (std + 1e-6), with the group's std
+ * ('group', the seed's), the std of every kept reward ('batch': a group whose spread is a
+ * step-penalty difference of 0.005 gets a small advantage, not +-1), or none ('none').
+ */
+export function scaleAdvantages(groups: readonly (readonly number[])[], scale: ScaleRewards): number[][] {
+  const all = groups.flat();
+  const mean = all.reduce((a, b) => a + b, 0) / Math.max(1, all.length);
+  const batchStd = Math.sqrt(all.reduce((a, r) => a + (r - mean) * (r - mean), 0) / Math.max(1, all.length));
+  return groups.map((rewards) => {
+    if (scale === 'group') return groupAdvantages(rewards).advantages;
+    const m = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+    return rewards.map((r) => (scale === 'batch' ? (r - m) / (batchStd + 1e-6) : r - m));
+  });
 }
 
 interface GrpoConfig {
@@ -106,9 +167,14 @@ interface GrpoConfig {
     lr: number;
     evalEvery: number;
     systemPrompt?: string;
+    pool?: RlPool;
+    scaleRewards?: ScaleRewards;
+    dynamicSampling?: boolean;
+    maxDraws?: number;
   };
   optimiser: Record<string, unknown>;
-  data: { rlTasks: number; taskCounts: Record<string, number>; heldoutTasks: number };
+  data: { rlTasks: number; pool: RlPool; rlWorlds: number; taskCounts: Record<string, number>; heldoutTasks: number };
+  splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
   tokenizer: { sha256: string; vocabSize: number };
   preflight: { name: string; ok: boolean; detail: string }[];
   codeVersion: string;
@@ -198,7 +264,19 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     lr: o.lr ?? GRPO_DEFAULTS.lr,
     evalEvery: o.evalEvery ?? GRPO_DEFAULTS.evalEvery,
     ...(o.systemPrompt !== undefined ? { systemPrompt: o.systemPrompt } : {}),
+    pool: o.pool ?? GRPO_DEFAULTS.pool,
+    scaleRewards: o.scaleRewards ?? GRPO_DEFAULTS.scaleRewards,
+    dynamicSampling: o.dynamicSampling ?? GRPO_DEFAULTS.dynamicSampling,
+    maxDraws: o.maxDraws ?? GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep),
   };
+  // Runs written before these settings existed keep the behaviour they had.
+  const pool: RlPool = g.pool ?? 'train';
+  const scaleRewards: ScaleRewards = g.scaleRewards ?? 'group';
+  const dynamicSampling = g.dynamicSampling ?? false;
+  const maxDraws = g.maxDraws ?? g.tasksPerStep;
+  if (!RL_POOLS.includes(pool)) throw new UserError(`GRPO: pool must be one of ${RL_POOLS.join(', ')} (got ${String(pool)})`);
+  if (!SCALE_REWARDS.includes(scaleRewards)) throw new UserError(`GRPO: scale-rewards must be one of ${SCALE_REWARDS.join(', ')} (got ${String(scaleRewards)})`);
+  if (!Number.isInteger(maxDraws) || maxDraws < g.tasksPerStep) throw new UserError(`GRPO: max-draws must be an integer >= tasks per step (${g.tasksPerStep}), got ${maxDraws}`);
   for (const [k, v] of Object.entries({ groupSize: g.groupSize, tasksPerStep: g.tasksPerStep, maxSteps: g.maxSteps, epochsPerBatch: g.epochsPerBatch })) {
     if (!Number.isInteger(v) || v < 1) throw new UserError(`GRPO: ${k} must be a positive integer (got ${v})`);
   }
@@ -266,8 +344,20 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   }
 
   const split = makeTaskPool(0);
-  const rlTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : split.train;
-  const trainingKeys = new Set(rlTasks.map(overlapKey));
+  let rlTasks: WorldTask[];
+  try {
+    rlTasks = rlTaskPool(pool, files.trainTasks, split.heldout);
+  } catch (err) {
+    if (err instanceof ReservedWorldError) throw new UserError(err.message);
+    throw err;
+  }
+  // Contamination is judged against everything the student was trained on: the SFT data and the RL pool.
+  const sftTasks = fs.existsSync(files.trainTasks) ? loadWorldTasks(files.trainTasks) : split.train.map((task) => ({ task, world: SEED_WORLD }));
+  const trainingKeys = new Set<string>();
+  for (const { task, world } of [...sftTasks, ...rlTasks]) {
+    trainingKeys.add(overlapKey(task));
+    trainingKeys.add(`${worldName(world)}|${overlapKey(task)}`);
+  }
   const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
   if (leaked.length) throw new UserError(`the RL task pool overlaps the held-out split (${leaked.length} tasks, e.g. ${JSON.stringify(leaked[0]!.question)})`);
   const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ text: string }>(files.heldoutTraces) : [];
@@ -303,7 +393,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     model = StackModel.fromWeights(cfg, refCk.weights);
     opt = makeTrainer(model);
     const taskCounts: Record<string, number> = {};
-    for (const t of rlTasks) taskCounts[t.kind] = (taskCounts[t.kind] ?? 0) + 1;
+    for (const { task: t } of rlTasks) taskCounts[t.kind] = (taskCounts[t.kind] ?? 0) + 1;
     const config: GrpoConfig = {
       kind: 'grpo',
       from: { run: fromRun, checkpoint: refCk.name, step: refCk.step },
@@ -315,7 +405,14 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       budget: o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps },
       grpo: { ...g, reward: formatRewardSpec(rewardSpec) },
       optimiser: { ...opt.optim },
-      data: { rlTasks: rlTasks.length, taskCounts, heldoutTasks: split.heldout.length },
+      data: {
+        rlTasks: rlTasks.length,
+        pool,
+        rlWorlds: [...new Set(rlTasks.map((t) => worldName(t.world)))].length,
+        taskCounts,
+        heldoutTasks: split.heldout.length,
+      },
+      splits: { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       tokenizer: { sha256: sha, vocabSize: tokenizer.vocabSize },
       preflight: preflight.checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
       codeVersion: CODE_VERSION,
@@ -330,11 +427,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     'info',
     `GRPO from ${fromRun} (${refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
       `${g.tasksPerStep} tasks x ${g.groupSize} rollouts per step at temperature ${g.temperature}, reward ${formatRewardSpec(rewardSpec)}, ` +
-      `${rlTasks.length} RL tasks, ${opt.workers.threads} extra worker thread(s)`,
+      `${rlTasks.length} RL tasks (pool ${pool}), advantages scaled by ${scaleRewards}` +
+      `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}, ${opt.workers.threads} extra worker thread(s)`,
   );
 
-  const env = new ToolEnv(buildCorpus());
-  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer));
+  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(SEED_WORLD), tokenizerCallMask(tokenizer));
   const evalLimit = o.evalLimit;
   const startedAt = Date.now();
   let runMs = 0;
@@ -354,10 +451,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     lastCheckpoint = Date.now();
     hooks.checkpoint(step, p);
   };
-  const accuracyPoint = (final: boolean): EvalSummary | null => {
+  const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
-    const { summary } = evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
     metrics.append(rec);
     hooks.metrics(rec);
@@ -367,7 +464,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   };
 
   try {
-    const before = previous ? null : accuracyPoint(false);
+    const before = previous ? null : await accuracyPoint(false);
     while (!done()) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (hooks.isCancelled()) {
@@ -378,52 +475,72 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       // Per-step randomness from (seed, step): a resumed run samples what it would have.
       const rng = makeRng(seed * 1_000_003 + (step + 1) * 7919);
       const picked = new Set<number>();
-      while (picked.size < Math.min(g.tasksPerStep, rlTasks.length)) picked.add(Math.floor(rng.uniform() * rlTasks.length));
       const rollouts: Rollout[] = [];
-      /** Rollouts of the groups with reward spread: the update's batch. */
-      const kept: Rollout[] = [];
+      /** Groups with reward spread: the update's batch. */
+      const keptGroups: { task: Task; members: Rollout[] }[] = [];
       let groupsFlat = 0;
-      let skipped = 0;
-      let stepsOnly = 0;
+      let drawn = 0;
       const groupStds: number[] = [];
-      // Every rollout of the step decodes in lockstep (batched KV-cache steps), each with its
-      // own random stream, seeded by (seed, step, rollout).
-      const tasks = [...picked].map((ti) => rlTasks[ti]!);
-      const items = tasks.flatMap((task, t) =>
-        Array.from({ length: g.groupSize }, (_, k) => ({
-          task,
-          options: {
-            maxSteps: g.maxSteps,
-            temperature: g.temperature,
-            constrained: true,
-            maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
-            random: makeRng(seed * 1_000_003 + (step + 1) * 7919 + (t * g.groupSize + k) * 104_729).uniform,
-            ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
-          },
-        })),
-      );
-      hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}`);
-      const episodes = runtime.runBatch(items);
-      hooks.progress('grpo rollouts', items.length, items.length, `step ${step + 1}`);
-      tasks.forEach((task, group) => {
-        const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
-          const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
-          return { episode, reward: score.total, correct: score.correct, advantage: 0 };
-        });
-        const { advantages, std } = groupAdvantages(members.map((m) => m.reward));
-        groupStds.push(std);
-        members.forEach((m, i) => (m.advantage = advantages[i]!));
-        if (std === 0) groupsFlat++;
-        const flat = Math.max(...advantages.map(Math.abs)) < ZERO_ADVANTAGE;
-        if (flat) skipped++;
-        else {
-          kept.push(...members);
-          // Spread that comes only from step counts (every member equally right or wrong): the
-          // std normalisation gives it full weight, so it is worth watching.
-          if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
+      // Rounds of draws: one without dynamic sampling; with it, more until the step holds
+      // tasksPerStep informative groups or maxDraws tasks were drawn. Every rollout of a round
+      // decodes in lockstep (batched KV-cache steps), each with its own random stream, seeded
+      // by (seed, step, draw, rollout), so a resumed run samples what it would have.
+      const cap = Math.min(dynamicSampling ? maxDraws : g.tasksPerStep, rlTasks.length);
+      while (keptGroups.length < g.tasksPerStep && drawn < cap) {
+        const want = Math.min(g.tasksPerStep - keptGroups.length, cap - drawn);
+        const round: number[] = [];
+        while (round.length < want && picked.size < rlTasks.length) {
+          const ti = Math.floor(rng.uniform() * rlTasks.length);
+          if (picked.has(ti)) continue;
+          picked.add(ti);
+          round.push(ti);
         }
-        rollouts.push(...members);
+        if (round.length === 0) break;
+        const items = round.flatMap((ti, r) =>
+          Array.from({ length: g.groupSize }, (_, k) => ({
+            task: rlTasks[ti]!.task,
+            env: worldEnv(rlTasks[ti]!.world),
+            options: {
+              maxSteps: g.maxSteps,
+              temperature: g.temperature,
+              constrained: true,
+              maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
+              random: makeRng(seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729).uniform,
+              ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
+            },
+          })),
+        );
+        hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}, ${drawn + round.length} tasks drawn`);
+        const episodes = runtime.runBatch(items);
+        round.forEach((ti, group) => {
+          const task = rlTasks[ti]!.task;
+          const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
+            const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
+            return { episode, reward: score.total, correct: score.correct, advantage: 0 };
+          });
+          const { std } = groupAdvantages(members.map((m) => m.reward));
+          groupStds.push(std);
+          if (std < ZERO_ADVANTAGE) groupsFlat++;
+          else if (keptGroups.length < g.tasksPerStep) keptGroups.push({ task, members });
+          rollouts.push(...members);
+        });
+        drawn += round.length;
+        if (hooks.isCancelled()) break;
+      }
+      const advantages = scaleAdvantages(
+        keptGroups.map((k) => k.members.map((m) => m.reward)),
+        scaleRewards,
+      );
+      const kept: Rollout[] = [];
+      let stepsOnly = 0;
+      keptGroups.forEach(({ members }, i) => {
+        members.forEach((m, j) => (m.advantage = advantages[i]![j]!));
+        kept.push(...members);
+        // Spread that comes only from step counts (every member equally right or wrong): the
+        // group std normalisation gives it full weight, so it is worth watching.
+        if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
       });
+      const skipped = groupsFlat;
       if (hooks.isCancelled()) {
         cancelled = true;
         break;
@@ -437,8 +554,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         const micro = microBatches(kept, GRPO_DEFAULTS.microBatchRows).map(({ batch, advantages }) => ({
           batch,
           advantages,
-          ref: reference.tokenLogprobs(batch).logp,
-          old: g.epochsPerBatch > 1 ? model.tokenLogprobs(batch).logp : undefined,
+          // At the sampling temperature: the distribution the rollouts were drawn from.
+          ref: reference.tokenLogprobs(batch, g.temperature).logp,
+          old: g.epochsPerBatch > 1 ? model.tokenLogprobs(batch, g.temperature).logp : undefined,
         }));
         let kl = 0;
         let clipped = 0;
@@ -448,7 +566,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         let lr = 0;
         let supervised = 0;
         for (let e = 0; e < g.epochsPerBatch; e++) {
-          const r = opt.step(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta } })));
+          const r = opt.step(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta, temperature: g.temperature } })));
           supervised = r.supervised;
           if (e === 0) {
             kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;
@@ -487,6 +605,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         frac_reward_zero_std: frac,
         skipped_groups: skipped,
         groups,
+        // Dynamic sampling: tasks drawn this step, and those dropped for having no spread.
+        groups_drawn: drawn,
+        groups_dropped: groupsFlat,
+        groups_kept: keptGroups.length,
         groups_steps_only: stepsOnly,
         gen_tokens: genTokens,
         completion_len: genTokens / Math.max(1, rollouts.length),
@@ -518,11 +640,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();
       if (g.evalEvery > 0 && step % g.evalEvery === 0 && !done()) {
         await checkpoint();
-        accuracyPoint(false);
+        await accuracyPoint(false);
       }
     }
     await checkpoint();
-    const after = !cancelled && !hooks.isCancelled() ? accuracyPoint(true) : null;
+    const after = !cancelled && !hooks.isCancelled() ? await accuracyPoint(true) : null;
     const summary = {
       runDir,
       from: fromRun,

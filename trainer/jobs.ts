@@ -1,9 +1,11 @@
 // The jobs the worker process (and the CLI, in-process) runs: SFT, GRPO and evaluation.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { JobSpec } from '../core/protocol/worker';
-import { overlapKey } from '../core/overlap';
+import type { EvalSplit, JobSpec } from '../core/protocol/worker';
+import { rollout } from '../core/distill';
+import { makeStubTeacher } from '../core/stubTeacher';
 import { makeTaskPool } from '../core/world';
+import { SEED_WORLD, WorldTask, splitManifest, worldEnv } from '../core/worlds';
 import { BackendAsk, initBackend } from './backend';
 import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
@@ -11,7 +13,7 @@ import { writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
 import { ModelConfig, StackModel } from './model';
 import { dataFiles, loadTokenizer, readJsonl } from './prepare';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
-import { JobHooks, UserError, evaluateModel, loadTasks, runSft } from './sft';
+import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
 import { runGrpo } from './grpo';
 
 export type { JobHooks } from './sft';
@@ -46,7 +48,7 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
 
 export async function runEval(
   runDirArg: string,
-  split: 'heldout' | 'train',
+  split: EvalSplit,
   which: string,
   backendAsk: string,
   limit: number | undefined,
@@ -75,18 +77,28 @@ export async function runEval(
   try {
     const files = dataFiles(runDir);
     const pool = makeTaskPool(0);
-    const tasks = (split === 'heldout' ? pool.heldout : fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : pool.train).slice(
-      0,
-      limit ?? undefined,
-    );
-    const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : pool.train;
-    const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
-    const traces = fs.existsSync(traceFile) ? readJsonl<{ text: string }>(traceFile) : [];
-    const spanExamples = traces
+    const trainingTasks: WorldTask[] = fs.existsSync(files.trainTasks)
+      ? loadWorldTasks(files.trainTasks)
+      : pool.train.map((task) => ({ task, world: SEED_WORLD }));
+    const tasks = splitTasks(split, trainingTasks).slice(0, limit ?? undefined);
+    const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks.map((t) => t.task));
+    // Span accuracy is teacher-forced on the teacher's transcripts: the run's own for the
+    // seed world's splits, the stub teacher's (against each world's corpus) for fresh ones.
+    let traceTexts: string[];
+    if (split === 'heldout' || split === 'train') {
+      const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
+      traceTexts = fs.existsSync(traceFile) ? readJsonl<{ text: string }>(traceFile).map((r) => r.text) : [];
+    } else {
+      traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task]), worldEnv(world)).transcript);
+    }
+    const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
-      .map((r) => toExample(tokenizeTrace(r.text, tokenizer), config.model!.maxSeq, { copyWeight: 1 }))
+      .map((text) => toExample(tokenizeTrace(text, tokenizer), config.model!.maxSeq, { copyWeight: 1 }))
       .filter((e): e is TrainExample => e !== null);
-    const { rows, summary } = evaluateModel(model, tokenizer, tasks, split, new Set(trainingTasks.map(overlapKey)), spanExamples, hooks);
+    const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks);
+    const rows = evaluated.rows;
+    const manifest = split === 'heldout' ? { kind: 'seed', seeds: [0], tasks: pool.heldout.length } : split === 'train' ? undefined : splitManifest()[split];
+    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}) };
     writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
     writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), summary);
     const metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));

@@ -84,8 +84,10 @@ export interface Preset {
   batch: number;
   /** Peak learning rate (AdamW). */
   lr: number;
-  /** Default training budget in minutes (wall clock). */
+  /** Default training budget in minutes (optimiser time), when the preset has no `steps`. */
   minutes: number;
+  /** Default training budget in optimiser steps (wins over `minutes`): reproducible under load. */
+  steps?: number;
   betas: [number, number];
   weightDecay: number;
   /** Global gradient-norm clip. */
@@ -97,6 +99,9 @@ export interface Preset {
   device: 'cpu' | 'gpu';
   summary: string;
 }
+
+/** How long the tiny preset's default budget takes, as measured (docs/results.md). */
+export const DEFAULT_BUDGET_NOTE = 'about 20 minutes on 2 CPU cores';
 
 export const PRESETS: Record<PresetName, Preset> = {
   tiny: {
@@ -230,6 +235,12 @@ export interface PolicyGradient {
   refLogp: Float32Array;
   clip: number;
   beta: number;
+  /**
+   * The sampling temperature: log-probs are those of softmax(logits / T), the distribution
+   * the rollouts were drawn from (as TRL does); old and ref log-probs must use the same T.
+   * Default 1.
+   */
+  temperature?: number | undefined;
 }
 
 /** Sums over labelled positions of a policy-gradient batch (add over shards). */
@@ -238,7 +249,7 @@ export interface PolicyStats {
   klSum: number;
   /** Positions where the clipped term was the smaller one (no gradient through the ratio). */
   clipped: number;
-  /** Entropy of the policy's next-token distribution (temperature 1). */
+  /** Entropy of the policy's next-token distribution (at the sampling temperature). */
   entropySum: number;
 }
 
@@ -1036,10 +1047,12 @@ export class StackModel {
   ): { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D; pg: PolicyStats } {
     const [S, V] = logits.shape;
     const out = { ceSum: 0, lossSum: 0, correct: 0, pg: { klSum: 0, clipped: 0, entropySum: 0 } };
+    // logp = logSoftmax(logits / T), so d/dlogits carries a 1/T beside the (softmax - onehot).
+    const temperature = pg.temperature ?? 1;
     const dlogits = tf.tidy(() => {
       const lab = tf.tensor1d(labels, 'int32');
       const onehot = floatOneHot(lab, V);
-      const logp = tf.logSoftmax(logits);
+      const logp = tf.logSoftmax(temperature === 1 ? logits : tf.div(logits, temperature));
       const probs = tf.exp(logp);
       const newLp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
       out.pg.entropySum = tf.neg(tf.sum(tf.mul(probs, logp))).dataSync()[0]!;
@@ -1064,7 +1077,7 @@ export class StackModel {
         out.pg.klSum += kl;
         if (isClipped) out.pg.clipped++;
         const dLdLogp = -(isClipped ? 0 : a * ratio) + pg.beta * (1 - ed);
-        k[i] = W > 0 ? -dLdLogp / W : 0;
+        k[i] = W > 0 ? -dLdLogp / (W * temperature) : 0;
       }
       return tf.mul(tf.sub(probs, onehot), tf.reshape(tf.tensor1d(k), [S, 1])) as tf.Tensor2D;
     });
@@ -1185,10 +1198,10 @@ export class StackModel {
 
   /**
    * Log-prob of every label under this model (no gradients), per position (batch*seq; NaN
-   * where there is no label), and the summed entropy over labelled positions. GRPO's
-   * reference and old-policy log-probs.
+   * where there is no label), and the summed entropy over labelled positions, of
+   * softmax(logits / temperature). GRPO's reference and old-policy log-probs.
    */
-  tokenLogprobs(b: Pick<Batch, 'inputIds' | 'labels' | 'batch' | 'seq'>): { logp: Float32Array; entropySum: number } {
+  tokenLogprobs(b: Pick<Batch, 'inputIds' | 'labels' | 'batch' | 'seq'>, temperature = 1): { logp: Float32Array; entropySum: number } {
     const prep = this.prepare({ inputIds: b.inputIds, labels: b.labels, batch: b.batch, seq: b.seq }, true);
     const out = new Float32Array(b.batch * b.seq).fill(NaN);
     let entropySum = 0;
@@ -1196,7 +1209,7 @@ export class StackModel {
     tf.tidy(() => {
       const hs = this.gatherRows(this.hidden(prep), prep.supIdx);
       const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
-      const logp = tf.logSoftmax(logits);
+      const logp = tf.logSoftmax(temperature === 1 ? logits : tf.div(logits, temperature));
       const onehot = floatOneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1]);
       const lp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
       entropySum = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp))).dataSync()[0]!;

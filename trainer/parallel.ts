@@ -104,6 +104,7 @@ export function splitBatch(b: Batch, k: number): Batch[] {
           oldLogp: b.pg.oldLogp ? rowsOf(b.pg.oldLogp) : undefined,
           clip: b.pg.clip,
           beta: b.pg.beta,
+          temperature: b.pg.temperature,
         };
       }
       return out;

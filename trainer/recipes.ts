@@ -4,6 +4,21 @@
 // many small optimiser steps lifted it to 16/50. Recorded whole in each run's config.
 import type { SpanKind } from '../core/spans';
 import type { PoolName } from '../core/trainingPool';
+import type { TaskKind } from '../core/types';
+
+/**
+ * Counterfactual-value augmentation: training worlds with the seed's entities and
+ * attributes but every value resampled (core/worlds.ts), distilled by the stub teacher
+ * (which reads values from observations). Their seeds never meet an evaluation split's.
+ */
+export interface Augmentation {
+  /** Share of examples drawn from the fresh worlds (the rest from the seed world). */
+  share: number;
+  /** Number of fresh training worlds. */
+  worlds: number;
+  /** Tasks per shape from each fresh world. */
+  perShape: number;
+}
 
 export interface CurriculumPhase {
   /** Share of the budget (steps or time) this phase takes; the phases sum to 1. */
@@ -26,6 +41,14 @@ export interface Recipe {
   /** Extra multipliers per span kind. */
   kindWeights: Partial<Record<SpanKind, number>>;
   curriculum: CurriculumPhase[];
+  /**
+   * Sampling weight per task shape (lookup, double, sum, compare). Absent: examples are
+   * drawn in proportion to how many each shape has (the pool's natural mix).
+   */
+  shapeWeights?: Partial<Record<TaskKind, number>>;
+  augment?: Augmentation;
+  /** The stub teacher searches with k = 1 when the top hit states the fact (else k = 2). */
+  teacherTopHit?: boolean;
 }
 
 export const RECIPES: Record<string, Recipe> = {
@@ -58,6 +81,58 @@ export const RECIPES: Record<string, Recipe> = {
       { fraction: 0.25, turns: 'first', batch: 4 },
       { fraction: 0.75, turns: 'all', batch: 2 },
     ],
+  },
+  balanced: {
+    name: 'balanced',
+    description: 'copy-enlarged with shape-balanced sampling (lookup .15, double .2, sum .4, compare .25)',
+    pool: 'enlarged',
+    copyWeight: 5,
+    kindWeights: {},
+    curriculum: [
+      { fraction: 0.25, turns: 'first', batch: 4 },
+      { fraction: 0.75, turns: 'all', batch: 2 },
+    ],
+    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+  },
+  reader: {
+    name: 'reader',
+    description: 'balanced, with half of the examples from 40 counterfactual-value worlds (values must be read, not remembered)',
+    pool: 'enlarged',
+    copyWeight: 5,
+    kindWeights: {},
+    curriculum: [
+      { fraction: 0.25, turns: 'first', batch: 4 },
+      { fraction: 0.75, turns: 'all', batch: 2 },
+    ],
+    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+  },
+  'reader-fresh': {
+    name: 'reader-fresh',
+    description: 'reader with three quarters of the examples from the counterfactual-value worlds',
+    pool: 'enlarged',
+    copyWeight: 5,
+    kindWeights: {},
+    curriculum: [
+      { fraction: 0.25, turns: 'first', batch: 4 },
+      { fraction: 0.75, turns: 'all', batch: 2 },
+    ],
+    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    augment: { share: 0.75, worlds: 40, perShape: 40 },
+  },
+  'reader-k1': {
+    name: 'reader-k1',
+    description: 'reader, with the teacher searching k=1 when the top hit states the fact (one passage to copy from)',
+    pool: 'enlarged',
+    copyWeight: 5,
+    kindWeights: {},
+    curriculum: [
+      { fraction: 0.25, turns: 'first', batch: 4 },
+      { fraction: 0.75, turns: 'all', batch: 2 },
+    ],
+    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+    teacherTopHit: true,
   },
 };
 export const RECIPE_NAMES = Object.keys(RECIPES);

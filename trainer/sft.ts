@@ -3,21 +3,25 @@
 // held-out accuracy at points of the budget (the learning curve).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ToolEnv } from '../core/env';
 import { overlapKey } from '../core/overlap';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
 import type { BpeTokenizer } from '../core/tokenizer';
-import { tokenizerHash } from '../core/tokenizer';
+import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
-import { buildCorpus, makeTaskPool } from '../core/world';
+import { makeTaskPool } from '../core/world';
+import { SEED_WORLD, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
 import { AgentRuntime } from './agentRuntime';
 import { BackendAsk, BackendInfo, initBackend } from './backend';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
-import { EvalSummary, evaluateTasks } from './eval';
+import * as tf from '@tensorflow/tfjs-core';
+import { EvalRow, EvalSummary, summarize } from './eval';
+import { evaluateItems, startEvalShard } from './evalWorker';
+import { autoThreads } from './parallel';
 import { writeJsonAtomic } from './files';
-import { ModelConfig, PRESETS, PresetName, StackModel, makeRng, presetConfig } from './model';
+import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './model';
 import { Trainer } from './optim';
+import { DataOrder, DataOrderState } from './dataOrder';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { dataFiles, loadTokenizer, prepareRunData, readJsonl } from './prepare';
 import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
@@ -42,6 +46,8 @@ export interface SftOptions {
   minutes?: number;
   resume?: boolean;
   seed?: number;
+  /** Continued SFT: start from this SFT run's latest checkpoint, data and tokenizer. */
+  from?: string;
   /** Seconds between checkpoints (default 120). */
   checkpointEverySeconds?: number;
   /** Budget fractions at which held-out accuracy is measured (default [0.5, 1]). */
@@ -59,6 +65,8 @@ declare const __AGENT_LAB_VERSION__: string | undefined;
 
 interface RunConfig {
   kind: 'sft';
+  /** Continued SFT: the run and checkpoint it started from. */
+  from?: { run: string; checkpoint: string; step: number };
   preset: PresetName;
   recipe: Recipe;
   model: ModelConfig;
@@ -67,6 +75,7 @@ interface RunConfig {
   seed: number;
   budget: { steps?: number; minutes?: number };
   optimiser: Record<string, unknown>;
+  splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
   data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number };
   tokenizer: { sha256: string; vocabSize: number };
   codeVersion: string;
@@ -76,6 +85,28 @@ interface RunConfig {
 export class UserError extends Error {}
 
 const RESUME_STATE = 'trainer_state';
+/** Dev tasks per learning-curve point (one fresh world's 50). */
+const DEV_POINT_TASKS = 50;
+
+/** Where a training example comes from: the seed world or a fresh (augmentation) world. */
+type Origin = 'seed' | 'fresh';
+const TASK_KINDS = ['lookup', 'double', 'sum', 'compare'] as const;
+
+/**
+ * Overlap keys of a run's training tasks: plain (kind, facts) keys of every task, for the
+ * held-out contract that holds in every world, and world-qualified ones ("values:7|key")
+ * for the fresh splits, whose questions repeat the seed's with other values.
+ */
+export function trainingKeysOf(tasksFile: string, tasks: readonly Task[]): Set<string> {
+  const keys = new Set<string>();
+  const worlds = fs.existsSync(tasksFile) ? readJsonl<{ world?: unknown }>(tasksFile).map((r) => (typeof r.world === 'string' ? r.world : 'seed:0')) : [];
+  tasks.forEach((t, i) => {
+    const k = overlapKey(t);
+    keys.add(k);
+    keys.add(`${worlds[i] ?? 'seed:0'}|${k}`);
+  });
+  return keys;
+}
 
 /** Span accuracy, teacher-forced: per span kind, the share of target tokens the model's argmax gets right. */
 export function spanAccuracy(model: StackModel, examples: readonly TrainExample[]): Partial<Record<SpanKind, number>> {
@@ -115,26 +146,69 @@ export function loadTasks(file: string): Task[] {
   return readJsonl<TaskRowLike>(file).map((row, i) => taskFromRow(row, `${file}:${i + 1}`));
 }
 
-/** Evaluates a model greedily and constrained on tasks; the learning-curve point and the eval job share it. */
-export function evaluateModel(
+/** Task rows with the world each lives in (a "world" key; absent: the seed's). */
+export function loadWorldTasks(file: string): WorldTask[] {
+  return readJsonl<TaskRowLike & { world?: unknown }>(file).map((row, i) => {
+    const where = `${file}:${i + 1}`;
+    let world = SEED_WORLD;
+    if (row.world !== undefined) {
+      try {
+        world = parseWorldName(String(row.world));
+      } catch (err) {
+        throw new UserError(`${where}: "world": ${(err as Error).message}`);
+      }
+    }
+    return { task: taskFromRow(row, where), world };
+  });
+}
+
+/**
+ * Evaluates a model greedily and constrained on tasks, each in its own world (tasks
+ * without one live in the seed's); the learning-curve points and the eval job share it.
+ */
+export async function evaluateModel(
   model: StackModel,
   tokenizer: BpeTokenizer,
-  tasks: readonly Task[],
+  tasks: readonly (Task | WorldTask)[],
   split: string,
   trainingKeys: ReadonlySet<string>,
   spanExamples: readonly TrainExample[],
   hooks: Pick<JobHooks, 'progress' | 'isCancelled'>,
-) {
-  const env = new ToolEnv(buildCorpus());
-  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer));
-  const spans = spanAccuracy(model, spanExamples);
-  return evaluateTasks(runtime, tasks, env, {
+  threads: number | 'auto' = 'auto',
+): Promise<{ rows: EvalRow[]; summary: EvalSummary; threads: number }> {
+  const items: WorldTask[] = tasks.map((t) => ('task' in t ? t : { task: t, world: SEED_WORLD }));
+  const policy = modelPolicy(model, tokenizer.vocabSize);
+  const callMask = tokenizerCallMask(tokenizer);
+  const runtimeFor = (part: readonly WorldTask[]) => new AgentRuntime(policy, tokenizer, worldEnv(part[0]!.world), callMask);
+  // Both cores: the second half of the tasks in a worker thread while this one does the first.
+  const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
+  const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
+  const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys) : null;
+  const mine = evaluateItems(
+    runtimeFor,
+    shard ? items.slice(0, cut) : items,
     split,
     trainingKeys,
-    spanAccuracy: spans,
-    onProgress: (done, total) => hooks.progress(`eval ${split}`, done, total),
-    isCancelled: hooks.isCancelled,
-  });
+    (done) => hooks.progress(`eval ${split}`, done, shard ? cut : items.length, shard ? `(the other ${items.length - cut} tasks in a second thread)` : undefined),
+    hooks.isCancelled,
+  );
+  const rows = [...mine.rows];
+  let contaminated = mine.contaminated;
+  if (shard) {
+    if (hooks.isCancelled()) shard.stop();
+    const other = await shard.result;
+    rows.push(...other.rows);
+    contaminated += other.contaminated;
+  }
+  const spans = spanAccuracy(model, spanExamples);
+  return { rows, summary: summarize(split, rows, contaminated, spans), threads: shard ? 2 : 1 };
+}
+
+/** The tasks of an evaluation split: the seed world's heldout or train, or a fresh split's worlds. */
+export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[]): WorldTask[] {
+  if (split === 'heldout') return makeTaskPool(0).heldout.map((task) => ({ task, world: SEED_WORLD }));
+  if (split === 'train') return [...trainingTasks];
+  return freshSplitTasks(split);
 }
 
 /** Picks the tfjs backend a job asked for, says which one runs (and why not a better one). */
@@ -163,12 +237,33 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   if (!o.resume && previous) {
     throw new UserError(`${runDir} already holds an SFT run; pass --resume to continue it, or choose another --run`);
   }
-  const presetName = (previous?.preset ?? o.preset ?? 'tiny') as PresetName;
+  // Continued SFT (--from RUN): a new run that starts from another SFT run's latest
+  // checkpoint, on that run's data and tokenizer, at the learning rate that run ended with
+  // (constant): "the same compute spent on more SFT", the baseline GRPO is compared with.
+  let fromRun: { dir: string; config: RunConfig } | null = null;
+  const fromDir = previous?.from?.run ?? (o.from !== undefined ? path.resolve(o.from) : undefined);
+  if (fromDir !== undefined) {
+    const fc = path.join(fromDir, CONFIG_FILE);
+    const parsed = fs.existsSync(fc) ? (JSON.parse(fs.readFileSync(fc, 'utf8')) as Partial<RunConfig>) : null;
+    if (!parsed || parsed.kind !== 'sft') throw new UserError(`--from ${fromDir}: not an SFT run folder (no ${CONFIG_FILE} of kind sft)`);
+    fromRun = { dir: fromDir, config: parsed as RunConfig };
+    if (!previous) {
+      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl']) {
+        const src = path.join(fromDir, f);
+        const dst = path.join(runDir, f);
+        if (!fs.existsSync(src)) continue;
+        if (fs.existsSync(dst)) throw new UserError(`--from: ${dst} exists; continued SFT never writes over data (choose a new --run)`);
+        fs.mkdirSync(path.dirname(dst), { recursive: true });
+        fs.copyFileSync(src, dst);
+      }
+    }
+  }
+  const presetName = (previous?.preset ?? fromRun?.config.preset ?? o.preset ?? 'tiny') as PresetName;
   if (!(presetName in PRESETS)) throw new UserError(`unknown preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
   const preset = PRESETS[presetName];
   let recipe: Recipe;
   try {
-    recipe = previous?.recipe ?? getRecipe(o.recipe ?? DEFAULT_RECIPE);
+    recipe = previous?.recipe ?? fromRun?.config.recipe ?? getRecipe(o.recipe ?? DEFAULT_RECIPE);
   } catch (err) {
     throw new UserError((err as Error).message);
   }
@@ -176,7 +271,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
 
   if (!fs.existsSync(files.trainTraces) || !fs.existsSync(files.tokenizer)) {
     hooks.log('info', `${runDir} has no data/: building the default world and distilling it with the stub teacher`);
-    prepareRunData(runDir, recipe.pool, (line) => hooks.log('info', line));
+    prepareRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe);
   }
   const tokenizer = loadTokenizer(runDir);
   const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
@@ -184,33 +279,45 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const cfg = presetConfig(presetName, tokenizer.vocabSize);
   const maxLen = cfg.maxSeq;
   const weights = { copyWeight: recipe.copyWeight, kindWeights: recipe.kindWeights };
-  const trainRows = readJsonl<{ task: string; text: string; kind: string }>(files.trainTraces);
+  const trainRows = readJsonl<{ task: string; text: string; kind: string; world?: string }>(files.trainTraces);
   const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ task: string; text: string; kind: string }>(files.heldoutTraces) : [];
-  const full: TrainExample[] = [];
-  const first: TrainExample[] = [];
-  const each: TrainExample[] = [];
+  // Pools by curriculum turns, origin (the seed world or a fresh training world) and shape,
+  // so that the recipe's shape weights and augmentation share act at sampling time.
+  const pools = new Map<string, TrainExample[]>();
+  const poolKey = (turns: string, origin: Origin, kind: string) => `${turns}|${origin}|${kind}`;
+  const addTo = (key: string, ex: TrainExample | null) => {
+    if (!ex) return;
+    const list = pools.get(key);
+    if (list) list.push(ex);
+    else pools.set(key, [ex]);
+  };
   const wantsEach = recipe.curriculum.some((p) => p.turns === 'each');
+  const wantsFirst = recipe.curriculum.some((p) => p.turns === 'first');
   let dropped = 0;
+  let fullCount = 0;
+  let firstCount = 0;
   for (const r of trainRows) {
+    const origin: Origin = r.world === undefined || r.world === 'seed:0' ? 'seed' : 'fresh';
     const ex = toExample(tokenizeTrace(r.text, tokenizer), maxLen, weights);
-    if (ex) full.push(ex);
+    if (ex) fullCount++;
     else dropped++;
-    const f = toExample(tokenizeTrace(firstTurnOnly(r.text), tokenizer), maxLen, weights);
-    if (f) first.push(f);
+    addTo(poolKey('all', origin, r.kind), ex);
+    if (wantsFirst) {
+      const f = toExample(tokenizeTrace(firstTurnOnly(r.text), tokenizer), maxLen, weights);
+      if (f) firstCount++;
+      addTo(poolKey('first', origin, r.kind), f);
+    }
     if (wantsEach) {
-      for (const cut of cutAfterEachTurn(r.text)) {
-        const e = toExample(tokenizeTrace(cut, tokenizer), maxLen, weights);
-        if (e) each.push(e);
-      }
+      for (const cut of cutAfterEachTurn(r.text)) addTo(poolKey('each', origin, r.kind), toExample(tokenizeTrace(cut, tokenizer), maxLen, weights));
     }
   }
-  if (full.length === 0) throw new UserError(`no training example fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
+  if (fullCount === 0) throw new UserError(`no training example fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
   const heldExamples = heldRows
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
   const split = makeTaskPool(0);
   const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : split.train;
-  const trainingKeys = new Set(trainingTasks.map(overlapKey));
+  const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks);
   // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped
   // twin) is in the training data. prepareRunData guarantees it; data brought by hand may not.
   const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
@@ -226,16 +333,31 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   let model: StackModel;
   let startStep = 0;
   let elapsedBefore = 0;
-  let rngState = seed;
+  let orderState: DataOrderState | null = null;
+  let fromCheckpoint: { run: string; checkpoint: string; step: number } | null = null;
+  // The budget: the run's own on resume; else the options; else the preset's default (a
+  // step count where the preset has one, so that a default run is reproducible under load).
+  const budget: { steps?: number; minutes?: number } =
+    previous?.budget ??
+    (o.steps !== undefined
+      ? { steps: o.steps }
+      : o.minutes !== undefined
+        ? { minutes: o.minutes }
+        : preset.steps !== undefined && !fromRun
+          ? { steps: preset.steps }
+          : { minutes: preset.minutes });
+  const stepBudget = budget.steps;
   const trainer = (m: StackModel) =>
     new Trainer(m, {
-      lr: preset.lr,
+      // A step budget decays the learning rate over its steps, as a time budget does over its minutes.
+      ...(stepBudget !== undefined && !fromRun ? { totalSteps: stepBudget } : {}),
+      lr: fromRun ? preset.lr * preset.minLrRatio : preset.lr,
       betas: preset.betas,
       weightDecay: preset.weightDecay,
       clip: preset.clip,
-      warmupSteps: preset.warmupSteps,
+      warmupSteps: fromRun ? 0 : preset.warmupSteps,
       minLrRatio: preset.minLrRatio,
-      schedule: 'cosine',
+      schedule: fromRun ? 'constant' : 'cosine',
       parallel: o.parallel ?? 'auto',
     });
   let opt: Trainer;
@@ -246,68 +368,86 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     opt = trainer(model);
     if (ck.optimizer) opt.importState(ck.optimizer);
     else hooks.log('warn', 'the checkpoint holds no optimiser state: AdamW restarts from zero moments');
-    const st = ck.extra[RESUME_STATE] as { step: number; elapsed: number; rng: number } | undefined;
+    const st = ck.extra[RESUME_STATE] as { step: number; elapsed: number; order?: DataOrderState } | undefined;
     startStep = st?.step ?? ck.step;
     elapsedBefore = st?.elapsed ?? 0;
-    rngState = st?.rng ?? seed + startStep;
+    orderState = st?.order ?? null;
+    if (!orderState) hooks.log('warn', 'the checkpoint holds no data order (written by an older version): the order restarts from the seed');
     metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), startStep);
     hooks.log('info', `resumed from step ${startStep} (${(elapsedBefore / 60).toFixed(1)} min trained)`);
   } else {
-    model = StackModel.create(cfg, seed);
+    if (fromRun) {
+      let ck;
+      try {
+        ck = loadCheckpoint(fromRun.dir, 'latest');
+      } catch (err) {
+        throw new UserError(`--from ${fromRun.dir}: cannot load its checkpoint: ${(err as Error).message}`);
+      }
+      model = StackModel.fromWeights(cfg, ck.weights);
+      fromCheckpoint = { run: fromRun.dir, checkpoint: ck.name, step: ck.step };
+      hooks.log('info', `continued SFT from ${fromRun.dir} (${ck.name}) at a constant lr of ${preset.lr * preset.minLrRatio}`);
+    } else model = StackModel.create(cfg, seed);
     opt = trainer(model);
     metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));
     const kindCounts: Record<string, number> = {};
     for (const t of trainingTasks) kindCounts[t.kind] = (kindCounts[t.kind] ?? 0) + 1;
     const config: RunConfig = {
       kind: 'sft',
+      ...(fromCheckpoint ? { from: fromCheckpoint } : {}),
       preset: presetName,
       recipe,
       model: cfg,
       params: model.paramCount(),
       backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}) },
       seed,
-      budget: o.steps !== undefined ? { steps: o.steps } : { minutes: o.minutes ?? preset.minutes },
+      budget,
       optimiser: { ...opt.optim },
       data: {
-        trainExamples: full.length,
-        firstTurnExamples: first.length,
+        trainExamples: fullCount,
+        firstTurnExamples: firstCount,
         dropped,
         dropRate: trainRows.length ? dropped / trainRows.length : 0,
         taskCounts: kindCounts,
         heldoutTasks: split.heldout.length,
       },
+      splits: { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize },
       codeVersion: CODE_VERSION,
       created: new Date().toISOString(),
     };
     writeJsonAtomic(configFile, config);
   }
-  const budget = previous?.budget ?? (o.steps !== undefined ? { steps: o.steps } : { minutes: o.minutes ?? preset.minutes });
   const totalSteps = budget.steps;
   const budgetMs = (budget.minutes ?? 0) * 60_000;
   hooks.log(
     'info',
     `SFT: preset ${presetName} (${model.paramCount()} parameters), recipe ${recipe.name}, ` +
       (totalSteps !== undefined ? `${totalSteps} steps` : `${budget.minutes} minutes`) +
-      `, ${full.length} examples, ${opt.workers.threads} extra worker thread(s)`,
+      `, ${fullCount} examples, ${opt.workers.threads} extra worker thread(s)`,
   );
 
-  const rng = makeRng(rngState);
-  const orders = new Map<string, { order: number[]; at: number }>();
-  const sample = (pool: TrainExample[], key: string, n: number): TrainExample[] => {
-    let s = orders.get(key);
+  const order = orderState ? DataOrder.fromState(orderState) : new DataOrder(seed);
+  const shapesOf = (turns: string, origin: Origin): [string, number][] => {
+    const out: [string, number][] = [];
+    for (const kind of TASK_KINDS) {
+      const n = pools.get(poolKey(turns, origin, kind))?.length ?? 0;
+      if (n === 0) continue;
+      // No shape weights: the pool's natural mix (a shape's share is its example count).
+      const w = recipe.shapeWeights ? (recipe.shapeWeights[kind] ?? 0) : n;
+      if (w > 0) out.push([kind, w]);
+    }
+    return out;
+  };
+  const share = recipe.augment?.share ?? 0;
+  const sample = (turns: string, n: number): TrainExample[] => {
     const out: TrainExample[] = [];
-    while (out.length < n) {
-      if (!s || s.at >= s.order.length) {
-        const order = pool.map((_, i) => i);
-        for (let i = order.length - 1; i > 0; i--) {
-          const j = Math.floor(rng.uniform() * (i + 1));
-          [order[i], order[j]] = [order[j]!, order[i]!];
-        }
-        s = { order, at: 0 };
-        orders.set(key, s);
-      }
-      out.push(pool[s.order[s.at++]!]!);
+    for (let i = 0; i < n; i++) {
+      let origin: Origin = share > 0 && order.uniform() < share ? 'fresh' : 'seed';
+      if (shapesOf(turns, origin).length === 0) origin = origin === 'fresh' ? 'seed' : 'fresh';
+      const kind = order.pick(shapesOf(turns, origin));
+      const key = poolKey(turns, origin, kind);
+      const pool = pools.get(key)!;
+      out.push(pool[order.next(key, pool.length)]!);
     }
     return out;
   };
@@ -328,17 +468,18 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   let cancelled = false;
   let lastRecord: Record<string, unknown> = {};
   const curve: { step: number; time: number; accuracy: number }[] = [];
+  const devCurve: { step: number; time: number; accuracy: number }[] = [];
 
   const checkpoint = async () => {
     const p = await saveCheckpoint(runDir, step, model, opt, {
-      [RESUME_STATE]: { step, elapsed: elapsed(), rng: Math.floor(rng.uniform() * 2 ** 31) },
+      [RESUME_STATE]: { step, elapsed: elapsed(), order: order.exportState() },
     });
     lastCheckpoint = Date.now();
     hooks.checkpoint(step, p);
   };
-  const accuracyPoint = (final: boolean): EvalSummary => {
+  const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
     const tasks = o.evalLimit ? split.heldout.slice(0, o.evalLimit) : split.heldout;
-    const { summary } = evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
     const rec = {
       phase: 'eval' as const,
       step,
@@ -355,6 +496,14 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     hooks.metrics(rec);
     curve.push({ step, time: elapsed(), accuracy: summary.accuracy });
     hooks.log('info', `held-out exact match at step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
+    // Beside it, the first world of the dev split (fresh values: read, or remembered?).
+    const devTasks = freshSplitTasks('dev').slice(0, Math.min(o.evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
+    const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks)).summary;
+    const devRec = { phase: 'eval' as const, step, time: elapsed(), split: 'dev', accuracy: dev.accuracy, by_kind: dev.by_kind, failures: dev.failures, n: dev.n, final };
+    metrics.append(devRec);
+    hooks.metrics(devRec);
+    devCurve.push({ step, time: elapsed(), accuracy: dev.accuracy });
+    hooks.log('info', `dev exact match at step ${step}: ${(100 * dev.accuracy).toFixed(1)}% of ${dev.n} (memorised ${dev.failures.memorised})`);
     return summary;
   };
 
@@ -368,8 +517,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       }
       const progress = progressOf(step);
       const { index, phase } = phaseAt(recipe, progress);
-      const pool = phase.turns === 'first' ? first : phase.turns === 'each' ? each : full;
-      const batch = padBatch(sample(pool, phase.turns, phase.batch), 2);
+      const batch = padBatch(sample(phase.turns, phase.batch), 2);
       const t0 = Date.now();
       const r = opt.step(batch, { progress: totalSteps !== undefined ? undefined : progress });
       const dt = Date.now() - t0;
@@ -400,12 +548,12 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       if (nextEval < evalPoints.length && evalPoints[nextEval]! < 1 && progressOf(step) >= evalPoints[nextEval]!) {
         nextEval++;
         await checkpoint();
-        accuracyPoint(false);
+        await accuracyPoint(false);
       }
     }
     await checkpoint();
     let final: EvalSummary | null = null;
-    if (!cancelled && evalPoints.includes(1) && !hooks.isCancelled()) final = accuracyPoint(true);
+    if (!cancelled && evalPoints.includes(1) && !hooks.isCancelled()) final = await accuracyPoint(true);
     const summary = {
       runDir,
       steps: step,
@@ -416,6 +564,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       sup_acc: lastRecord['sup_acc'],
       ...(final ? { heldout_accuracy: final.accuracy, by_kind: final.by_kind, span_accuracy: final.span_accuracy } : {}),
       curve,
+      dev_curve: devCurve,
     };
     return { cancelled, summary };
   } finally {

@@ -18,10 +18,18 @@ export interface SftJobSpec {
   /** Held-out tasks per accuracy point during training (default all 50). */
   evalLimit?: number;
 }
+/**
+ * Evaluation splits: the seed's 50 held-out tasks (reported first), the run's training
+ * tasks, and fresh worlds of reserved seeds (core/worlds.ts): `dev` for choosing recipes,
+ * `fresh-values` (values resampled) and `fresh-entities` (new names) for measuring reading.
+ */
+export const EVAL_SPLITS = ['heldout', 'train', 'dev', 'fresh-values', 'fresh-entities'] as const;
+export type EvalSplit = (typeof EVAL_SPLITS)[number];
+
 export interface EvalJobSpec {
   kind: 'eval';
   runDir: string;
-  split: 'heldout' | 'train';
+  split: EvalSplit;
   checkpoint?: string;
   backend?: string;
   limit?: number;
@@ -88,7 +96,7 @@ export function checkJobSpec(v: unknown): string | null {
     return null;
   }
   if (v['kind'] === 'eval') {
-    if (v['split'] !== 'heldout' && v['split'] !== 'train') return "job.split must be 'heldout' or 'train'";
+    if (!EVAL_SPLITS.includes(v['split'] as EvalSplit)) return `job.split must be one of ${EVAL_SPLITS.join(', ')}`;
     for (const k of ['checkpoint', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
     if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
     return null;

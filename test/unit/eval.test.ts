@@ -10,6 +10,10 @@ import { buildCorpus, makeTaskPool } from '../../core/world';
 import { overlapKey } from '../../core/overlap';
 import { AgentRuntime, DecodeSession, Policy } from '../../trainer/agentRuntime';
 import { evaluateTasks, reward } from '../../trainer/eval';
+import { initBackend } from '../../trainer/backend';
+import { StackModel, presetConfig } from '../../trainer/model';
+import { evaluateModel } from '../../trainer/sft';
+import { freshSplitTasks } from '../../core/worlds';
 
 const tok = trainDefaultTokenizer();
 const env = new ToolEnv(buildCorpus());
@@ -79,5 +83,27 @@ describe('evaluation', () => {
     const runtime = new AgentRuntime(replayPolicy(tasks, makeStubTeacher(tasks)), tok, env, null);
     const keys = new Set([overlapKey(tasks[1]!)]);
     assert.equal(evaluateTasks(runtime, tasks, env, { split: 'heldout', trainingKeys: keys }).summary.contaminated, 1);
+  });
+});
+
+describe('evaluation on both cores', function () {
+  this.timeout(300_000);
+  it('a worker thread evaluating half of the tasks gives the rows one thread gives, in task order', async () => {
+    await initBackend('wasm');
+    const model = StackModel.create({ ...presetConfig('tiny', tok.vocabSize), layers: 1 }, 7);
+    // Tasks of two worlds (the seed's and a fresh one), so the shard crosses a world boundary.
+    const items = [...pool.heldout.slice(0, 5).map((task) => ({ task, world: { kind: 'seed' as const, seed: 0 } })), ...freshSplitTasks('dev').slice(0, 5)];
+    const hooks = { progress: () => {}, isCancelled: () => false };
+    const one = await evaluateModel(model, tok, items, 'dev', new Set(), [], hooks, 1);
+    const two = await evaluateModel(model, tok, items, 'dev', new Set(), [], hooks, 2);
+    model.dispose();
+    assert.equal(one.threads, 1);
+    assert.equal(two.threads, 2, 'the second half ran in a worker thread');
+    assert.equal(two.rows.length, items.length);
+    assert.deepEqual(
+      two.rows.map((r) => [r.question, r.world, r.text]),
+      one.rows.map((r) => [r.question, r.world, r.text]),
+    );
+    assert.deepEqual(two.summary, one.summary);
   });
 });

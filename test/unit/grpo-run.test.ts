@@ -54,7 +54,7 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     const run = path.join(tmp, 'g');
     const r = spawnSync(
       process.execPath,
-      [bin, 'train', 'grpo', '--from', sft, '--steps', '3', '--group', '3', '--tasks', '2', '--eval-limit', '2', '--eval-every', '0', '--run', run],
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '3', '--group', '3', '--tasks', '2', '--dynamic-sampling', 'off', '--eval-limit', '2', '--eval-every', '0', '--run', run],
       { encoding: 'utf8' },
     );
     assert.equal(r.status, 0, r.stderr);
@@ -91,6 +91,49 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     const ev = spawnSync(process.execPath, [bin, 'eval', '--run', run, '--limit', '2', '--json'], { encoding: 'utf8' });
     assert.equal(ev.status, 0, ev.stderr);
     assert.equal(JSON.parse(ev.stdout.trim().split('\n').pop()!).n, 2);
+  });
+
+  it('dynamic sampling: draws tasks until the step holds its groups with spread, within the cap, and counts drawn and dropped', () => {
+    const run = path.join(tmp, 'dyn');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '2', '--group', '3', '--tasks', '2', '--max-draws', '6', '--scale-rewards', 'batch', '--eval-limit', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const grpo = lines(run).filter((l) => l['phase'] === 'grpo');
+    assert.equal(grpo.length, 2);
+    for (const l of grpo) {
+      const drawn = l['groups_drawn'] as number;
+      const kept = l['groups_kept'] as number;
+      const dropped = l['groups_dropped'] as number;
+      assert.ok(drawn >= 2 && drawn <= 6, `drawn ${drawn}`);
+      assert.equal(drawn, kept + dropped, 'every drawn group is kept or dropped');
+      assert.ok(kept <= 2);
+      if (kept < 2) assert.equal(drawn, 6, 'short of informative groups only when the cap was reached');
+      assert.equal(l['groups'], drawn);
+      assert.equal(l['frac_reward_zero_std'], dropped / drawn);
+    }
+    const config = JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8'));
+    assert.equal(config.grpo.dynamicSampling, true);
+    assert.equal(config.grpo.maxDraws, 6);
+    assert.equal(config.grpo.scaleRewards, 'batch');
+    assert.equal(config.grpo.pool, 'train');
+  });
+
+  it('--pool fresh-entities: RL on never-distilled worlds of its own seeds (never an evaluation split\'s)', () => {
+    const run = path.join(tmp, 'fresh');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '1', '--group', '2', '--tasks', '1', '--pool', 'fresh-entities', '--eval-limit', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const config = JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8'));
+    assert.equal(config.data.pool, 'fresh-entities');
+    assert.equal(config.data.rlWorlds, 50);
+    assert.ok(config.splits['fresh-entities'].seeds.length >= 10);
+    assert.match(r.stderr, /pool fresh-entities/);
   });
 
   it('says so in words when every group stays flat (near-greedy sampling): stderr, and the metrics line', () => {

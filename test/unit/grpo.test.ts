@@ -18,7 +18,7 @@ import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
 import { initBackend } from '../../trainer/backend';
 import { reward as evalReward } from '../../trainer/eval';
-import { flatlineMessage, microBatches, rolloutBatch } from '../../trainer/grpo';
+import { flatlineMessage, microBatches, rolloutBatch, scaleAdvantages } from '../../trainer/grpo';
 import { Trainer } from '../../trainer/optim';
 import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model';
 import { combineFlat, splitBatch } from '../../trainer/parallel';
@@ -41,7 +41,7 @@ function pgBatch(rows: number, seq: number, seed: number): Batch {
 
 /** The GRPO loss computed independently: from the model's per-token log-probs, in float64. */
 function referencePgLoss(m: StackModel, b: Batch, pg: PolicyGradient): { loss: number; kl: number; clipped: number } {
-  const lp = m.tokenLogprobs(b).logp;
+  const lp = m.tokenLogprobs(b, pg.temperature ?? 1).logp;
   let sum = 0;
   let kl = 0;
   let clipped = 0;
@@ -151,6 +151,53 @@ for (const backend of ['cpu', 'wasm'] as const) describe(`GRPO: the policy-gradi
       const tol = 5e-4 + 0.03 * Math.abs(analytic);
       assert.ok(Math.abs(numeric - analytic) < tol, `${s.name}: finite difference ${numeric} vs gradient ${analytic}`);
     }
+    m.dispose();
+    ref.dispose();
+  });
+
+  it('at the sampling temperature: log-probs of softmax(logits / T), and the loss and its gradient follow them', () => {
+    const T = 0.8;
+    const weights = bigWeights(11);
+    const m = StackModel.fromWeights(MICRO, weights);
+    const ref = StackModel.fromWeights(MICRO, bigWeights(12));
+    const b = pgBatch(3, 10, 13);
+    // Independently, in float64, from the full logits.
+    const logits = m.logits(b.inputIds, b.batch, b.seq);
+    const atT = m.tokenLogprobs(b, T).logp;
+    const at1 = m.tokenLogprobs(b).logp;
+    let differs = 0;
+    for (let i = 0; i < b.labels.length; i++) {
+      if (b.labels[i] === IGNORE) continue;
+      const row = Array.from(logits.subarray(i * MICRO.vocab, (i + 1) * MICRO.vocab), (x) => x / T);
+      const max = Math.max(...row);
+      const lse = max + Math.log(row.reduce((a, x) => a + Math.exp(x - max), 0));
+      const expected = row[b.labels[i]!]! - lse;
+      assert.ok(Math.abs(atT[i]! - expected) < 1e-4, `position ${i}: ${atT[i]} vs ${expected}`);
+      if (Math.abs(atT[i]! - at1[i]!) > 1e-3) differs++;
+    }
+    assert.ok(differs > 0, 'T = 0.8 changes the log-probs');
+    const advantages = new Float32Array(b.labels.length).map((_, i) => (Math.floor(i / b.seq) === 0 ? 1.1 : -0.7));
+    const pg: PolicyGradient = { advantages, refLogp: ref.tokenLogprobs(b, T).logp, clip: 0.2, beta: 0.3, temperature: T };
+    const out = m.lossAndGrads({ ...b, pg });
+    const expected = referencePgLoss(m, b, pg);
+    assert.ok(Math.abs(out.loss - expected.loss) < 1e-5, `loss ${out.loss} vs ${expected.loss}`);
+    const grads = gradsToArrays(out.grads);
+    const name = 'tok_embeddings';
+    const n = weights[name]!.length;
+    const dir = makeRng(5);
+    const u = Float32Array.from({ length: n }, () => dir.normal());
+    const norm = Math.sqrt(u.reduce((a, x) => a + x * x, 0));
+    let analytic = 0;
+    for (let i = 0; i < n; i++) analytic += (u[i] = u[i]! / norm) * grads[name]![i]!;
+    const at = (sign: number): number => {
+      const w = new Float32Array(weights[name]!);
+      for (let i = 0; i < n; i++) w[i] = w[i]! + sign * 1e-2 * u[i]!;
+      m.setWeights({ [name]: w });
+      return referencePgLoss(m, b, pg).loss;
+    };
+    const numeric = (at(1) - at(-1)) / 2e-2;
+    m.setWeights({ [name]: weights[name]! });
+    assert.ok(Math.abs(numeric - analytic) < 5e-4 + 0.03 * Math.abs(analytic), `finite difference ${numeric} vs gradient ${analytic}`);
     m.dispose();
     ref.dispose();
   });
@@ -315,6 +362,21 @@ describe('GRPO: rewards, advantages and the audit', () => {
     assert.throws(() => parseRewardSpec('step=abc'), /'step=abc' needs a number/);
     assert.throws(() => parseRewardSpec('gate=tags'), /unknown gate 'tags'/);
     assert.throws(() => parseRewardSpec(''), /empty/);
+  });
+
+  it('scale-rewards: group std, batch std (a step-count spread stays small), or none', () => {
+    const groups = [
+      [1, 1, 0, 0],
+      [-0.01, -0.015, -0.01, -0.01],
+    ];
+    const byGroup = scaleAdvantages(groups, 'group');
+    assert.ok(Math.abs(byGroup[1]![1]!) > 1, 'group std blows a 0.005 spread up to a full advantage');
+    const byBatch = scaleAdvantages(groups, 'batch');
+    assert.ok(Math.abs(byBatch[1]![1]!) < 0.05, `batch std keeps it small: ${byBatch[1]![1]}`);
+    assert.ok(Math.abs(byBatch[0]![0]!) > 0.9);
+    const none = scaleAdvantages(groups, 'none');
+    assert.deepEqual(none[0], [0.5, 0.5, -0.5, -0.5]);
+    for (const g of [...byBatch, ...none]) assert.ok(Math.abs(g.reduce((a, b) => a + b, 0)) < 1e-9, 'advantages are centred per group');
   });
 
   it('advantages use the population std; a flat group has all-zero advantages', () => {

@@ -84,6 +84,56 @@ describe('SFT training (CLI, tiny preset)', function () {
     assert.equal(readFileSync(latest, 'utf8').trim(), 'step-60');
   });
 
+  it('two runs with the same seed and --steps write identical loss columns; the lr decays over the steps', () => {
+    const losses = (name: string) => {
+      const run = path.join(tmp, name);
+      const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '60', '--recipe', 'balanced', '--seed', '3', '--eval-limit', '0', '--run', run], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, r.stderr);
+      return metricsLines(run).filter((l) => l['phase'] === 'sft');
+    };
+    const a = losses('same-a');
+    const b = losses('same-b');
+    assert.equal(a.length, 60);
+    assert.deepEqual(
+      b.map((l) => l['loss']),
+      a.map((l) => l['loss']),
+    );
+    // Warm-up is the preset's 50 steps; then the cosine decay reaches its floor (0.1 x peak) at step 60.
+    const lrs = a.map((l) => l['lr'] as number);
+    const peak = Math.max(...lrs);
+    assert.ok(lrs[59]! < 0.2 * peak, `lr decays to its floor under --steps: peak ${peak}, last ${lrs[59]}`);
+    assert.ok(lrs[54]! < peak && lrs[54]! > lrs[59]!, 'the decay is gradual');
+  });
+
+  it('a kill and --resume mid-epoch continues the same data order (loss column equal to an unbroken run)', async () => {
+    const args = (run: string) => [bin, 'train', 'sft', '--steps', '30', '--recipe', 'balanced', '--eval-limit', '0', '--checkpoint-every', '0', '--run', run];
+    const whole = path.join(tmp, 'order-whole');
+    const w = spawnSync(process.execPath, args(whole), { encoding: 'utf8' });
+    assert.equal(w.status, 0, w.stderr);
+    const broken = path.join(tmp, 'order-broken');
+    const child = spawn(process.execPath, args(broken), { stdio: 'ignore' });
+    const latest = path.join(broken, 'checkpoints', 'latest');
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const step = existsSync(latest) ? Number(readFileSync(latest, 'utf8').trim().slice('step-'.length)) : 0;
+      if (step >= 10) break;
+      assert.ok(Date.now() < deadline, 'no checkpoint appeared');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--resume', '--eval-limit', '0', '--run', broken], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const lastPerStep = (run: string) => {
+      const m = new Map<number, unknown>();
+      for (const l of metricsLines(run)) if (l['phase'] === 'sft') m.set(l['step'] as number, l['loss']);
+      return [...m.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1]);
+    };
+    assert.deepEqual(lastPerStep(broken), lastPerStep(whole));
+  });
+
   it('refuses to overwrite a run, and to resume a folder without one (exit 2, clear message)', () => {
     const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '5', '--run', path.join(tmp, 'short')], { encoding: 'utf8' });
     assert.equal(r.status, 2);

@@ -103,6 +103,7 @@ interface ChartDef {
 }
 
 const heldout = (r: MetricRecord) => r['split'] === undefined || r['split'] === 'heldout';
+const onSplit = (split: string) => (r: MetricRecord) => r['split'] === split;
 
 export const CHART_DEFS: readonly ChartDef[] = [
   {
@@ -124,9 +125,14 @@ export const CHART_DEFS: readonly ChartDef[] = [
   },
   {
     id: 'heldout-acc',
-    title: 'Held-out accuracy (exact match)',
+    title: 'Accuracy (exact match): held-out, dev, fresh values',
     yLabel: 'accuracy',
-    lines: [{ phase: 'eval', key: 'accuracy', suffix: '', role: 'line', where: heldout }],
+    // held-out is the seed's 50; dev and fresh-values are fresh worlds (does it read, or remember?).
+    lines: [
+      { phase: 'eval', key: 'accuracy', suffix: '', role: 'line', where: heldout },
+      { phase: 'eval', key: 'accuracy', suffix: ' · dev', role: 'dashed', where: onSplit('dev') },
+      { phase: 'eval', key: 'accuracy', suffix: ' · fresh-values', role: 'dashed', where: onSplit('fresh-values') },
+    ],
     yMin: 0,
     yMax: 1,
   },

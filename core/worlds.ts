@@ -1,0 +1,264 @@
+// Worlds from a fact table. The seed's world is one table (its 28 facts) rendered through
+// its templates, distractors and task shapes; a counterfactual world keeps the entities and
+// attributes and resamples every value, a new-entity world also renames every entity. Each
+// is rendered by the same code (core/world.ts with the table as data), so its gold answers
+// come from its own table — and a student that answers a fresh world's question with the
+// seed's value has remembered, not read. World seeds are partitioned by purpose: the
+// evaluation splits' seeds are reserved, and no training pool, augmentation or RL pool may
+// draw from them (assertNotReserved).
+import { ToolEnv } from './env';
+import { overlapKey } from './overlap';
+import { PyRandom } from './pyrandom';
+import type { Passage, Task } from './types';
+import { Fact, TASK_FACTS, buildCorpus, compareTask, doubleTask, isNum, lookupTask, makeTaskPool, sumTask } from './world';
+
+/** How a world's table was made from the seed's. */
+export type WorldKind = 'seed' | 'values' | 'entities';
+
+/** A world is named by how it was made and its seed: "seed:0", "values:17", "entities:2000003". */
+export interface WorldId {
+  kind: WorldKind;
+  seed: number;
+}
+
+export const SEED_WORLD: WorldId = { kind: 'seed', seed: 0 };
+
+export function worldName(id: WorldId): string {
+  return `${id.kind}:${id.seed}`;
+}
+
+export function parseWorldName(name: string): WorldId {
+  const m = /^(seed|values|entities):(\d+)$/.exec(name);
+  if (!m) throw new Error(`not a world name: ${JSON.stringify(name)} (expected seed:N, values:N or entities:N)`);
+  return { kind: m[1] as WorldKind, seed: Number(m[2]) };
+}
+
+/**
+ * Value ranges that fit each attribute of the seed's table: [low, high] in steps of `step`.
+ * Wide enough that a resampled value is almost never the seed's (and it is redrawn when it is).
+ */
+const VALUE_RANGES: Record<string, { low: number; high: number; step: number }> = {
+  'hidden size': { low: 256, high: 2048, step: 64 },
+  'layer count': { low: 6, high: 48, step: 1 },
+  'vocabulary size': { low: 8192, high: 65536, step: 1024 },
+  'query head count': { low: 4, high: 32, step: 1 },
+  'key-value head count': { low: 1, high: 8, step: 1 },
+  'head dimension': { low: 32, high: 256, step: 16 },
+  'MLP inner dimension': { low: 512, high: 4096, step: 64 },
+  'pretraining sequence length': { low: 1024, high: 8192, step: 512 },
+  'mid-training sequence length': { low: 4096, high: 32768, step: 1024 },
+  'RoPE base': { low: 1000, high: 100000, step: 500 },
+  'parameter count in millions': { low: 20, high: 999, step: 1 },
+  'pretraining token budget in billions': { low: 2, high: 300, step: 1 },
+  'publication year': { low: 1990, high: 2025, step: 1 },
+};
+
+function drawValue(rng: PyRandom, attr: string, avoid: string): string {
+  const r = VALUE_RANGES[attr];
+  if (!r) throw new Error(`no value range for attribute '${attr}'`);
+  const slots = Math.floor((r.high - r.low) / r.step) + 1;
+  for (;;) {
+    const v = String(r.low + r.step * rng.randrange(slots));
+    if (v !== avoid) return v;
+  }
+}
+
+const SYLLABLES = ['ka', 'lo', 'mi', 'ra', 'ven', 'tor', 'sil', 'da', 'nu', 'pe', 'zor', 'qui', 'bel', 'fa', 'gri', 'hol', 'jun', 'mar', 'ost', 'ty'];
+
+function pseudoWord(rng: PyRandom, parts: number): string {
+  let w = '';
+  for (let i = 0; i < parts; i++) w += SYLLABLES[rng.randrange(SYLLABLES.length)];
+  return w[0]!.toUpperCase() + w.slice(1);
+}
+
+/** The table of a world: the seed's, or one resampled (values; and names for 'entities'). */
+export function worldFacts(id: WorldId): Fact[] {
+  if (id.kind === 'seed') return [...TASK_FACTS];
+  // Offset so that a world's draws never coincide with the seed's own corpus stream.
+  const rng = new PyRandom(1_000_003 * (id.kind === 'values' ? 1 : 2) + id.seed);
+  const rename = new Map<string, string>();
+  if (id.kind === 'entities') {
+    const taken = new Set(TASK_FACTS.map((f) => f[0]));
+    for (const [ent] of TASK_FACTS) {
+      if (rename.has(ent)) continue;
+      let name: string;
+      do {
+        // Model entities keep the seed's "Name-NNNM" shape; papers get a pseudo-word.
+        name = /-\d+M$/.test(ent) ? `${pseudoWord(rng, 2)}-${10 * (1 + rng.randrange(60))}M` : pseudoWord(rng, 2 + rng.randrange(2));
+      } while (taken.has(name));
+      taken.add(name);
+      rename.set(ent, name);
+    }
+  }
+  return TASK_FACTS.map(([ent, attr, val]): Fact => [rename.get(ent) ?? ent, attr, drawValue(rng, attr, val)]);
+}
+
+/** A world rendered: its table, its corpus (the seed's templates and distractors) and its task split. */
+export interface World {
+  id: WorldId;
+  facts: Fact[];
+  corpus: Passage[];
+  train: Task[];
+  heldout: Task[];
+}
+
+const worldCache = new Map<string, World>();
+
+export function buildWorld(id: WorldId, nTrain = 200, nHeldout = 50): World {
+  const key = `${worldName(id)}/${nTrain}/${nHeldout}`;
+  const hit = worldCache.get(key);
+  if (hit) return hit;
+  const facts = worldFacts(id);
+  const corpus = buildCorpus(id.seed, 120, facts);
+  const split = makeTaskPool(id.seed, nTrain, nHeldout, facts);
+  const world: World = { id, facts, corpus, train: split.train, heldout: split.heldout };
+  worldCache.set(key, world);
+  return world;
+}
+
+const envCache = new Map<string, ToolEnv>();
+
+/** True when the query's top BM25 hit in `env` states the fact (the stub teacher's k = 1 knob). */
+export function topHitHolds(env: ToolEnv): (query: string, entity: string, attribute: string) => boolean {
+  return (query, entity, attribute) => {
+    const top = env.retriever.search(query, 1)[0];
+    return top !== undefined && top.passage.text.includes(`the ${attribute} of ${entity} is `);
+  };
+}
+
+/** The tools of a world (BM25 over its corpus, the calculator), cached. */
+export function worldEnv(id: WorldId): ToolEnv {
+  const name = worldName(id);
+  let env = envCache.get(name);
+  if (!env) {
+    env = new ToolEnv(buildWorld(id).corpus);
+    envCache.set(name, env);
+  }
+  return env;
+}
+
+// ---- Seed partition ------------------------------------------------------------------
+
+/** Evaluation splits made of fresh worlds: kind, reserved world seeds, held-out tasks per world. */
+export interface FreshSplit {
+  name: 'dev' | 'fresh-values' | 'fresh-entities';
+  kind: WorldKind;
+  seeds: number[];
+  tasksPerWorld: number;
+}
+
+const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+export const FRESH_SPLITS: Record<FreshSplit['name'], FreshSplit> = {
+  // dev: for choosing recipes and hyper-parameters (never `heldout`).
+  dev: { name: 'dev', kind: 'values', seeds: range(900_001, 4), tasksPerWorld: 50 },
+  'fresh-values': { name: 'fresh-values', kind: 'values', seeds: range(1_000_001, 10), tasksPerWorld: 50 },
+  'fresh-entities': { name: 'fresh-entities', kind: 'entities', seeds: range(2_000_001, 10), tasksPerWorld: 50 },
+};
+
+export { EVAL_SPLITS as SPLIT_NAMES, type EvalSplit as SplitName } from './protocol/worker';
+
+/** Training worlds (SFT augmentation, RL pools) draw their seeds from here, far from the reserved ones. */
+export const TRAINING_SEEDS = { augment: 1, rlValues: 100_001, rlEntities: 200_001 } as const;
+
+/** Every reserved (kind, seed) of the evaluation splits. */
+export function reservedWorlds(): Set<string> {
+  const out = new Set<string>();
+  for (const s of Object.values(FRESH_SPLITS)) for (const seed of s.seeds) out.add(worldName({ kind: s.kind, seed }));
+  return out;
+}
+
+export class ReservedWorldError extends Error {}
+
+/** Throws when a training pool would use an evaluation split's world. */
+export function assertNotReserved(id: WorldId, purpose: string): void {
+  if (id.kind === 'seed') return;
+  if (reservedWorlds().has(worldName(id))) {
+    throw new ReservedWorldError(`${purpose}: world ${worldName(id)} is reserved for evaluation and may not be trained on`);
+  }
+}
+
+/** A task with the world it lives in. */
+export interface WorldTask {
+  task: Task;
+  world: WorldId;
+}
+
+/** The tasks of a fresh split: each reserved world's held-out tasks, in seed order. */
+export function freshSplitTasks(name: FreshSplit['name']): WorldTask[] {
+  const s = FRESH_SPLITS[name];
+  const out: WorldTask[] = [];
+  for (const seed of s.seeds) {
+    const id = { kind: s.kind, seed };
+    for (const task of buildWorld(id).heldout.slice(0, s.tasksPerWorld)) out.push({ task, world: id });
+  }
+  return out;
+}
+
+/** Split sizes and reserved seeds, as recorded in config.json and eval summaries. */
+export function splitManifest(): Record<string, { kind: WorldKind; seeds: number[]; tasks: number }> {
+  const out: Record<string, { kind: WorldKind; seeds: number[]; tasks: number }> = {};
+  for (const s of Object.values(FRESH_SPLITS)) out[s.name] = { kind: s.kind, seeds: s.seeds, tasks: s.seeds.length * s.tasksPerWorld };
+  return out;
+}
+
+// ---- Task pools over a table -----------------------------------------------------------
+
+/** Every task the four shapes can make from a table, in a fixed order. */
+export function allTasksOf(facts: readonly Fact[]): Task[] {
+  const numeric = facts.filter((f) => isNum(f[2]));
+  const out: Task[] = [...facts.map(lookupTask), ...numeric.map(doubleTask)];
+  for (const f1 of numeric) for (const f2 of numeric) if (f1 !== f2) out.push(sumTask(f1, f2));
+  for (const f1 of numeric)
+    for (const f2 of numeric) {
+      if (f1 === f2) continue;
+      const t = compareTask(f1, f2);
+      if (t) out.push(t);
+    }
+  return out;
+}
+
+/**
+ * Training tasks of a fresh world: every combination minus those whose (kind, facts) is a
+ * held-out task of the seed world — the overlap contract holds in every world — then up to
+ * `perShape` of each shape, drawn with the world's seed.
+ */
+export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: ReadonlySet<string>): Task[] {
+  assertNotReserved(id, 'training pool');
+  const w = buildWorld(id);
+  const rng = new PyRandom(7_919 + id.seed);
+  const byShape = new Map<string, Task[]>();
+  for (const t of allTasksOf(w.facts)) {
+    if (heldoutKeys.has(overlapKey(t))) continue;
+    const list = byShape.get(t.kind) ?? [];
+    list.push(t);
+    byShape.set(t.kind, list);
+  }
+  const out: Task[] = [];
+  for (const list of byShape.values()) {
+    rng.shuffle(list);
+    out.push(...list.slice(0, perShape));
+  }
+  return out;
+}
+
+/**
+ * The seed world's gold for a fresh task's question (the same question over the seed's
+ * table), or null when the seed world has no such question (new entities).
+ */
+export function seedGoldOf(task: Task): string | null {
+  const seedFacts = new Map(TASK_FACTS.map((f) => [`${f[0]}\u0000${f[1]}`, f] as const));
+  const facts = task.hints.facts.map(([e, a]) => seedFacts.get(`${e}\u0000${a}`));
+  if (facts.some((f) => f === undefined)) return null;
+  const [f1, f2] = facts as Fact[];
+  switch (task.kind) {
+    case 'lookup':
+      return lookupTask(f1!).gold;
+    case 'double':
+      return doubleTask(f1!).gold;
+    case 'sum':
+      return sumTask(f1!, f2!).gold;
+    case 'compare':
+      return compareTask(f1!, f2!)?.gold ?? null;
+  }
+}

@@ -1,0 +1,141 @@
+// Worlds from a fact table: the seed's table through the generalised builder is the seed's
+// world byte for byte; a counterfactual world's gold answers agree with an independent
+// reading of its own corpus; the evaluation splits' world seeds are reserved.
+import * as assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { overlapKey } from '../../core/overlap';
+import { TASK_FACTS, buildCorpus, makeTaskPool } from '../../core/world';
+import {
+  FRESH_SPLITS,
+  ReservedWorldError,
+  TRAINING_SEEDS,
+  assertNotReserved,
+  buildWorld,
+  freshSplitTasks,
+  freshTrainingTasks,
+  reservedWorlds,
+  seedGoldOf,
+  worldFacts,
+  worldName,
+} from '../../core/worlds';
+import { classifyFailure } from '../../trainer/eval';
+import { prepareRunData } from '../../trainer/prepare';
+import type { Episode } from '../../trainer/agentRuntime';
+
+describe('worlds from a fact table', () => {
+  it('the seed table given as data builds the seed world byte for byte', () => {
+    assert.deepEqual(buildCorpus(0, 120, [...TASK_FACTS]), buildCorpus(0, 120));
+    assert.deepEqual(makeTaskPool(0, 200, 50, [...TASK_FACTS]), makeTaskPool(0));
+    const golden = JSON.parse(readFileSync(path.join(__dirname, '..', 'golden', 'world_seed0.json'), 'utf8')) as {
+      corpus: { doc_id: string; text: string }[];
+    };
+    const seed = buildWorld({ kind: 'seed', seed: 0 });
+    assert.deepEqual(
+      seed.corpus.map((p) => ({ doc_id: p.docId, text: p.text })),
+      golden.corpus,
+    );
+  });
+
+  it("a counterfactual world's gold answers are recomputed independently from its own corpus", () => {
+    const id = { kind: 'values' as const, seed: 1_000_004 };
+    const w = buildWorld(id);
+    // Same entities and attributes, every value different from the seed's.
+    w.facts.forEach((f, i) => {
+      assert.equal(f[0], TASK_FACTS[i]![0]);
+      assert.equal(f[1], TASK_FACTS[i]![1]);
+      assert.notEqual(f[2], TASK_FACTS[i]![2], `value of ${f[0]} ${f[1]} resampled`);
+    });
+    // Read each value back from the rendered passages (not from the table), then recompute gold.
+    const text = w.corpus.map((p) => p.text).join('\n');
+    const valueOf = (e: string, a: string): bigint => {
+      const m = new RegExp(`the ${a.replace(/[-]/g, '\\-')} of ${e.replace(/[-]/g, '\\-')} is (\\d+)`).exec(text);
+      assert.ok(m, `the corpus states ${a} of ${e}`);
+      return BigInt(m[1]!);
+    };
+    for (const t of [...w.train, ...w.heldout]) {
+      const vals = t.hints.facts.map(([e, a]) => valueOf(e, a));
+      const gold =
+        t.kind === 'lookup'
+          ? String(vals[0])
+          : t.kind === 'double'
+            ? String(vals[0]! * 2n)
+            : t.kind === 'sum'
+              ? String(vals[0]! + vals[1]!)
+              : vals[0]! > vals[1]!
+                ? t.hints.facts[0]![0]
+                : t.hints.facts[1]![0];
+      assert.equal(t.gold, gold, t.question);
+    }
+  });
+
+  it('new-entity worlds rename every entity and keep the grammar alphabet', () => {
+    const facts = worldFacts({ kind: 'entities', seed: 2_000_001 });
+    const seedNames = new Set(TASK_FACTS.map((f) => f[0]));
+    for (const [e, a] of facts) {
+      assert.ok(!seedNames.has(e), `${e} is new`);
+      assert.match(`${e} ${a}`, /^[A-Za-z0-9 ._,()-]{1,64}$/);
+    }
+    assert.equal(new Set(facts.map((f) => f[0])).size, new Set(TASK_FACTS.map((f) => f[0])).size);
+  });
+
+  it('the fresh splits hold at least 500 tasks of all four shapes; seedGoldOf finds the seed value', () => {
+    for (const name of ['fresh-values', 'fresh-entities'] as const) {
+      const tasks = freshSplitTasks(name);
+      assert.ok(tasks.length >= 500, `${name}: ${tasks.length}`);
+      assert.deepEqual(new Set(tasks.map((t) => t.task.kind)), new Set(['lookup', 'double', 'sum', 'compare']));
+    }
+    const t = freshSplitTasks('fresh-values').find((x) => x.task.kind === 'lookup')!;
+    const [e, a] = t.task.hints.facts[0]!;
+    assert.equal(seedGoldOf(t.task), TASK_FACTS.find((f) => f[0] === e && f[1] === a)![2]);
+    assert.equal(seedGoldOf(freshSplitTasks('fresh-entities')[0]!.task), null);
+  });
+
+  it('reserved seeds: no training pool may use an evaluation world (asserted), and augmentation seeds avoid them', () => {
+    const reserved = reservedWorlds();
+    assert.equal(reserved.size, Object.values(FRESH_SPLITS).reduce((n, s) => n + s.seeds.length, 0));
+    for (const s of Object.values(FRESH_SPLITS)) {
+      assert.throws(() => assertNotReserved({ kind: s.kind, seed: s.seeds[0]! }, 'augmentation'), ReservedWorldError);
+      assert.throws(() => freshTrainingTasks({ kind: s.kind, seed: s.seeds[1]! }, 5, new Set()), /reserved for evaluation/);
+    }
+    for (let i = 0; i < 1000; i++) {
+      assert.ok(!reserved.has(worldName({ kind: 'values', seed: TRAINING_SEEDS.augment + i })));
+      assert.ok(!reserved.has(worldName({ kind: 'values', seed: TRAINING_SEEDS.rlValues + i })));
+      assert.ok(!reserved.has(worldName({ kind: 'entities', seed: TRAINING_SEEDS.rlEntities + i })));
+    }
+  });
+
+  it("augmentation: rows carry their world, and no task has a held-out task's (kind, facts) in any world", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-lab-aug-'));
+    try {
+      const data = prepareRunData(dir, 'seed', () => {}, { augment: { share: 0.5, worlds: 2, perShape: 3 } });
+      assert.deepEqual(data.augment!.worlds, ['values:1', 'values:2']);
+      const rows = readFileSync(path.join(dir, 'data', 'train.traces.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const aug = rows.filter((r) => r.world !== undefined);
+      assert.equal(aug.length, data.augment!.rows);
+      assert.ok(aug.length >= 2 * 4 * 3 - 4, `${aug.length} augmented rows`);
+      assert.deepEqual(Object.keys(aug[0]).slice(0, 3), ['task', 'text', 'kind']);
+      const held = new Set(makeTaskPool(0).heldout.map(overlapKey));
+      const tasks = readFileSync(path.join(dir, 'data', 'train.tasks.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      for (const t of tasks) assert.ok(!held.has(overlapKey(t)), `not a held-out task in any world: ${t.question}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('failure kinds', () => {
+  const teacher =
+    '<|system|>s<|end|><|user|>q<|end|><|assistant|>Thought: a\n<|tool_call|>{"tool": "search", "args": {"query": "x", "k": 2}}<|end|>' +
+    '<|tool_result|>r<|end|><|assistant|>Thought: done\nAnswer: 5<|end|>';
+  const ep = (record: Episode['record']): Episode => ({ solved: false, outOfSteps: false, record }) as unknown as Episode;
+  it('early_answer: the student answered where the teacher called a tool', () => {
+    assert.equal(classifyFailure(ep([{ kind: 'final', text: 'Answer: 3', truncated: false }]), teacher), 'early_answer');
+  });
+  it('extra_call: the student called a tool where the teacher answered', () => {
+    const call = { kind: 'tool' as const, text: '', tool: 'search', args: { query: 'x', k: 2 }, truncated: false };
+    assert.equal(classifyFailure(ep([call, { kind: 'tool', text: '', tool: 'calc', args: { expr: '1+1' }, truncated: false }]), teacher), 'extra_call');
+    assert.equal(classifyFailure(ep([call, { kind: 'final', text: 'Answer: 4', truncated: false }]), teacher), 'final');
+  });
+});

@@ -1,0 +1,149 @@
+// Evaluation on both cores: a worker thread evaluates a share of the tasks with its own
+// tfjs backend and a copy of the model's weights while the calling thread evaluates the
+// rest (greedy decoding gives the same rows either way). The messages of this boundary
+// live here, beside both ends; the worker is the `eval-worker` esbuild entry, or this
+// source under tsx in a development checkout.
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
+import { tokenizerFromJsonText } from '../core/tokenizer';
+import { parseWorldName, worldEnv, worldName, type WorldTask } from '../core/worlds';
+import type { Task } from '../core/types';
+import { AgentRuntime } from './agentRuntime';
+import { initBackend } from './backend';
+import { EvalRow, evaluateTasks } from './eval';
+import { ModelConfig, StackModel } from './model';
+import { flattenWeights, unflatten } from './parallel';
+import { modelPolicy, tokenizerCallMask } from './policy';
+
+/** What the calling thread sends (once, as workerData). */
+interface EvalShardRequest {
+  agentLabEvalWorker: true;
+  backend: 'wasm' | 'cpu';
+  cfg: ModelConfig;
+  flat: Float32Array;
+  tokenizerJson: string;
+  split: string;
+  trainingKeys: string[];
+  items: { task: Task; world: string }[];
+}
+
+/** What the worker answers. */
+type EvalShardReply = { type: 'rows'; rows: EvalRow[]; contaminated: number } | { type: 'error'; message: string };
+
+function workerScript(): { file: string; evalCode?: string } | null {
+  const sibling = path.join(__dirname, 'eval-worker.js');
+  if (fs.existsSync(sibling)) return { file: sibling };
+  const source = __filename.endsWith('.ts') ? __filename : path.resolve(__dirname, '..', 'trainer', 'evalWorker.ts');
+  if (fs.existsSync(source)) {
+    try {
+      const tsx = createRequire(source).resolve('tsx/cjs');
+      return { file: source, evalCode: `require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});` };
+    } catch {
+      /* no tsx: not a development checkout */
+    }
+  }
+  return null;
+}
+
+/** Evaluates items of possibly several worlds, consecutive tasks of one world sharing its tools. */
+export function evaluateItems(
+  runtimeFor: (items: readonly WorldTask[]) => AgentRuntime,
+  items: readonly WorldTask[],
+  split: string,
+  trainingKeys: ReadonlySet<string>,
+  onProgress: (done: number) => void,
+  isCancelled: () => boolean,
+): { rows: EvalRow[]; contaminated: number } {
+  const rows: EvalRow[] = [];
+  let contaminated = 0;
+  for (let i = 0; i < items.length && !isCancelled(); ) {
+    const world = items[i]!.world;
+    let j = i;
+    while (j < items.length && worldName(items[j]!.world) === worldName(world)) j++;
+    const env = worldEnv(world);
+    const done = rows.length;
+    const part = evaluateTasks(
+      runtimeFor(items.slice(i, j)),
+      items.slice(i, j).map((x) => x.task),
+      env,
+      { split, world, trainingKeys, onProgress: (n) => onProgress(done + n), isCancelled },
+    );
+    rows.push(...part.rows);
+    contaminated += part.summary.contaminated;
+    i = j;
+  }
+  return { rows, contaminated };
+}
+
+/**
+ * Starts a worker that evaluates `items` with a copy of `model`; null when no worker script
+ * can be found (the caller then evaluates everything itself).
+ */
+export function startEvalShard(
+  model: StackModel,
+  tokenizerJson: string,
+  backend: string,
+  items: readonly WorldTask[],
+  split: string,
+  trainingKeys: ReadonlySet<string>,
+): { result: Promise<{ rows: EvalRow[]; contaminated: number }>; stop: () => void } | null {
+  const script = workerScript();
+  if (!script || (backend !== 'wasm' && backend !== 'cpu')) return null;
+  const data: EvalShardRequest = {
+    agentLabEvalWorker: true,
+    backend,
+    cfg: model.config,
+    flat: flattenWeights(model),
+    tokenizerJson,
+    split,
+    trainingKeys: [...trainingKeys],
+    items: items.map((x) => ({ task: x.task, world: worldName(x.world) })),
+  };
+  const worker = script.evalCode ? new Worker(script.evalCode, { eval: true, workerData: data }) : new Worker(script.file, { workerData: data });
+  let stopped = false;
+  const result = new Promise<{ rows: EvalRow[]; contaminated: number }>((resolve, reject) => {
+    worker.once('message', (m: EvalShardReply) => {
+      void worker.terminate();
+      if (m.type === 'rows') resolve({ rows: m.rows, contaminated: m.contaminated });
+      else reject(new Error(`evaluation worker: ${m.message}`));
+    });
+    worker.once('error', (err) => reject(new Error(`evaluation worker: ${err.message}`)));
+    worker.once('exit', (code) => {
+      if (stopped) resolve({ rows: [], contaminated: 0 });
+      else if (code !== 0) reject(new Error(`evaluation worker exited with code ${code}`));
+    });
+  });
+  const stop = () => {
+    stopped = true;
+    void worker.terminate();
+  };
+  return { result, stop };
+}
+
+async function workerMain(req: EvalShardRequest): Promise<void> {
+  try {
+    await initBackend(req.backend);
+    const model = StackModel.fromWeights(req.cfg, unflatten(req.cfg, req.flat));
+    const tokenizer = tokenizerFromJsonText(req.tokenizerJson);
+    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));
+    const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world) }));
+    const out = evaluateItems(
+      (part) => new AgentRuntime(runtime.policy, tokenizer, worldEnv(part[0]!.world), runtime.mask),
+      items,
+      req.split,
+      new Set(req.trainingKeys),
+      () => {},
+      () => false,
+    );
+    model.dispose();
+    parentPort!.postMessage({ type: 'rows', rows: out.rows, contaminated: out.contaminated } satisfies EvalShardReply);
+  } catch (err) {
+    parentPort!.postMessage({ type: 'error', message: (err as Error).message ?? String(err) } satisfies EvalShardReply);
+  }
+}
+
+if (!isMainThread && (workerData as Partial<EvalShardRequest> | null)?.agentLabEvalWorker === true) {
+  void workerMain(workerData as EvalShardRequest);
+}
