@@ -4,6 +4,7 @@
 //
 //   npx tsx bench/gpu.ts parity [--json]     tiny dimensions of its own (d 32, 1 layer, seq 16)
 //   npx tsx bench/gpu.ts device [--json]     scripts/gpu-check.sh runs this
+//   npx tsx bench/gpu.ts throughput tiny 2 128 webgpu    training tokens/s at one fixed shape
 //
 // Parity, in one process: the same weights and batches on wasm, then on webgpu, then wasm
 // again: full-sequence logits, the loss and every gradient of a cross-entropy batch and of
@@ -333,7 +334,15 @@ async function main(argv: string[]): Promise<number> {
     console.log(JSON.stringify({ adapter: info.adapter, parity: { worst: parity.worst, failures, seconds: parity.seconds }, presets: runs }));
     return failures.length ? 1 : 0;
   }
-  console.error('usage: tsx bench/gpu.ts parity|device [--json]');
+  if (mode === 'throughput') {
+    // e.g. `throughput tiny 2 128 webgpu`: one fixed shape, so shaders compile once (warm-up)
+    const [preset, batch, seq, backend] = argv.slice(1);
+    const info = await initBackend((backend ?? 'webgpu') as BackendInfo['asked']);
+    const r = await presetThroughput((preset ?? 'tiny') as PresetName, { batch: Number(batch ?? 2), seq: Number(seq ?? 128), steps: 3, warmup: 2 });
+    console.log(JSON.stringify({ backend: info.used, adapter: info.adapter ?? null, ...r }));
+    return 0;
+  }
+  console.error('usage: tsx bench/gpu.ts parity|device|throughput [PRESET BATCH SEQ BACKEND] [--json]');
   return 2;
 }
 

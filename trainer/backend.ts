@@ -98,11 +98,49 @@ export function describeAdapter(a: DawnAdapter): AdapterInfo {
   return { ...info, software: i.isFallbackAdapter === true || a.isFallbackAdapter === true || named };
 }
 
-/** The dawn.node binding of the optional `webgpu` package (its ESM index only picks this file). */
+/**
+ * The folder of a per-platform .vsix's WebGPU files (scripts/package-vsix.sh): dawn.node of
+ * that platform and tfjs-backend-webgpu bundled against this bundle's tfjs-core.
+ * AGENT_LAB_WEBGPU_DIR overrides it.
+ */
+function packagedWebgpuDir(): string | null {
+  const dir = process.env['AGENT_LAB_WEBGPU_DIR'] ?? path.join(__dirname, 'webgpu');
+  return fs.existsSync(path.join(dir, 'dawn.node')) ? dir : null;
+}
+
+/** The dawn.node binding: packaged, or from the optional `webgpu` package (its ESM index only picks this file). */
 function loadDawn(): { create(flags: string[]): DawnGpu; globals: Record<string, unknown> } {
+  const packaged = packagedWebgpuDir();
+  if (packaged) return runtimeRequire(path.join(packaged, 'dawn.node'));
   const dir = path.dirname(runtimeRequire.resolve('webgpu/package.json'));
   const arch = process.platform === 'darwin' ? 'universal' : process.arch;
   return runtimeRequire(path.join(dir, 'dist', `${process.platform}-${arch}`, 'dawn.node'));
+}
+
+/** tfjs-backend-webgpu: packaged (it reads this bundle's tfjs-core from a global), or the optional package. */
+function loadTfjsWebgpu(): void {
+  const packaged = packagedWebgpuDir();
+  const file = packaged ? path.join(packaged, 'tfjs-backend-webgpu.js') : null;
+  if (file && fs.existsSync(file)) {
+    (globalThis as Record<string, unknown>)['__agentLabTfjsCore'] = tf;
+    runtimeRequire(file);
+    return;
+  }
+  runtimeRequire('@tensorflow/tfjs-backend-webgpu');
+}
+
+/** Whether Linux shows a GPU device node (DRM render node or NVIDIA's). */
+function linuxGpuDevice(): boolean {
+  try {
+    if (fs.readdirSync('/dev/dri').some((n) => n.startsWith('renderD'))) return true;
+  } catch {
+    /* no /dev/dri */
+  }
+  try {
+    return fs.readdirSync('/dev').some((n) => /^nvidia\d+$/.test(n));
+  } catch {
+    return false;
+  }
 }
 
 let webgpuAdapter: AdapterInfo | null = null;
@@ -113,6 +151,12 @@ const dawnInstances: DawnGpu[] = [];
  * software adapter (and, where none is found, retry with SwiftShader's Vulkan driver).
  */
 async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
+  // Linux without a GPU device node has no hardware adapter: skip loading Dawn (21 MB, and
+  // the Vulkan loader's warnings on stderr) unless a software adapter may do or Vulkan is
+  // pointed at a driver of the user's choosing (VK_ICD_FILENAMES).
+  if (!allowSoftware && process.platform === 'linux' && !process.env['VK_ICD_FILENAMES'] && !linuxGpuDevice()) {
+    return 'webgpu: no GPU device (/dev/dri/renderD*, /dev/nvidia*)';
+  }
   let dawn: ReturnType<typeof loadDawn>;
   try {
     dawn = loadDawn();
@@ -144,7 +188,7 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string | null> {
   const chosen = adapter;
   Object.defineProperty(globalThis, 'navigator', { value: { gpu: { requestAdapter: async () => chosen, getPreferredCanvasFormat: () => 'bgra8unorm' } }, configurable: true, writable: true });
   try {
-    runtimeRequire('@tensorflow/tfjs-backend-webgpu');
+    loadTfjsWebgpu();
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     return e.code === 'MODULE_NOT_FOUND' ? 'webgpu: @tensorflow/tfjs-backend-webgpu is not installed' : `webgpu: tfjs-backend-webgpu failed to load: ${e.message.split('\n')[0]}`;

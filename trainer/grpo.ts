@@ -33,6 +33,7 @@ import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readJsonl } from './prepare';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadTasks, startBackend } from './sft';
+import type { AdapterInfo } from './backend';
 
 /** The Contract's defaults (DESIGN.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -91,7 +92,7 @@ interface GrpoConfig {
   model: ModelConfig;
   preset?: string;
   params: number;
-  backend: { asked: string; used: string; note?: string };
+  backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
   seed: number;
   budget: { steps?: number; minutes?: number };
   grpo: {
@@ -310,7 +311,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       model: cfg,
       ...(fromConfig.preset ? { preset: fromConfig.preset } : {}),
       params: model.paramCount(),
-      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}) },
+      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}), ...(backend.adapter ? { adapter: backend.adapter } : {}) },
       seed,
       budget: o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps },
       grpo: { ...g, reward: formatRewardSpec(rewardSpec) },
@@ -354,10 +355,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     lastCheckpoint = Date.now();
     hooks.checkpoint(step, p);
   };
-  const accuracyPoint = (final: boolean): EvalSummary | null => {
+  const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
-    const { summary } = evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
     metrics.append(rec);
     hooks.metrics(rec);
@@ -367,7 +368,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   };
 
   try {
-    const before = previous ? null : accuracyPoint(false);
+    const before = previous ? null : await accuracyPoint(false);
     while (!done()) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (hooks.isCancelled()) {
@@ -403,7 +404,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         })),
       );
       hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}`);
-      const episodes = runtime.runBatch(items);
+      const episodes = await runtime.runBatchAsync(items);
       hooks.progress('grpo rollouts', items.length, items.length, `step ${step + 1}`);
       tasks.forEach((task, group) => {
         const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
@@ -434,12 +435,13 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       if (kept.length > 0) {
         // Micro-batches of similar lengths bound memory (wasm has 4 GB); their gradients add up
         // to the one token mean over the whole batch.
-        const micro = microBatches(kept, GRPO_DEFAULTS.microBatchRows).map(({ batch, advantages }) => ({
-          batch,
-          advantages,
-          ref: reference.tokenLogprobs(batch).logp,
-          old: g.epochsPerBatch > 1 ? model.tokenLogprobs(batch).logp : undefined,
-        }));
+        const micro: { batch: Batch; advantages: Float32Array; ref: Float32Array; old: Float32Array | undefined }[] = [];
+        for (const { batch, advantages } of microBatches(kept, GRPO_DEFAULTS.microBatchRows)) {
+          // (async: webgpu reads back asynchronously only; elsewhere these are the sync reads)
+          const ref = (await reference.tokenLogprobsAsync(batch)).logp;
+          const old = g.epochsPerBatch > 1 ? (await model.tokenLogprobsAsync(batch)).logp : undefined;
+          micro.push({ batch, advantages, ref, old });
+        }
         let kl = 0;
         let clipped = 0;
         let entropy = 0;
@@ -448,7 +450,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         let lr = 0;
         let supervised = 0;
         for (let e = 0; e < g.epochsPerBatch; e++) {
-          const r = opt.step(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta } })));
+          const r = await opt.stepAsync(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta } })));
           supervised = r.supervised;
           if (e === 0) {
             kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;
@@ -518,11 +520,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();
       if (g.evalEvery > 0 && step % g.evalEvery === 0 && !done()) {
         await checkpoint();
-        accuracyPoint(false);
+        await accuracyPoint(false);
       }
     }
     await checkpoint();
-    const after = !cancelled && !hooks.isCancelled() ? accuracyPoint(true) : null;
+    const after = !cancelled && !hooks.isCancelled() ? await accuracyPoint(true) : null;
     const summary = {
       runDir,
       from: fromRun,

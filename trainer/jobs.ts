@@ -86,7 +86,7 @@ export async function runEval(
       .slice(0, limit ?? undefined)
       .map((r) => toExample(tokenizeTrace(r.text, tokenizer), config.model!.maxSeq, { copyWeight: 1 }))
       .filter((e): e is TrainExample => e !== null);
-    const { rows, summary } = evaluateModel(model, tokenizer, tasks, split, new Set(trainingTasks.map(overlapKey)), spanExamples, hooks);
+    const { rows, summary } = await evaluateModel(model, tokenizer, tasks, split, new Set(trainingTasks.map(overlapKey)), spanExamples, hooks);
     writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
     writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), summary);
     const metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));

@@ -11,7 +11,7 @@ import { tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { AgentRuntime } from './agentRuntime';
-import { BackendAsk, BackendInfo, initBackend } from './backend';
+import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import { EvalSummary, evaluateTasks } from './eval';
@@ -63,7 +63,7 @@ interface RunConfig {
   recipe: Recipe;
   model: ModelConfig;
   params: number;
-  backend: { asked: string; used: string; note?: string };
+  backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
   seed: number;
   budget: { steps?: number; minutes?: number };
   optimiser: Record<string, unknown>;
@@ -78,12 +78,12 @@ export class UserError extends Error {}
 const RESUME_STATE = 'trainer_state';
 
 /** Span accuracy, teacher-forced: per span kind, the share of target tokens the model's argmax gets right. */
-export function spanAccuracy(model: StackModel, examples: readonly TrainExample[]): Partial<Record<SpanKind, number>> {
+export async function spanAccuracy(model: StackModel, examples: readonly TrainExample[]): Promise<Partial<Record<SpanKind, number>>> {
   const right = new Array<number>(SPAN_KINDS.length).fill(0);
   const total = new Array<number>(SPAN_KINDS.length).fill(0);
   for (const ex of examples) {
     const b = padBatch([ex], 2);
-    const r = model.evaluate({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq }, { argmax: true });
+    const r = await model.evaluateAsync({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq }, { argmax: true });
     for (let t = 0; t < b.seq; t++) {
       const k = b.kinds[t]!;
       if (k === UNSUPERVISED) continue;
@@ -99,12 +99,12 @@ export function spanAccuracy(model: StackModel, examples: readonly TrainExample[
 }
 
 /** Mean token loss over examples (unweighted), no gradients. */
-export function heldoutLoss(model: StackModel, examples: readonly TrainExample[]): number {
+export async function heldoutLoss(model: StackModel, examples: readonly TrainExample[]): Promise<number> {
   let ce = 0;
   let n = 0;
   for (const ex of examples) {
     const b = padBatch([ex], 2);
-    const r = model.evaluate({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq });
+    const r = await model.evaluateAsync({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq });
     ce += r.ceSum;
     n += r.supervised;
   }
@@ -116,7 +116,7 @@ export function loadTasks(file: string): Task[] {
 }
 
 /** Evaluates a model greedily and constrained on tasks; the learning-curve point and the eval job share it. */
-export function evaluateModel(
+export async function evaluateModel(
   model: StackModel,
   tokenizer: BpeTokenizer,
   tasks: readonly Task[],
@@ -127,7 +127,7 @@ export function evaluateModel(
 ) {
   const env = new ToolEnv(buildCorpus());
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer));
-  const spans = spanAccuracy(model, spanExamples);
+  const spans = await spanAccuracy(model, spanExamples);
   return evaluateTasks(runtime, tasks, env, {
     split,
     trainingKeys,
@@ -146,7 +146,9 @@ export async function startBackend(ask: string, hooks: Pick<JobHooks, 'started' 
     throw new UserError((err as Error).message);
   }
   hooks.started(backend.used);
-  hooks.log('info', `backend: ${backend.used}${backend.note ? ` (${backend.note})` : ''}`);
+  const a = backend.adapter;
+  const adapter = a ? ` on ${a.vendor} ${a.architecture} (${a.description || a.device})${a.software ? ', a software adapter: slower than wasm' : ''}` : '';
+  hooks.log('info', `backend: ${backend.used}${adapter}${backend.note ? ` (${backend.note})` : ''}`);
   return backend;
 }
 
@@ -264,7 +266,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       recipe,
       model: cfg,
       params: model.paramCount(),
-      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}) },
+      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}), ...(backend.adapter ? { adapter: backend.adapter } : {}) },
       seed,
       budget: o.steps !== undefined ? { steps: o.steps } : { minutes: o.minutes ?? preset.minutes },
       optimiser: { ...opt.optim },
@@ -336,9 +338,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     lastCheckpoint = Date.now();
     hooks.checkpoint(step, p);
   };
-  const accuracyPoint = (final: boolean): EvalSummary => {
+  const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
     const tasks = o.evalLimit ? split.heldout.slice(0, o.evalLimit) : split.heldout;
-    const { summary } = evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
     const rec = {
       phase: 'eval' as const,
       step,
@@ -371,7 +373,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       const pool = phase.turns === 'first' ? first : phase.turns === 'each' ? each : full;
       const batch = padBatch(sample(pool, phase.turns, phase.batch), 2);
       const t0 = Date.now();
-      const r = opt.step(batch, { progress: totalSteps !== undefined ? undefined : progress });
+      const r = await opt.stepAsync(batch, { progress: totalSteps !== undefined ? undefined : progress });
       const dt = Date.now() - t0;
       trainMs += dt;
       step = r.step;
@@ -390,7 +392,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
         backend: backend.used,
         ...(r.skipped ? { skipped: true } : {}),
       };
-      if (step % heldoutEvery === 0 && heldExamples.length) rec['heldout_loss'] = heldoutLoss(model, heldExamples);
+      if (step % heldoutEvery === 0 && heldExamples.length) rec['heldout_loss'] = await heldoutLoss(model, heldExamples);
       metrics.append(rec as { phase: 'sft'; step: number; time: number });
       hooks.metrics(rec);
       lastRecord = rec;
@@ -400,12 +402,12 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       if (nextEval < evalPoints.length && evalPoints[nextEval]! < 1 && progressOf(step) >= evalPoints[nextEval]!) {
         nextEval++;
         await checkpoint();
-        accuracyPoint(false);
+        await accuracyPoint(false);
       }
     }
     await checkpoint();
     let final: EvalSummary | null = null;
-    if (!cancelled && evalPoints.includes(1) && !hooks.isCancelled()) final = accuracyPoint(true);
+    if (!cancelled && evalPoints.includes(1) && !hooks.isCancelled()) final = await accuracyPoint(true);
     const summary = {
       runDir,
       steps: step,
