@@ -40,6 +40,12 @@
 // instead of the JS shortcuts. The second core is reached by data parallelism over worker
 // threads (trainer/parallel.ts).
 //
+// WebGPU reads back asynchronously only: the *Async methods (lossAndGradsAsync,
+// evaluateAsync, tokenLogprobsAsync, logitsAsync, exportWeightsAsync, prefillAsync,
+// stepBatchAsync) run the same code with every read deferred to one awaited flush
+// (Readback), GRPO's per-token surrogate as tensor ops; where reads are synchronous they are
+// the sync methods themselves, so wasm runs exactly what it ran before.
+//
 // Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
