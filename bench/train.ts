@@ -24,7 +24,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { buildExample } from '../core/sftFormat';
 import { defaultWorldTexts, trainDefaultTokenizer } from '../core/tokenizer';
-import { BackendAsk, initBackend } from '../trainer/backend';
+import { AdapterInfo, BackendAsk, initBackend } from '../trainer/backend';
 import { encodeSafetensors, SafeTensor } from '../trainer/checkpoint';
 import { Batch, IGNORE, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model';
 import { Trainer, effectiveTokens } from '../trainer/optim';
@@ -60,6 +60,10 @@ export interface Comparison {
 
 export interface TrainBenchResult {
   backend: string;
+  /** With webgpu: the adapter that ran (a software one, SwiftShader, is slower than wasm). */
+  adapter?: AdapterInfo;
+  /** Why a better backend was not used, when one was not. */
+  backend_note?: string;
   /** Ours, data-parallel over every core (median after warm-up). */
   tokens_per_s: number;
   model: { vocab: number; d_model: number; layers: number; heads: number; kv_heads: number; mlp: number; seq: number; batch: number; params: number };
@@ -184,12 +188,13 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
   const cfg = presetConfig('tiny', vocab);
   const threads = opts.threads === undefined || opts.threads === 'auto' ? autoThreads() : opts.threads;
   const seqs = batches.map((b) => b.seq);
-  log(`bench train: ${info.used}${info.note ? ` (${info.note})` : ''}; tiny preset, ${countParamsOf(cfg)} parameters, vocab ${vocab}`);
+  const adapter = info.adapter ? ` on ${info.adapter.vendor} ${info.adapter.architecture} (${info.adapter.description}${info.adapter.software ? ', a software adapter' : ''})` : '';
+  log(`bench train: ${info.used}${adapter}${info.note ? ` (${info.note})` : ''}; tiny preset, ${countParamsOf(cfg)} parameters, vocab ${vocab}`);
   log(`  ${batches.length} batches of 2 transcripts, seq ${Math.min(...seqs)}-${Math.max(...seqs)} (median ${median(seqs)}); ${threads} worker thread(s) + this one`);
 
   const model = StackModel.create(cfg, 0);
   const optim = { lr: preset.lr, betas: preset.betas, weightDecay: preset.weightDecay, clip: preset.clip, eps: 1e-8 };
-  const initLoss = model.evaluate(batches[0]!).loss;
+  const initLoss = (await model.evaluateAsync(batches[0]!)).loss;
 
   // PyTorch (one process with as many threads as ours, one with one thread), started
   // first so that their start-up overlaps nothing we measure.
@@ -213,7 +218,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
           }),
         );
         const weightsFile = path.join(tmp, 'model.safetensors');
-        const w = model.exportWeights();
+        const w = await model.exportWeightsAsync();
         const st: Record<string, SafeTensor> = {};
         for (const s of paramSpecs(cfg)) st[s.name] = { dtype: 'F32', shape: s.shape, data: w[s.name]! };
         fs.writeFileSync(weightsFile, encodeSafetensors(st));
@@ -227,7 +232,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
 
     const par = new Trainer(model, { ...optim, parallel: threads });
     if (threads > 0 && par.workers.threads === 0) note += `${par.workers.note ?? 'no worker threads'}. `;
-    const single = opts.singleThread === false || threads === 0 ? null : new Trainer(StackModel.fromWeights(cfg, model.exportWeights()), optim);
+    const single = opts.singleThread === false || threads === 0 ? null : new Trainer(StackModel.fromWeights(cfg, await model.exportWeightsAsync()), optim);
     let cursor = 0;
     const rates = {
       ours: [] as number[],
@@ -238,10 +243,11 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       torch1Natural: [] as number[],
     };
     const oursMs: number[] = [];
-    const runOurs = (tr: Trainer, into: number[] | null): void => {
+    // stepAsync is step() itself where tensors read back synchronously (wasm, cpu).
+    const runOurs = async (tr: Trainer, into: number[] | null): Promise<void> => {
       const b = batches[cursor++ % batches.length]!;
       const t0 = performance.now();
-      tr.step(b);
+      await tr.stepAsync(b);
       const dt = performance.now() - t0;
       if (into) {
         into.push((effectiveTokens(b) / dt) * 1000);
@@ -255,9 +261,9 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
     };
     // Sides take turns step by step, so that load from other processes hits them alike.
     const turn = async (i: number, record: boolean): Promise<void> => {
-      runOurs(par, record ? rates.ours : null);
+      await runOurs(par, record ? rates.ours : null);
       await runTorch(servers.n, 'matched', record ? rates.torchMatched : null);
-      if (single) runOurs(single, record ? rates.ours1 : null);
+      if (single) await runOurs(single, record ? rates.ours1 : null);
       await runTorch(servers.one, 'matched', record ? rates.torch1Matched : null);
       if (i % 2 === 0) {
         await runTorch(servers.n, 'natural', record ? rates.torchNatural : null);
@@ -301,6 +307,8 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
     const torchInit = torchReady ? Number(torchReady['init_loss']) : null;
     const result: TrainBenchResult = {
       backend: info.used,
+      ...(info.adapter ? { adapter: info.adapter } : {}),
+      ...(info.note ? { backend_note: info.note } : {}),
       tokens_per_s: all.tokens_per_s,
       model: { vocab: cfg.vocab, d_model: cfg.dModel, layers: cfg.layers, heads: cfg.heads, kv_heads: cfg.kvHeads, mlp: cfg.mlp, seq: median(seqs), batch: 2, params: countParamsOf(cfg) },
       torch_tokens_per_s: all.torch_tokens_per_s,
@@ -338,7 +346,7 @@ export function formatTrainBench(r: TrainBenchResult): string[] {
   for (const c of [r.all_threads, r.one_thread]) {
     if (!c) continue;
     lines.push(
-      `${c.threads} thread${c.threads > 1 ? 's' : ''}: ours (${r.backend}) ${c.tokens_per_s} tokens/s` +
+      `${c.threads} thread${c.threads > 1 ? 's' : ''}: ours (${r.backend}${r.adapter ? ` on ${r.adapter.description || r.adapter.device}` : ''}) ${c.tokens_per_s} tokens/s` +
         (c.torch_tokens_per_s !== null ? `, PyTorch ${c.torch_tokens_per_s} (matched ${c.torch_variants!.matched}, natural ${c.torch_variants!.natural}): ratio ${c.ratio}` : '') +
         `; best decile: ours ${c.best.tokens_per_s}` +
         (c.best.torch_tokens_per_s !== null ? `, PyTorch ${c.best.torch_tokens_per_s}: ratio ${c.best.ratio}` : ''),

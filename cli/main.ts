@@ -18,7 +18,7 @@ import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
 import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from './train';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
-import { BACKEND_CHOICES } from '../trainer/backend';
+import { BACKEND_CHOICES, BackendAsk } from '../trainer/backend';
 import { EVAL_SPLITS } from '../core/protocol/worker';
 import { RL_POOLS, SCALE_REWARDS } from '../trainer/grpo';
 
@@ -237,8 +237,8 @@ const COMMANDS: Record<
   bench: {
     name: 'bench',
     summary: 'benchmarks that print figures (JSON is the last line)',
-    usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N]',
-    options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 } },
+    usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N]',
+    options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
     positionals: 'one-or-more',
     positionalName: 'TARGET',
     run: cmdBench,
@@ -248,8 +248,8 @@ const COMMANDS: Record<
 
 const BENCH_SPEC: CommandSpec = {
   name: 'bench',
-  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N]',
-  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 } },
+  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N]',
+  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
   positionals: 'none',
 };
 
@@ -262,7 +262,7 @@ async function cmdBench(a: ParsedArgs): Promise<void> {
   if (target === 'grammar') return benchGrammar(opt('json') === true);
   // ---- end bench grammar ----
   // ---- bench train: training throughput beside PyTorch (issue 3) ----
-  if (target === 'train') return benchTrain(opt('json') === true, opt('iterations'));
+  if (target === 'train') return benchTrain(opt('json') === true, opt('iterations'), opt('backend'), opt('rounds'), opt('warmup'));
   // ---- end bench train ----
   if (target !== 'lsp') throw new UsageError(`unknown bench '${target}': this build has 'lsp', 'grammar', 'train'`);
   const iterations = opt('iterations');
@@ -287,10 +287,14 @@ async function benchGrammar(json: boolean): Promise<void> {
 
 // ---- bench train: training throughput beside PyTorch (issue 3) ----------------------------
 /** `bench train [--json] [--iterations N]`: N = measured steps per side per round (default 8). */
-async function benchTrain(json: boolean, iterations: string | number | boolean | undefined): Promise<void> {
+type OptValue = string | number | boolean | undefined;
+async function benchTrain(json: boolean, iterations: OptValue, backend: OptValue, rounds: OptValue, warmup: OptValue): Promise<void> {
   const { formatTrainBench, runTrainBench } = await import('../bench/train'); // loads tfjs only here
   const result = await runTrainBench({
     ...(typeof iterations === 'number' ? { steps: iterations } : {}),
+    ...(typeof backend === 'string' ? { backend: backend as BackendAsk } : {}),
+    ...(typeof rounds === 'number' ? { rounds } : {}),
+    ...(typeof warmup === 'number' ? { warmup } : {}),
     log: (line) => (json ? console.error(line) : console.log(line)),
   });
   if (!json) for (const line of formatTrainBench(result)) console.log(line);

@@ -199,7 +199,7 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
   const model = StackModel.fromWeights(config.model, ck.weights);
   try {
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv(buildCorpus()), tokenizerCallMask(tokenizer));
-    const ep = runtime.run({ question });
+    const ep = await runtime.runAsync({ question });
     if (o['json']) {
       console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, text: ep.text }));
       return;

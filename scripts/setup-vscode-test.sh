@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the VS Code integration tier needs, idempotently:
 #   - Debian packages: chromium (the browser that drives code-server), libkrb5-dev
-#     (headers for code-server's `kerberos` module), ripgrep (VS Code's search binary);
+#     (headers for code-server's `kerberos` module), ripgrep (VS Code's search binary),
+#     libvulkan1 (the Vulkan loader: with chromium's SwiftShader driver, the software
+#     WebGPU adapter that test/unit/webgpu.test.ts runs on);
 #   - code-server 4.100.3 from npm (VS Code 1.100.3, the newest that runs on Node 20),
 #     with its postinstall done by hand (its own postinstall downloads from outside the
 #     npm registry, which is not reachable here). Recipe: docs/DESIGN.md, "Testing tiers".
@@ -25,7 +27,7 @@ say() { echo "[setup-vscode-test] $*"; }
 die() { echo "[setup-vscode-test] ERROR: $*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- Debian packages
-APT_PACKAGES=(chromium libkrb5-dev ripgrep)
+APT_PACKAGES=(chromium libkrb5-dev ripgrep libvulkan1)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -14,6 +14,8 @@ import type { BpeTokenizer } from '../core/tokenizer';
 /** An incremental decoder: append tokens, get the next-token logits. */
 export interface DecodeSession {
   append(ids: readonly number[]): Float32Array;
+  /** append() for backends that read back asynchronously only (webgpu); runAsync uses it when present. */
+  appendAsync?(ids: readonly number[]): Promise<Float32Array>;
   dispose(): void;
 }
 export interface Policy {
@@ -26,6 +28,8 @@ export interface Policy {
    * (optional): the logits after each, as `append([id])` would give them.
    */
   appendBatch?(sessions: readonly DecodeSession[], ids: readonly number[]): Float32Array[];
+  /** appendBatch() read back asynchronously (webgpu); runBatchAsync uses it when present. */
+  appendBatchAsync?(sessions: readonly DecodeSession[], ids: readonly number[]): Promise<Float32Array[]>;
 }
 
 /** What an episode asks of its decoder: append these ids, give back the next-token logits. */
@@ -117,6 +121,61 @@ export class AgentRuntime {
       return r.value;
     } finally {
       session.dispose();
+    }
+  }
+
+  /** run() with the policy's asynchronous decoding where it has one (the same episode). */
+  async runAsync(task: EpisodeTask, options: Partial<EpisodeOptions> = {}, env: ToolEnv = this.env): Promise<Episode> {
+    const session = this.policy.newSession();
+    const append = async (ids: readonly number[]): Promise<Float32Array> => (session.appendAsync ? session.appendAsync(ids) : session.append(ids));
+    try {
+      const episode = this.episode(task, { ...DEFAULT_EPISODE, ...options }, env);
+      let r = episode.next();
+      while (!r.done) r = episode.next(await append(r.value));
+      return r.value;
+    } finally {
+      session.dispose();
+    }
+  }
+
+  /** runBatch() with the policy's asynchronous decoding where it has one (the same episodes, in the same lockstep). */
+  async runBatchAsync(items: readonly { task: EpisodeTask; options?: Partial<EpisodeOptions>; env?: ToolEnv }[]): Promise<Episode[]> {
+    const sessions = items.map(() => this.policy.newSession());
+    const append = async (s: DecodeSession, ids: readonly number[]): Promise<Float32Array> => (s.appendAsync ? s.appendAsync(ids) : s.append(ids));
+    const policy = this.policy;
+    const appendBatch = policy.appendBatchAsync
+      ? (ss: readonly DecodeSession[], ids: readonly number[]) => policy.appendBatchAsync!(ss, ids)
+      : policy.appendBatch
+        ? async (ss: readonly DecodeSession[], ids: readonly number[]) => policy.appendBatch!(ss, ids)
+        : null;
+    try {
+      const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }, it.env ?? this.env));
+      const state = episodes.map((e) => e.next());
+      const results: (Episode | null)[] = items.map(() => null);
+      for (;;) {
+        const waiting: number[] = [];
+        state.forEach((r, i) => {
+          if (r.done) results[i] = r.value;
+          else waiting.push(i);
+        });
+        if (waiting.length === 0) break;
+        const singles = waiting.filter((i) => (state[i]!.value as Append).length === 1);
+        const batched = appendBatch && singles.length > 1 ? new Set(singles) : new Set<number>();
+        if (batched.size > 0) {
+          const idx = [...batched];
+          const logits = await appendBatch!(
+            idx.map((i) => sessions[i]!),
+            idx.map((i) => (state[i]!.value as Append)[0]!),
+          );
+          idx.forEach((i, k) => (state[i] = episodes[i]!.next(logits[k]!)));
+        }
+        for (const i of waiting) {
+          if (!batched.has(i)) state[i] = episodes[i]!.next(await append(sessions[i]!, state[i]!.value as Append));
+        }
+      }
+      return results as Episode[];
+    } finally {
+      for (const s of sessions) s.dispose();
     }
   }
 
@@ -261,6 +320,26 @@ export class AgentRuntime {
       const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true);
       let r = gen.next();
       while (!r.done) r = gen.next(session.append(r.value));
+      return { ...r.value, contextFull: false };
+    } catch (err) {
+      if (!(err instanceof ContextFull)) throw err;
+      return { text: '', truncated: false, contextFull: true };
+    } finally {
+      session.dispose();
+    }
+  }
+  /** continueTurn() with the policy's asynchronous decoding where it has one (webgpu). */
+  async continueTurnAsync(prompt: string, options: Partial<EpisodeOptions> = {}): Promise<{ text: string; truncated: boolean; contextFull: boolean }> {
+    const o = { ...DEFAULT_EPISODE, ...options };
+    const ids = this.tokenizer.encode(prompt);
+    if (ids.length + 2 > this.policy.maxContext) return { text: '', truncated: false, contextFull: true };
+    const session = this.policy.newSession();
+    try {
+      const append = async (x: readonly number[]): Promise<Float32Array> => (session.appendAsync ? session.appendAsync(x) : session.append(x));
+      let logits = await append(ids);
+      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true);
+      let r = gen.next();
+      while (!r.done) r = gen.next(await append(r.value));
       return { ...r.value, contextFull: false };
     } catch (err) {
       if (!(err instanceof ContextFull)) throw err;

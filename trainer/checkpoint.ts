@@ -173,7 +173,7 @@ export async function saveCheckpoint(
   const tmp = path.join(root, `.tmp-${name}-${process.pid}-${Date.now()}`);
   await fs.promises.mkdir(tmp);
   const cfg = model.config;
-  const weights = model.exportWeights();
+  const weights = await model.exportWeightsAsync(); // (webgpu reads back asynchronously only)
   const wt: Record<string, SafeTensor> = {};
   for (const s of paramSpecs(cfg)) wt[s.name] = { dtype: 'F32', shape: s.shape, data: weights[s.name]! };
   const meta = { format: CHECKPOINT_FORMAT, step: String(step), model: JSON.stringify(cfg) };
@@ -181,7 +181,7 @@ export async function saveCheckpoint(
   checkpointHooks.afterFile?.(path.join(tmp, 'model.safetensors'));
   let optimizer: CheckpointInfo['optimizer'] = null;
   if (trainer) {
-    const st = trainer.exportState();
+    const st = await trainer.exportStateAsync();
     const ot: Record<string, SafeTensor> = {};
     for (const s of paramSpecs(cfg)) {
       ot[`m.${s.name}`] = { dtype: 'F32', shape: s.shape, data: st.m[s.name]! };

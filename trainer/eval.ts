@@ -111,18 +111,18 @@ export interface EvalOptions {
   isCancelled?: () => boolean;
 }
 
-export function evaluateTasks(
+export async function evaluateTasks(
   runtime: AgentRuntime,
   tasks: readonly Task[],
   env: ToolEnv,
   options: EvalOptions,
-): { rows: EvalRow[]; summary: EvalSummary } {
+): Promise<{ rows: EvalRow[]; summary: EvalSummary }> {
   const teacher = makeStubTeacher(tasks);
   const rows: EvalRow[] = [];
   let contaminated = 0;
   for (const task of tasks) {
     if (options.isCancelled?.()) break;
-    const ep = runtime.run(task, options.episode);
+    const ep = await runtime.runAsync(task, options.episode); // (async: webgpu decodes with async readbacks)
     const ref = rollout(task, teacher, env).transcript;
     const world = options.world ?? SEED_WORLD;
     let failure = classifyFailure(ep, ref);

@@ -48,14 +48,14 @@ function workerScript(): { file: string; evalCode?: string } | null {
 }
 
 /** Evaluates items of possibly several worlds, consecutive tasks of one world sharing its tools. */
-export function evaluateItems(
+export async function evaluateItems(
   runtimeFor: (items: readonly WorldTask[]) => AgentRuntime,
   items: readonly WorldTask[],
   split: string,
   trainingKeys: ReadonlySet<string>,
   onProgress: (done: number) => void,
   isCancelled: () => boolean,
-): { rows: EvalRow[]; contaminated: number } {
+): Promise<{ rows: EvalRow[]; contaminated: number }> {
   const rows: EvalRow[] = [];
   let contaminated = 0;
   for (let i = 0; i < items.length && !isCancelled(); ) {
@@ -64,7 +64,7 @@ export function evaluateItems(
     while (j < items.length && worldName(items[j]!.world) === worldName(world)) j++;
     const env = worldEnv(world);
     const done = rows.length;
-    const part = evaluateTasks(
+    const part = await evaluateTasks(
       runtimeFor(items.slice(i, j)),
       items.slice(i, j).map((x) => x.task),
       env,
@@ -129,7 +129,7 @@ async function workerMain(req: EvalShardRequest): Promise<void> {
     const tokenizer = tokenizerFromJsonText(req.tokenizerJson);
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));
     const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world) }));
-    const out = evaluateItems(
+    const out = await evaluateItems(
       (part) => new AgentRuntime(runtime.policy, tokenizer, worldEnv(part[0]!.world), runtime.mask),
       items,
       req.split,

@@ -34,6 +34,7 @@ import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readJsonl } from './prepare';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadWorldTasks, startBackend } from './sft';
+import type { AdapterInfo } from './backend';
 
 /** The Contract's defaults (DESIGN.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -152,7 +153,7 @@ interface GrpoConfig {
   model: ModelConfig;
   preset?: string;
   params: number;
-  backend: { asked: string; used: string; note?: string };
+  backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
   seed: number;
   budget: { steps?: number; minutes?: number };
   grpo: {
@@ -400,7 +401,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       model: cfg,
       ...(fromConfig.preset ? { preset: fromConfig.preset } : {}),
       params: model.paramCount(),
-      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}) },
+      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}), ...(backend.adapter ? { adapter: backend.adapter } : {}) },
       seed,
       budget: o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps },
       grpo: { ...g, reward: formatRewardSpec(rewardSpec) },
@@ -511,7 +512,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
           })),
         );
         hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}, ${drawn + round.length} tasks drawn`);
-        const episodes = runtime.runBatch(items);
+        const episodes = await runtime.runBatchAsync(items);
         round.forEach((ti, group) => {
           const task = rlTasks[ti]!.task;
           const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
@@ -551,13 +552,14 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       if (kept.length > 0) {
         // Micro-batches of similar lengths bound memory (wasm has 4 GB); their gradients add up
         // to the one token mean over the whole batch.
-        const micro = microBatches(kept, GRPO_DEFAULTS.microBatchRows).map(({ batch, advantages }) => ({
-          batch,
-          advantages,
+        const micro: { batch: Batch; advantages: Float32Array; ref: Float32Array; old: Float32Array | undefined }[] = [];
+        for (const { batch, advantages } of microBatches(kept, GRPO_DEFAULTS.microBatchRows)) {
           // At the sampling temperature: the distribution the rollouts were drawn from.
-          ref: reference.tokenLogprobs(batch, g.temperature).logp,
-          old: g.epochsPerBatch > 1 ? model.tokenLogprobs(batch, g.temperature).logp : undefined,
-        }));
+          // (async: webgpu reads back asynchronously only; elsewhere these are the sync reads)
+          const ref = (await reference.tokenLogprobsAsync(batch, g.temperature)).logp;
+          const old = g.epochsPerBatch > 1 ? (await model.tokenLogprobsAsync(batch, g.temperature)).logp : undefined;
+          micro.push({ batch, advantages, ref, old });
+        }
         let kl = 0;
         let clipped = 0;
         let entropy = 0;
@@ -566,7 +568,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         let lr = 0;
         let supervised = 0;
         for (let e = 0; e < g.epochsPerBatch; e++) {
-          const r = opt.step(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta, temperature: g.temperature } })));
+          const r = await opt.stepAsync(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta, temperature: g.temperature } })));
           supervised = r.supervised;
           if (e === 0) {
             kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;

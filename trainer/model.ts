@@ -40,10 +40,16 @@
 // instead of the JS shortcuts. The second core is reached by data parallelism over worker
 // threads (trainer/parallel.ts).
 //
+// WebGPU reads back asynchronously only: the *Async methods (lossAndGradsAsync,
+// evaluateAsync, tokenLogprobsAsync, logitsAsync, exportWeightsAsync, prefillAsync,
+// stepBatchAsync) run the same code with every read deferred to one awaited flush
+// (Readback), GRPO's per-token surrogate as tensor ops; where reads are synchronous they are
+// the sync methods themselves, so wasm runs exactly what it ran before.
+//
 // Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
-import { isLocalBackend } from './backend';
+import { canReadSync, isLocalBackend } from './backend';
 
 let shortcutsOverride: boolean | null = null;
 /**
@@ -289,6 +295,35 @@ function floatOneHot(indices: tf.Tensor1D, depth: number): tf.Tensor2D {
 }
 const MASK_NEG = -1e9;
 
+type Readable = Float32Array | Int32Array | Uint8Array;
+
+/**
+ * Reads of tensors made inside a tidy. Synchronous (`dataSync`, at once) where the backend
+ * reads synchronously; otherwise (webgpu: tfjs's readSync there needs OffscreenCanvas) the
+ * tensor is kept and read by `flush()` after the tidy, all reads at once.
+ */
+class Readback {
+  private pending: { t: tf.Tensor; use: (d: Readable) => void }[] = [];
+  constructor(readonly sync: boolean) {}
+  read(t: tf.Tensor, use: (d: Readable) => void): void {
+    if (this.sync) use(t.dataSync() as Readable);
+    else this.pending.push({ t: tf.keep(t), use });
+  }
+  async flush(): Promise<void> {
+    const todo = this.pending;
+    this.pending = [];
+    try {
+      const data = await Promise.all(todo.map((p) => p.t.data() as Promise<Readable>));
+      todo.forEach((p, i) => p.use(data[i]!));
+    } finally {
+      for (const p of todo) p.t.dispose();
+    }
+  }
+}
+
+/** Statistics a loss head fills in (at once, or when its Readback is flushed). */
+type HeadStats = { ceSum: number; lossSum: number; correct: number; pg?: PolicyStats };
+
 /** Deterministic PRNG (mulberry32) and a normal sampler, so init is the same on every backend. */
 export function makeRng(seed: number): { uniform: () => number; normal: () => number } {
   const uniform = mulberry32(seed);
@@ -528,6 +563,16 @@ export class StackModel {
   exportWeights(): Record<string, Float32Array> {
     const out: Record<string, Float32Array> = {};
     for (const s of paramSpecs(this.config)) out[s.name] = new Float32Array(this.params.get(s.name)!.dataSync() as Float32Array);
+    return out;
+  }
+
+  /** exportWeights on any backend (webgpu included), read back asynchronously. */
+  async exportWeightsAsync(): Promise<Record<string, Float32Array>> {
+    if (canReadSync()) return this.exportWeights();
+    const specs = paramSpecs(this.config);
+    const data = await Promise.all(specs.map((s) => this.params.get(s.name)!.data() as Promise<Float32Array>));
+    const out: Record<string, Float32Array> = {};
+    specs.forEach((s, i) => (out[s.name] = new Float32Array(data[i]!)));
     return out;
   }
 
@@ -966,7 +1011,9 @@ export class StackModel {
     w: Float32Array,
     weightSum: number,
     wantGrad: boolean,
-  ): { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D | null } {
+    reads: Readback,
+    into: HeadStats,
+  ): tf.Tensor2D | null {
     const [S, V] = logits.shape;
     if (useJs()) {
       const probs = tf.softmax(logits);
@@ -1010,9 +1057,11 @@ export class StackModel {
         }
       }
       probs.dispose();
-      return { ceSum, lossSum, correct, dlogits: grad ? tf.tensor2d(grad, [S, V]) : null };
+      into.ceSum = ceSum;
+      into.lossSum = lossSum;
+      into.correct = correct;
+      return grad ? tf.tensor2d(grad, [S, V]) : null;
     }
-    const res = { ceSum: 0, lossSum: 0, correct: 0, dlogits: null as tf.Tensor2D | null };
     // The gradient tensor is the tidy's result, so it belongs to the caller's scope.
     const dlogits = tf.tidy(() => {
       const lab = tf.tensor1d(labels, 'int32');
@@ -1020,16 +1069,16 @@ export class StackModel {
       const logp = tf.logSoftmax(logits);
       const ce = tf.neg(tf.sum(tf.mul(logp, onehot), 1));
       const wt = tf.tensor1d(w);
-      res.ceSum = tf.sum(ce).dataSync()[0]!;
-      res.lossSum = tf.sum(tf.mul(ce, wt)).dataSync()[0]!;
-      res.correct = tf.sum(tf.cast(tf.equal(tf.argMax(logits, 1), lab), 'int32')).dataSync()[0]!;
+      reads.read(tf.sum(ce), (d) => (into.ceSum = d[0]!));
+      reads.read(tf.sum(tf.mul(ce, wt)), (d) => (into.lossSum = d[0]!));
+      reads.read(tf.sum(tf.cast(tf.equal(tf.argMax(logits, 1), lab), 'int32')), (d) => (into.correct = d[0]!));
       if (!wantGrad) return tf.zeros([0]);
       const k = weightSum > 0 ? tf.div(wt, weightSum) : tf.zerosLike(wt);
       return tf.mul(tf.sub(tf.exp(logp), onehot), tf.reshape(k, [S, 1])) as tf.Tensor2D;
     });
-    if (wantGrad) res.dlogits = dlogits as tf.Tensor2D;
-    else dlogits.dispose();
-    return res;
+    if (wantGrad) return dlogits as tf.Tensor2D;
+    dlogits.dispose();
+    return null;
   }
 
   /**
@@ -1044,7 +1093,10 @@ export class StackModel {
     inputs: NonNullable<Prepared['supPg']>,
     pg: PolicyGradient,
     W: number,
-  ): { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D; pg: PolicyStats } {
+    reads: Readback,
+    into: HeadStats,
+  ): tf.Tensor2D {
+    if (!reads.sync) return this.policyGradientTensors(logits, labels, inputs, pg, W, reads, into);
     const [S, V] = logits.shape;
     const out = { ceSum: 0, lossSum: 0, correct: 0, pg: { klSum: 0, clipped: 0, entropySum: 0 } };
     // logp = logSoftmax(logits / T), so d/dlogits carries a 1/T beside the (softmax - onehot).
@@ -1081,7 +1133,52 @@ export class StackModel {
       }
       return tf.mul(tf.sub(probs, onehot), tf.reshape(tf.tensor1d(k), [S, 1])) as tf.Tensor2D;
     });
-    return { ...out, dlogits };
+    Object.assign(into, out);
+    return dlogits;
+  }
+
+  /**
+   * policyGradient as tensor ops (backends without synchronous reads: the per-token terms
+   * cannot come back to JS mid-step). The same formulas in float32; the sums are read after.
+   */
+  private policyGradientTensors(
+    logits: tf.Tensor2D,
+    labels: Int32Array,
+    inputs: NonNullable<Prepared['supPg']>,
+    pg: PolicyGradient,
+    W: number,
+    reads: Readback,
+    into: HeadStats,
+  ): tf.Tensor2D {
+    const [S, V] = logits.shape;
+    const stats: PolicyStats = { klSum: 0, clipped: 0, entropySum: 0 };
+    into.pg = stats;
+    const temperature = pg.temperature ?? 1;
+    return tf.tidy(() => {
+      const lab = tf.tensor1d(labels, 'int32');
+      const onehot = floatOneHot(lab, V);
+      const logp = tf.logSoftmax(temperature === 1 ? logits : tf.div(logits, temperature));
+      const probs = tf.exp(logp);
+      const lp = tf.sum(tf.mul(logp, onehot), 1);
+      const adv = tf.tensor1d(inputs.adv);
+      const ratio = inputs.old ? tf.exp(tf.sub(lp, tf.tensor1d(inputs.old))) : tf.onesLike(lp);
+      const unclippedTerm = tf.mul(ratio, adv);
+      const clippedTerm = tf.mul(tf.clipByValue(ratio, 1 - pg.clip, 1 + pg.clip), adv);
+      const isClipped = tf.less(clippedTerm, unclippedTerm);
+      const surr = tf.where(isClipped, clippedTerm, unclippedTerm);
+      const d = tf.sub(tf.tensor1d(inputs.ref), lp);
+      const ed = tf.exp(d);
+      const kl = tf.sub(tf.sub(ed, d), 1);
+      reads.read(tf.neg(tf.sum(lp)), (x) => (into.ceSum = x[0]!));
+      reads.read(tf.neg(tf.sum(tf.sub(surr, tf.mul(kl, pg.beta)))), (x) => (into.lossSum = x[0]!));
+      reads.read(tf.sum(kl), (x) => (stats.klSum = x[0]!));
+      reads.read(tf.sum(tf.cast(isClipped, 'int32')), (x) => (stats.clipped = x[0]!));
+      reads.read(tf.neg(tf.sum(tf.mul(probs, logp))), (x) => (stats.entropySum = x[0]!));
+      reads.read(tf.sum(tf.cast(tf.equal(tf.argMax(logits, 1), lab), 'int32')), (x) => (into.correct = x[0]!));
+      const dLdLogp = tf.add(tf.neg(tf.where(isClipped, tf.zerosLike(adv), tf.mul(adv, ratio))), tf.mul(tf.sub(1, ed), pg.beta));
+      const k = W > 0 ? tf.div(tf.neg(dLdLogp), W * temperature) : tf.zerosLike(dLdLogp);
+      return tf.mul(tf.sub(probs, onehot), tf.reshape(k, [S, 1])) as tf.Tensor2D;
+    });
   }
 
   // ---- public API ---------------------------------------------------------------------
@@ -1092,6 +1189,24 @@ export class StackModel {
    * disposes; every parameter has an entry).
    */
   lossAndGrads(b: Batch): LossStats & { grads: Grads } {
+    return this.lossAndGradsWith(b, new Readback(true));
+  }
+
+  /** lossAndGrads on any backend (webgpu included): the statistics are read back asynchronously. */
+  async lossAndGradsAsync(b: Batch): Promise<LossStats & { grads: Grads }> {
+    const reads = new Readback(canReadSync());
+    const r = this.lossAndGradsWith(b, reads);
+    try {
+      await reads.flush();
+    } catch (err) {
+      for (const g of r.grads.values()) g.dispose();
+      throw err;
+    }
+    r.loss = r.weightSum > 0 ? r.lossSum / r.weightSum : 0;
+    return r;
+  }
+
+  private lossAndGradsWith(b: Batch, reads: Readback): LossStats & { grads: Grads } {
     const prep = this.prepare(b, true);
     const { rows, T } = prep;
     const N = rows * T;
@@ -1113,18 +1228,9 @@ export class StackModel {
       if (S > 0) {
         const hs = this.gatherRows(nf.y, prep.supIdx);
         const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
-        let ce: { ceSum: number; lossSum: number; correct: number; dlogits: tf.Tensor2D | null };
-        if (prep.supPg) {
-          const r = this.policyGradient(logits, prep.supLabels, prep.supPg, b.pg!, prep.weightSum);
-          stats.pg = r.pg;
-          ce = r;
-        } else {
-          ce = this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true);
-        }
-        stats.ceSum = ce.ceSum;
-        stats.lossSum = ce.lossSum;
-        stats.correct = ce.correct;
-        const dl = ce.dlogits!;
+        const dl = prep.supPg
+          ? this.policyGradient(logits, prep.supLabels, prep.supPg, b.pg!, prep.weightSum, reads, stats)
+          : this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true, reads, stats)!;
         const dhs = tf.matMul(dl, E) as tf.Tensor2D;
         dEhead = tf.matMul(tf.transpose(dl), hs) as tf.Tensor2D; // right operand hs: narrow
         dxf = this.scatterRows(dhs, prep.supIdx, N);
@@ -1143,7 +1249,8 @@ export class StackModel {
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
     const grads: Grads = new Map();
     paramSpecs(this.config).forEach((s, k) => grads.set(s.name, gradList[k]!));
-    return { ...stats, grads };
+    // `stats` itself, not a copy: deferred reads (webgpu) fill it at flush.
+    return Object.assign(stats, { grads });
   }
 
   private embedGrad(ids: Int32Array, dx: tf.Tensor2D): tf.Tensor2D {
@@ -1174,6 +1281,19 @@ export class StackModel {
    * (batch*seq, row-major; every position is computed then).
    */
   evaluate(b: Batch, opts: { argmax?: boolean } = {}): EvalResult {
+    return this.evaluateWith(b, opts, new Readback(true));
+  }
+
+  /** evaluate on any backend (webgpu included), read back asynchronously. */
+  async evaluateAsync(b: Batch, opts: { argmax?: boolean } = {}): Promise<EvalResult> {
+    const reads = new Readback(canReadSync());
+    const r = this.evaluateWith(b, opts, reads);
+    await reads.flush();
+    r.loss = r.weightSum > 0 ? r.lossSum / r.weightSum : 0;
+    return r;
+  }
+
+  private evaluateWith(b: Batch, opts: { argmax?: boolean }, reads: Readback): EvalResult {
     const prep = this.prepare(b, !opts.argmax);
     const stats: EvalResult = { loss: 0, lossSum: 0, weightSum: prep.weightSum, ceSum: 0, correct: 0, supervised: prep.supIdx.length };
     tf.tidy(() => {
@@ -1181,15 +1301,11 @@ export class StackModel {
       if (prep.supIdx.length > 0) {
         const hs = this.gatherRows(hf, prep.supIdx);
         const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
-        const ce = this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, false);
-        stats.ceSum = ce.ceSum;
-        stats.lossSum = ce.lossSum;
-        stats.correct = ce.correct;
+        this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, false, reads, stats);
       }
       if (opts.argmax) {
-        const am = tf.argMax(tf.matMul(hf, this.pT('tok_embeddings')), 1).dataSync();
         // prep.T === b.seq here (no trimming)
-        stats.argmax = Int32Array.from(am);
+        reads.read(tf.argMax(tf.matMul(hf, this.pT('tok_embeddings')), 1), (am) => (stats.argmax = Int32Array.from(am)));
       }
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
@@ -1202,25 +1318,43 @@ export class StackModel {
    * softmax(logits / temperature). GRPO's reference and old-policy log-probs.
    */
   tokenLogprobs(b: Pick<Batch, 'inputIds' | 'labels' | 'batch' | 'seq'>, temperature = 1): { logp: Float32Array; entropySum: number } {
+    return this.tokenLogprobsWith(b, new Readback(true), temperature);
+  }
+
+  /** tokenLogprobs on any backend (webgpu included), read back asynchronously. */
+  async tokenLogprobsAsync(b: Pick<Batch, 'inputIds' | 'labels' | 'batch' | 'seq'>, temperature = 1): Promise<{ logp: Float32Array; entropySum: number }> {
+    const reads = new Readback(canReadSync());
+    const r = this.tokenLogprobsWith(b, reads, temperature);
+    await reads.flush();
+    return { logp: r.logp, entropySum: r.entropy.sum };
+  }
+
+  private tokenLogprobsWith(
+    b: Pick<Batch, 'inputIds' | 'labels' | 'batch' | 'seq'>,
+    reads: Readback,
+    temperature: number,
+  ): { logp: Float32Array; entropySum: number; entropy: { sum: number } } {
     const prep = this.prepare({ inputIds: b.inputIds, labels: b.labels, batch: b.batch, seq: b.seq }, true);
     const out = new Float32Array(b.batch * b.seq).fill(NaN);
-    let entropySum = 0;
-    if (prep.supIdx.length === 0) return { logp: out, entropySum };
+    const entropy = { sum: 0 };
+    if (prep.supIdx.length === 0) return { logp: out, entropySum: 0, entropy };
     tf.tidy(() => {
       const hs = this.gatherRows(this.hidden(prep), prep.supIdx);
       const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
       const logp = tf.logSoftmax(temperature === 1 ? logits : tf.div(logits, temperature));
       const onehot = floatOneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1]);
-      const lp = tf.sum(tf.mul(logp, onehot), 1).dataSync() as Float32Array;
-      entropySum = tf.neg(tf.sum(tf.mul(tf.exp(logp), logp))).dataSync()[0]!;
-      // supIdx is in rows*T (trimmed); map back to rows*seq.
-      for (let i = 0; i < prep.supIdx.length; i++) {
-        const f = prep.supIdx[i]!;
-        const r = Math.floor(f / prep.T);
-        out[r * b.seq + (f % prep.T)] = lp[i]!;
-      }
+      reads.read(tf.sum(tf.mul(logp, onehot), 1), (lp) => {
+        // supIdx is in rows*T (trimmed); map back to rows*seq.
+        for (let i = 0; i < prep.supIdx.length; i++) {
+          const f = prep.supIdx[i]!;
+          const r = Math.floor(f / prep.T);
+          out[r * b.seq + (f % prep.T)] = lp[i]!;
+        }
+      });
+      reads.read(tf.neg(tf.sum(tf.mul(tf.exp(logp), logp))), (e) => (entropy.sum = e[0]!));
     });
-    return { logp: out, entropySum };
+    // (sync reads have filled `entropy` by now; async ones fill it at flush)
+    return { logp: out, entropySum: entropy.sum, entropy };
   }
 
   /** Full-sequence logits, [batch*seq*vocab] row-major (for tests and analysis). */
@@ -1228,6 +1362,18 @@ export class StackModel {
     const labels = new Int32Array(batch * seq).fill(IGNORE);
     const prep = this.prepare({ inputIds, labels, batch, seq }, false);
     return tf.tidy(() => tf.matMul(this.hidden(prep), this.pT('tok_embeddings')).dataSync() as Float32Array);
+  }
+
+  /** logits on any backend (webgpu included), read back asynchronously. */
+  async logitsAsync(inputIds: Int32Array, batch: number, seq: number): Promise<Float32Array> {
+    const labels = new Int32Array(batch * seq).fill(IGNORE);
+    const prep = this.prepare({ inputIds, labels, batch, seq }, false);
+    const t = tf.tidy(() => tf.matMul(this.hidden(prep), this.pT('tok_embeddings')));
+    try {
+      return (await t.data()) as Float32Array;
+    } finally {
+      t.dispose();
+    }
   }
 
   // ---- incremental decoding -----------------------------------------------------------
@@ -1293,7 +1439,6 @@ export class StackModel {
     if (ids.length === 0) throw new Error('prefill: no tokens');
     const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
     const hd = this.headDim;
-    const rep = H / K;
     const c = ids.length;
     const p = cache.length;
     if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
@@ -1322,23 +1467,9 @@ export class StackModel {
           this.attendOne(qRow, 0, cache, i, len, att, 0);
           o = tf.tensor2d(att, [1, H * hd]);
         } else {
-          const keys = tf.tensor2d(cache.k[i]!.subarray(0, len * W), [len, W]);
-          const vals = tf.tensor2d(cache.v[i]!.subarray(0, len * W), [len, W]);
-          const outs: tf.Tensor2D[] = [];
-          for (let h = 0; h < H; h++) {
-            const g = Math.floor(h / rep);
-            const q = tf.slice(qk, [0, h * hd], [c, hd]);
-            const kT = tf.transpose(tf.slice(keys, [0, g * hd], [len, hd]));
-            const pr = tf.softmax(tf.add(tf.matMul(q, kT), mask!));
-            outs.push(tf.matMul(pr, tf.slice(vals, [0, g * hd], [len, hd])) as tf.Tensor2D);
-          }
-          o = outs.length === 1 ? outs[0]! : (tf.concat(outs, 1) as tf.Tensor2D);
+          o = this.cacheAttention(qk, cache, i, c, len, mask!);
         }
-        x = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
-        const h2 = this.rmsNorm(x, this.p1(pre + 'mlp_norm')).y;
-        const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
-        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
-        x = tf.add(x, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
+        x = this.layerTail(x, o, pre);
       }
       const last = tf.slice(x, [c - 1, 0], [1, this.config.dModel]);
       const hf = this.rmsNorm(last, this.p1('final_norm')).y;
@@ -1348,6 +1479,160 @@ export class StackModel {
     const logits = out.dataSync() as Float32Array;
     out.dispose();
     return logits;
+  }
+
+  /** Attention of c new positions (rows of qk, RoPE applied) over a cache layer's first len positions. */
+  private cacheAttention(qk: tf.Tensor2D, cache: KvCache, i: number, c: number, len: number, mask: tf.Tensor2D): tf.Tensor2D {
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const W = K * hd;
+    const keys = tf.tensor2d(cache.k[i]!.subarray(0, len * W), [len, W]);
+    const vals = tf.tensor2d(cache.v[i]!.subarray(0, len * W), [len, W]);
+    const outs: tf.Tensor2D[] = [];
+    for (let h = 0; h < H; h++) {
+      const g = Math.floor(h / rep);
+      const q = tf.slice(qk, [0, h * hd], [c, hd]);
+      const kT = tf.transpose(tf.slice(keys, [0, g * hd], [len, hd]));
+      const pr = tf.softmax(tf.add(tf.matMul(q, kT), mask));
+      outs.push(tf.matMul(pr, tf.slice(vals, [0, g * hd], [len, hd])) as tf.Tensor2D);
+    }
+    return outs.length === 1 ? outs[0]! : (tf.concat(outs, 1) as tf.Tensor2D);
+  }
+
+  /** A decoding layer after attention: the output projection, its residual, the MLP and its residual. */
+  private layerTail(x: tf.Tensor2D, o: tf.Tensor2D, pre: string): tf.Tensor2D {
+    const x1 = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
+    const h2 = this.rmsNorm(x1, this.p1(pre + 'mlp_norm')).y;
+    const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
+    return tf.add(x1, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
+  }
+
+  /** A decoding layer before attention: rows' q and k (RoPE applied) and v. */
+  private layerQkv(x: tf.Tensor2D, pre: string, cos: tf.Tensor2D, sin: tf.Tensor2D): { qk: tf.Tensor2D; vNew: tf.Tensor2D } {
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const n = x.shape[0];
+    const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
+    const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+    const qkRaw = tf.slice(qkv, [0, 0], [n, (H + K) * hd]);
+    const vNew = tf.slice(qkv, [0, (H + K) * hd], [n, K * hd]);
+    const qk = tf.add(tf.mul(qkRaw, cos), tf.mul(this.rotate(qkRaw, this.rot), sin)) as tf.Tensor2D;
+    return { qk, vNew };
+  }
+
+  /**
+   * prefill on any backend (webgpu included). Attention over the cache runs as in prefill
+   * (the cache stays in JS), so each layer's new keys and values are read back (awaited)
+   * before its attention: L readbacks per call, each a GPU sync point. Keeping the cache on
+   * the GPU would save them; on the software adapter the shaders, not the readbacks, dominate.
+   */
+  async prefillAsync(ids: readonly number[], cache: KvCache): Promise<Float32Array> {
+    if (canReadSync()) return this.prefill(ids, cache);
+    if (ids.length === 0) throw new Error('prefill: no tokens');
+    const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
+    const hd = this.headDim;
+    const c = ids.length;
+    const p = cache.length;
+    if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
+    for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`prefill: token id ${id} out of range`);
+    cache.reserve(p + c);
+    const W = K * hd;
+    const W1 = (H + K) * hd;
+    const len = p + c;
+    const live: tf.Tensor[] = [];
+    try {
+      const [cos, sin, mask] = tf.tidy(() => {
+        const a = this.angleTables(c, p, 1);
+        return [a.cos, a.sin, c > 1 ? this.causalMask(c, len, p) : tf.zeros([1, 1])] as tf.Tensor2D[];
+      });
+      live.push(cos!, sin!, mask!);
+      let x = tf.tidy(() => this.embed(Int32Array.from(ids)));
+      for (let i = 0; i < L; i++) {
+        const pre = `layers.${i}.`;
+        const { qk, vNew } = tf.tidy(() => this.layerQkv(x, pre, cos!, sin!));
+        live.push(qk, vNew);
+        const [qkData, vData] = (await Promise.all([qk.data(), vNew.data()])) as Float32Array[];
+        for (let r = 0; r < c; r++) {
+          cache.k[i]!.set(qkData!.subarray(r * W1 + H * hd, (r + 1) * W1), (p + r) * W);
+          cache.v[i]!.set(vData!.subarray(r * W, (r + 1) * W), (p + r) * W);
+        }
+        const next = tf.tidy(() => {
+          let o: tf.Tensor2D;
+          if (c === 1) {
+            const att = new Float32Array(H * hd);
+            this.attendOne(qkData!, 0, cache, i, len, att, 0);
+            o = tf.tensor2d(att, [1, H * hd]);
+          } else {
+            o = this.cacheAttention(qk, cache, i, c, len, mask!);
+          }
+          return this.layerTail(x, o, pre);
+        });
+        x.dispose();
+        x = next;
+      }
+      live.push(x);
+      const out = tf.tidy(() => tf.matMul(this.rmsNorm(tf.slice(x, [c - 1, 0], [1, this.config.dModel]), this.p1('final_norm')).y, this.pT('tok_embeddings')));
+      live.push(out);
+      const logits = (await out.data()) as Float32Array;
+      cache.length = p + c;
+      return logits;
+    } finally {
+      for (const t of live) t.dispose();
+    }
+  }
+
+  /** stepBatch on any backend (webgpu included): each layer's new keys/values read back (awaited), as in prefillAsync. */
+  async stepBatchAsync(ids: readonly number[], caches: readonly KvCache[]): Promise<Float32Array[]> {
+    if (canReadSync()) return this.stepBatch(ids, caches);
+    const B = ids.length;
+    if (B === 0) return [];
+    if (caches.length !== B) throw new Error('stepBatch: one cache per token');
+    if (new Set(caches).size !== B) throw new Error('stepBatch: the caches must be distinct');
+    const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
+    const hd = this.headDim;
+    const W1 = (H + K) * hd;
+    for (const [b, id] of ids.entries()) {
+      if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`stepBatch: token id ${id} out of range`);
+      if (caches[b]!.length + 1 > this.config.maxSeq) throw new Error(`stepBatch: sequence ${b} would exceed the model's context ${this.config.maxSeq}`);
+    }
+    for (const c of caches) c.reserve(c.length + 1);
+    const live: tf.Tensor[] = [];
+    try {
+      const cos = new Float32Array(B * W1);
+      const sin = new Float32Array(B * W1);
+      for (let b = 0; b < B; b++) this.fillAngles(cos, sin, b * W1, caches[b]!.length);
+      const cosT = tf.tensor2d(cos, [B, W1]);
+      const sinT = tf.tensor2d(sin, [B, W1]);
+      live.push(cosT, sinT);
+      let x = tf.tidy(() => this.embed(Int32Array.from(ids)));
+      for (let i = 0; i < L; i++) {
+        const pre = `layers.${i}.`;
+        const { qk, vNew } = tf.tidy(() => this.layerQkv(x, pre, cosT, sinT));
+        live.push(qk, vNew);
+        const [qkData, vData] = (await Promise.all([qk.data(), vNew.data()])) as Float32Array[];
+        const att = new Float32Array(B * H * hd);
+        for (let b = 0; b < B; b++) {
+          const cache = caches[b]!;
+          const at = cache.length;
+          cache.k[i]!.set(qkData!.subarray(b * W1 + H * hd, (b + 1) * W1), at * K * hd);
+          cache.v[i]!.set(vData!.subarray(b * K * hd, (b + 1) * K * hd), at * K * hd);
+          this.attendOne(qkData!, b * W1, cache, i, at + 1, att, b * H * hd);
+        }
+        const next = tf.tidy(() => this.layerTail(x, tf.tensor2d(att, [B, H * hd]), pre));
+        x.dispose();
+        x = next;
+      }
+      live.push(x);
+      const out = tf.tidy(() => tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings')));
+      live.push(out);
+      const all = (await out.data()) as Float32Array;
+      for (const c of caches) c.length++;
+      return Array.from({ length: B }, (_, b) => all.slice(b * V, (b + 1) * V));
+    } finally {
+      for (const t of live) t.dispose();
+    }
   }
 
   /** Feed one token; the logits of its position. */

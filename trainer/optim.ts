@@ -3,8 +3,8 @@
 // gradient clipping, and `Trainer`, which runs one optimiser step on a batch — split over
 // worker threads when data-parallel gradients are on (trainer/parallel.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { Batch, Grads, IGNORE, PolicyStats, StackModel } from './model';
-import { isLocalBackend } from './backend';
+import { Batch, Grads, IGNORE, LossStats, PolicyStats, StackModel } from './model';
+import { canReadSync, isLocalBackend } from './backend';
 import { GradientPool, ParallelOptions, combineFlat, combineShardGrads, splitBatch } from './parallel';
 
 export type Schedule = 'cosine' | 'linear' | 'constant';
@@ -77,6 +77,27 @@ export function lrAt(step: number, c: ResolvedOptim, progress?: number): number 
   return min + 0.5 * (c.lr - min) * (1 + Math.cos(Math.PI * p));
 }
 
+/**
+ * The sum of tensors by pairwise adds: tfjs-backend-webgpu 4.22's AddN binds every input at
+ * once and, past the device's storage-buffer limit (8 on SwiftShader), its pipeline fails
+ * validation and the result is garbage, with only a console warning.
+ */
+function addAll(ts: tf.Tensor[]): tf.Tensor {
+  return ts.reduce((a, b) => tf.add(a, b));
+}
+
+/** globalNorm of tensors read back asynchronously (backends without synchronous reads: webgpu). */
+export async function globalNormAsync(grads: Iterable<tf.Tensor>): Promise<number> {
+  const list = [...grads];
+  if (list.length === 0) return 0;
+  const total = tf.tidy(() => addAll(list.map((g) => tf.sum(tf.square(g)))));
+  try {
+    return Math.sqrt((await total.data())[0]!);
+  } finally {
+    total.dispose();
+  }
+}
+
 /** sqrt(sum of squares) over every gradient (one read-back), or over a flat buffer. */
 export function globalNorm(grads: Iterable<tf.Tensor> | Float32Array): number {
   if (grads instanceof Float32Array) {
@@ -133,6 +154,8 @@ export class AdamW {
     mode?: 'js' | 'tensor',
   ) {
     this.mode = mode ?? (isLocalBackend() ? 'js' : 'tensor');
+    // js mode reads weights and gradients back synchronously, once per step.
+    if (this.mode === 'js' && !canReadSync()) throw new Error(`AdamW: the 'js' optimizer needs synchronous reads, which the ${tf.getBackend()} backend lacks; use 'tensor'`);
     let offset = 0;
     this.slots = model.paramSpecs().map((s) => {
       const size = s.shape.reduce((a, b) => a * b, 1);
@@ -257,6 +280,22 @@ export class AdamW {
         m[s.name] = this.m.has(s.name) ? new Float32Array(this.m.get(s.name)!.dataSync()) : new Float32Array(s.size);
         v[s.name] = this.v.has(s.name) ? new Float32Array(this.v.get(s.name)!.dataSync()) : new Float32Array(s.size);
       }
+    }
+    return { t: this.t, m, v };
+  }
+
+  /** exportState on any backend (webgpu included), read back asynchronously. */
+  async exportStateAsync(): Promise<AdamState> {
+    if (this.mode === 'js' || canReadSync()) return this.exportState();
+    const read = async (map: Map<string, tf.Tensor>, s: Slot): Promise<Float32Array> => {
+      const t = map.get(s.name);
+      return t ? new Float32Array((await t.data()) as Float32Array) : new Float32Array(s.size);
+    };
+    const m: Record<string, Float32Array> = {};
+    const v: Record<string, Float32Array> = {};
+    for (const s of this.slots) {
+      m[s.name] = await read(this.m, s);
+      v[s.name] = await read(this.v, s);
     }
     return { t: this.t, m, v };
   }
@@ -419,6 +458,65 @@ export class Trainer {
     return this.apply(grads, stats, effectiveTokens(batch), shards.length, t0, opts);
   }
 
+  /**
+   * step() on any backend. Where tensors read back synchronously (wasm, cpu, tfjs-node) it
+   * is step() itself; on webgpu the gradients stay on the device (tensor optimizer, no
+   * worker threads), micro-batch gradients are summed there, and the statistics and the
+   * gradient norm are awaited: two readbacks per micro-batch and one per step.
+   */
+  async stepAsync(batchOrMicro: Batch | readonly Batch[], opts: { progress?: number } = {}): Promise<StepResult> {
+    if (canReadSync()) return this.step(batchOrMicro, opts);
+    if (this.pool) throw new Error(`data-parallel worker threads need a backend with synchronous reads (wasm, cpu), not ${tf.getBackend()}`);
+    const t0 = performance.now();
+    const micro: readonly Batch[] = Array.isArray(batchOrMicro) ? (batchOrMicro as readonly Batch[]) : [batchOrMicro as Batch];
+    const parts: (LossStats & { grads: Grads })[] = [];
+    try {
+      for (const b of micro) parts.push(await this.model.lossAndGradsAsync(b));
+    } catch (err) {
+      for (const p of parts) for (const g of p.grads.values()) g.dispose();
+      throw err;
+    }
+    let grads: Grads;
+    let stats: ShardStatsLike;
+    if (parts.length === 1) {
+      grads = parts[0]!.grads;
+      stats = parts[0]!;
+    } else {
+      // As data-parallel shards combine: g = sum_i (W_i / W) g_i, summed on the device.
+      const W = parts.reduce((n, p) => n + p.weightSum, 0);
+      stats = { lossSum: 0, weightSum: 0, ceSum: 0, correct: 0, supervised: 0 };
+      for (const p of parts) {
+        stats.lossSum += p.lossSum;
+        stats.weightSum += p.weightSum;
+        stats.ceSum += p.ceSum;
+        stats.correct += p.correct;
+        stats.supervised += p.supervised;
+        if (p.pg) {
+          stats.pg ??= { klSum: 0, clipped: 0, entropySum: 0 };
+          stats.pg.klSum += p.pg.klSum;
+          stats.pg.clipped += p.pg.clipped;
+          stats.pg.entropySum += p.pg.entropySum;
+        }
+      }
+      grads = new Map();
+      for (const spec of this.model.paramSpecs()) {
+        const acc = tf.tidy(() => addAll(parts.map((p) => tf.mul(p.grads.get(spec.name)!, W > 0 ? p.weightSum / W : 0))));
+        for (const p of parts) p.grads.get(spec.name)!.dispose();
+        grads.set(spec.name, acc);
+      }
+    }
+    const tokens = micro.reduce((n, b) => n + effectiveTokens(b), 0);
+    const t1 = performance.now();
+    let gradNorm: number;
+    try {
+      gradNorm = await globalNormAsync(grads.values());
+    } catch (err) {
+      for (const g of grads.values()) g.dispose();
+      throw err;
+    }
+    return this.finish(grads, gradNorm, stats, tokens, micro.length, t0, t1, opts);
+  }
+
   /** One batch's gradient as a flat buffer with its statistics (shards combined). */
   private gradients(batch: Batch): { stats: ShardStatsLike; flat: Float32Array; shards: number } {
     const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
@@ -448,8 +546,22 @@ export class Trainer {
     opts: { progress?: number },
   ): StepResult {
     const t1 = performance.now();
-    const lr = lrAt(this.adam.t + 1, this.optim, opts.progress);
     const gradNorm = grads instanceof Float32Array ? globalNorm(grads) : globalNorm(grads.values());
+    return this.finish(grads, gradNorm, stats, tokens, shards, t0, t1, opts);
+  }
+
+  /** Clip by a known gradient norm and apply; the step's report. */
+  private finish(
+    grads: Grads | Float32Array,
+    gradNorm: number,
+    stats: ShardStatsLike,
+    tokens: number,
+    shards: number,
+    t0: number,
+    t1: number,
+    opts: { progress?: number },
+  ): StepResult {
+    const lr = lrAt(this.adam.t + 1, this.optim, opts.progress);
     const finite = Number.isFinite(gradNorm);
     if (finite) {
       // PyTorch's clip_grad_norm_: scale by min(1, clip / (norm + 1e-6)).
@@ -477,6 +589,11 @@ export class Trainer {
 
   exportState(): AdamState {
     return this.adam.exportState();
+  }
+
+  /** exportState on any backend (webgpu included). */
+  exportStateAsync(): Promise<AdamState> {
+    return this.adam.exportStateAsync();
   }
 
   importState(s: AdamState): void {

@@ -17,6 +17,8 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
       const cache = model.newCache();
       const session: DecodeSession = {
         append: (ids) => trim(model.prefill(ids, cache)),
+        // webgpu reads back asynchronously only; elsewhere prefillAsync is prefill
+        appendAsync: async (ids) => trim(await model.prefillAsync(ids, cache)),
         dispose: () => cache.dispose(),
       };
       caches.set(session, cache);
@@ -29,6 +31,14 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
         return c;
       });
       return model.stepBatch(ids, cs).map(trim);
+    },
+    async appendBatchAsync(sessions, ids) {
+      const cs = sessions.map((s) => {
+        const c = caches.get(s);
+        if (!c) throw new Error('appendBatch: a session of another policy');
+        return c;
+      });
+      return (await model.stepBatchAsync(ids, cs)).map(trim);
     },
   };
 }

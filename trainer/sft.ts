@@ -11,7 +11,7 @@ import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { SEED_WORLD, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
 import { AgentRuntime } from './agentRuntime';
-import { BackendAsk, BackendInfo, initBackend } from './backend';
+import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import * as tf from '@tensorflow/tfjs-core';
@@ -71,7 +71,7 @@ interface RunConfig {
   recipe: Recipe;
   model: ModelConfig;
   params: number;
-  backend: { asked: string; used: string; note?: string };
+  backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
   seed: number;
   budget: { steps?: number; minutes?: number };
   optimiser: Record<string, unknown>;
@@ -109,12 +109,12 @@ export function trainingKeysOf(tasksFile: string, tasks: readonly Task[]): Set<s
 }
 
 /** Span accuracy, teacher-forced: per span kind, the share of target tokens the model's argmax gets right. */
-export function spanAccuracy(model: StackModel, examples: readonly TrainExample[]): Partial<Record<SpanKind, number>> {
+export async function spanAccuracy(model: StackModel, examples: readonly TrainExample[]): Promise<Partial<Record<SpanKind, number>>> {
   const right = new Array<number>(SPAN_KINDS.length).fill(0);
   const total = new Array<number>(SPAN_KINDS.length).fill(0);
   for (const ex of examples) {
     const b = padBatch([ex], 2);
-    const r = model.evaluate({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq }, { argmax: true });
+    const r = await model.evaluateAsync({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq }, { argmax: true });
     for (let t = 0; t < b.seq; t++) {
       const k = b.kinds[t]!;
       if (k === UNSUPERVISED) continue;
@@ -130,12 +130,12 @@ export function spanAccuracy(model: StackModel, examples: readonly TrainExample[
 }
 
 /** Mean token loss over examples (unweighted), no gradients. */
-export function heldoutLoss(model: StackModel, examples: readonly TrainExample[]): number {
+export async function heldoutLoss(model: StackModel, examples: readonly TrainExample[]): Promise<number> {
   let ce = 0;
   let n = 0;
   for (const ex of examples) {
     const b = padBatch([ex], 2);
-    const r = model.evaluate({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq });
+    const r = await model.evaluateAsync({ inputIds: b.inputIds, labels: b.labels, batch: 1, seq: b.seq });
     ce += r.ceSum;
     n += r.supervised;
   }
@@ -184,7 +184,7 @@ export async function evaluateModel(
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
   const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys) : null;
-  const mine = evaluateItems(
+  const mine = await evaluateItems(
     runtimeFor,
     shard ? items.slice(0, cut) : items,
     split,
@@ -200,7 +200,7 @@ export async function evaluateModel(
     rows.push(...other.rows);
     contaminated += other.contaminated;
   }
-  const spans = spanAccuracy(model, spanExamples);
+  const spans = await spanAccuracy(model, spanExamples);
   return { rows, summary: summarize(split, rows, contaminated, spans), threads: shard ? 2 : 1 };
 }
 
@@ -220,7 +220,9 @@ export async function startBackend(ask: string, hooks: Pick<JobHooks, 'started' 
     throw new UserError((err as Error).message);
   }
   hooks.started(backend.used);
-  hooks.log('info', `backend: ${backend.used}${backend.note ? ` (${backend.note})` : ''}`);
+  const a = backend.adapter;
+  const adapter = a ? ` on ${a.vendor} ${a.architecture} (${a.description || a.device})${a.software ? ', a software adapter: slower than wasm' : ''}` : '';
+  hooks.log('info', `backend: ${backend.used}${adapter}${backend.note ? ` (${backend.note})` : ''}`);
   return backend;
 }
 
@@ -398,7 +400,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       recipe,
       model: cfg,
       params: model.paramCount(),
-      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}) },
+      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}), ...(backend.adapter ? { adapter: backend.adapter } : {}) },
       seed,
       budget,
       optimiser: { ...opt.optim },
@@ -519,7 +521,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       const { index, phase } = phaseAt(recipe, progress);
       const batch = padBatch(sample(phase.turns, phase.batch), 2);
       const t0 = Date.now();
-      const r = opt.step(batch, { progress: totalSteps !== undefined ? undefined : progress });
+      const r = await opt.stepAsync(batch, { progress: totalSteps !== undefined ? undefined : progress });
       const dt = Date.now() - t0;
       trainMs += dt;
       step = r.step;
@@ -538,7 +540,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
         backend: backend.used,
         ...(r.skipped ? { skipped: true } : {}),
       };
-      if (step % heldoutEvery === 0 && heldExamples.length) rec['heldout_loss'] = heldoutLoss(model, heldExamples);
+      if (step % heldoutEvery === 0 && heldExamples.length) rec['heldout_loss'] = await heldoutLoss(model, heldExamples);
       metrics.append(rec as { phase: 'sft'; step: number; time: number });
       hooks.metrics(rec);
       lastRecord = rec;

@@ -42,9 +42,9 @@ export interface StudentTeacher {
  */
 export function runtimeTeacher(runtime: AgentRuntime, o: { temperature: number; random: () => number; maxTurnTokens?: number }): AsyncTeacher {
   return async (prompt: string): Promise<string> => {
-    // Generation is synchronous: yield first so progress output and Ctrl-C get a turn.
+    // Yield first so progress output and Ctrl-C get a turn (on wasm generation is synchronous).
     await new Promise((resolve) => setImmediate(resolve));
-    const turn = runtime.continueTurn(prompt, {
+    const turn = await runtime.continueTurnAsync(prompt, {
       temperature: o.temperature,
       random: o.random,
       constrained: true,

@@ -55,9 +55,9 @@ function twisted(tasks: readonly Task[], edit: (out: string, prompt: string) => 
 describe('evaluation', () => {
   const tasks = pool.heldout.filter((t) => t.kind === 'sum').slice(0, 4);
 
-  it('a student that replays the teacher solves everything, with no failures', () => {
+  it('a student that replays the teacher solves everything, with no failures', async () => {
     const runtime = new AgentRuntime(replayPolicy(tasks, makeStubTeacher(tasks)), tok, env, null);
-    const { rows, summary } = evaluateTasks(runtime, tasks, env, { split: 'heldout' });
+    const { rows, summary } = await evaluateTasks(runtime, tasks, env, { split: 'heldout' });
     assert.equal(summary.accuracy, 1);
     assert.equal(summary.n, 4);
     assert.deepEqual(summary.by_kind, { sum: { n: 4, accuracy: 1 } });
@@ -65,7 +65,7 @@ describe('evaluation', () => {
     assert.equal(rows[0]!.reward, reward(true, 4));
   });
 
-  it('names the step where the student departs: search, calc, final', () => {
+  it('names the step where the student departs: search, calc, final', async () => {
     const cases: [string, (out: string) => string][] = [
       ['search', (out) => out.replace(/"query": "[^"]*"/, '"query": "LoRA publication year"')],
       ['calc', (out) => out.replace(/"expr": "(\d)/, '"expr": "9$1')],
@@ -73,16 +73,16 @@ describe('evaluation', () => {
     ];
     for (const [want, edit] of cases) {
       const student = replayPolicy(tasks, twisted(tasks, edit));
-      const { rows, summary } = evaluateTasks(new AgentRuntime(student, tok, env, null), tasks, env, { split: 'heldout' });
+      const { rows, summary } = await evaluateTasks(new AgentRuntime(student, tok, env, null), tasks, env, { split: 'heldout' });
       assert.ok(rows.every((r) => !r.solved), want);
       assert.equal(summary.failures[want as 'search'], tasks.length, `${want}: ${JSON.stringify(summary.failures)}`);
     }
   });
 
-  it('counts contaminated tasks by overlap with the training data', () => {
+  it('counts contaminated tasks by overlap with the training data', async () => {
     const runtime = new AgentRuntime(replayPolicy(tasks, makeStubTeacher(tasks)), tok, env, null);
     const keys = new Set([overlapKey(tasks[1]!)]);
-    assert.equal(evaluateTasks(runtime, tasks, env, { split: 'heldout', trainingKeys: keys }).summary.contaminated, 1);
+    assert.equal((await evaluateTasks(runtime, tasks, env, { split: 'heldout', trainingKeys: keys })).summary.contaminated, 1);
   });
 });
 
