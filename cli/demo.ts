@@ -7,7 +7,7 @@ import { tokenizerHash } from '../core/tokenizer';
 import { writeJsonAtomic } from '../trainer/files';
 import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData } from '../trainer/prepare';
 import { runSft } from '../trainer/sft';
-import { DEFAULT_BUDGET_NOTE, PRESETS } from '../trainer/model';
+import { PRESETS } from '../trainer/model';
 import { DEFAULT_RECIPE, getRecipe } from '../trainer/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
@@ -180,8 +180,9 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   if (s.span_accuracy) log(`  teacher-forced spans   ${Object.entries(s.span_accuracy).map(([k, v]) => `${k} ${pctOf(v)}`).join(', ')}`);
   log('');
   const tiny = PRESETS.tiny;
-  const full = tiny.steps !== undefined ? `${tiny.steps} optimiser steps` : `${tiny.minutes} minutes`;
-  log(`The full recipe (the tiny preset's default budget: ${full}; ${DEFAULT_BUDGET_NOTE}):`);
+  // Said from the preset itself, so these lines never drift from the defaults.
+  const full = tiny.steps !== undefined ? `${tiny.steps} optimiser steps` : `${tiny.minutes} minutes of optimiser time, evaluations not counted`;
+  log(`The full recipe (the tiny preset's default budget: ${full}; ${DEFAULT_RECIPE} recipe):`);
   log('  agent-lab train sft --run runs/student');
   log('  agent-lab eval --run runs/student --split heldout          # then --split fresh-values: does it read or remember?');
   log('  agent-lab train grpo --from runs/student --run runs/grpo');

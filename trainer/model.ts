@@ -106,9 +106,6 @@ export interface Preset {
   summary: string;
 }
 
-/** How long the tiny preset's default budget takes, as measured (docs/results.md). */
-export const DEFAULT_BUDGET_NOTE = 'about 20 minutes on 2 CPU cores';
-
 export const PRESETS: Record<PresetName, Preset> = {
   tiny: {
     model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
