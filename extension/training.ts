@@ -261,7 +261,7 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     preset: config.get<string>('preset') ?? 'tiny',
     backend: config.get<string>('backend') ?? 'auto',
     ...budget,
-    ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
+    evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
   };
   const title = prepared ? `Training (SFT) on ${prepared.trainRows} trajectories` : 'Training (SFT) on the default world';
   const result = await runWithProgress(context, spec, title);
@@ -411,13 +411,14 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
   }
   split ??= 'heldout';
   const config = vscode.workspace.getConfiguration('agentLab');
+  const limit = args.limit ?? config.get<number>('evaluate.tasks') ?? 0;
   const spec: JobSpec = {
     kind: 'eval',
     runDir,
     // dev / fresh-values / fresh-entities: the worker refuses them, by name, until it knows them.
     split: split as 'heldout' | 'train',
     backend: config.get<string>('backend') ?? 'auto',
-    ...(args.limit !== undefined ? { limit: args.limit } : {}),
+    ...(limit > 0 ? { limit } : {}),
   };
   const result = await runWithProgress(context, spec, `Evaluating ${path.basename(runDir)} on ${split}`);
   return closeJob(result, spec);
