@@ -51,6 +51,16 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
   }
 
   getChildren(node?: Node): Node[] {
+    try {
+      return this.children(node);
+    } catch (err) {
+      // One unreadable folder must not blank the view: say it, show the rest.
+      log.error('Runs view: reading the runs folder failed', err);
+      return [{ type: 'empty', message: `Cannot read the runs folder: ${(err as Error).message}` }];
+    }
+  }
+
+  private children(node?: Node): Node[] {
     if (!node) {
       const roots = this.runsRoots();
       if (roots.length === 0) return [];
@@ -85,6 +95,15 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
+    try {
+      return this.item(node);
+    } catch (err) {
+      log.error(`Runs view: showing ${node.type} failed`, err);
+      return new vscode.TreeItem(`(${node.type}: ${(err as Error).message})`);
+    }
+  }
+
+  private item(node: Node): vscode.TreeItem {
     const C = vscode.TreeItemCollapsibleState;
     switch (node.type) {
       case 'group': {

@@ -225,6 +225,8 @@ async function main(): Promise<number> {
         server = await startCodeServer({ entry, scratch, dirs, serverLog: path.join(outDir, 'code-server.log'), say });
         context = await launchChromium(dirs.chromeProfile, { width: 1500, height: 950 });
         page = context.pages()[0] ?? (await context.newPage());
+        const consoleLog = fs.createWriteStream(path.join(outDir, 'browser-console.log'));
+        page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
         ctx = { page, workspace: dirs.workspace, outDir, say, console: [] };
         await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
         await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
