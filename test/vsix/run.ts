@@ -334,6 +334,9 @@ async function main(): Promise<number> {
       name: 'the walkthrough opens with its seven steps (light and dark)',
       run: async () => {
         const p = page!;
+        // The whole window for the walkthrough (its pages beside the steps).
+        await runCommand(p, 'View: Close All Editors');
+        await runCommand(p, 'View: Close Primary Side Bar');
         await runCommand(p, 'Welcome: Open Walkthrough...');
         const input = p.locator('.quick-input-widget .quick-input-box input');
         await input.waitFor({ state: 'visible', timeout: 10_000 });
@@ -352,7 +355,7 @@ async function main(): Promise<number> {
       name: 'the details page is the user-facing README, with the icon (light and dark)',
       run: async () => {
         const p = page!;
-        await runCommand(p, 'Extensions: Show Installed Extensions');
+        await runCommand(p, 'Extensions: Show Enabled Extensions');
         const item = p.locator('.extension-list-item', { hasText: 'Agent Lab' }).first();
         await item.waitFor({ timeout: 20_000 });
         await item.click();
