@@ -34,8 +34,34 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
   private readonly changed = new vscode.EventEmitter<Node | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
+  /** The group nodes, one object per group and runs folder: refreshes name them, not the root. */
+  private readonly groups = new Map<string, Node & { type: 'group' }>();
+  private rootsKey = '';
+
+  /**
+   * Re-reads the groups (their children); the root only when the runs folders changed.
+   * Refreshing the root while VS Code is still resolving an expanded group's children can
+   * leave that group empty, so ordinary changes (a run writing its files) refresh the groups.
+   */
   refresh(): void {
-    this.changed.fire(undefined);
+    // Nothing shown yet: VS Code reads everything fresh when it first shows the view.
+    if (this.groups.size === 0) return;
+    const key = this.runsRoots().join('\n');
+    if (key !== this.rootsKey) {
+      this.changed.fire(undefined);
+      return;
+    }
+    for (const g of this.groups.values()) this.changed.fire(g);
+  }
+
+  private group(group: 'worlds' | 'runs', root: string): Node & { type: 'group' } {
+    const id = `${group}:${root}`;
+    let g = this.groups.get(id);
+    if (!g) {
+      g = { type: 'group', group, root };
+      this.groups.set(id, g);
+    }
+    return g;
   }
 
   private runsRoots(): string[] {
@@ -63,11 +89,9 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
   private children(node?: Node): Node[] {
     if (!node) {
       const roots = this.runsRoots();
+      this.rootsKey = roots.join('\n');
       if (roots.length === 0) return [];
-      return roots.flatMap((root) => [
-        { type: 'group', group: 'worlds', root },
-        { type: 'group', group: 'runs', root },
-      ]);
+      return roots.flatMap((root) => [this.group('worlds', root), this.group('runs', root)]);
     }
     switch (node.type) {
       case 'group': {
@@ -213,10 +237,22 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
   const tree = new RunsTree();
   const view = vscode.window.createTreeView('agentLab.runs', { treeDataProvider: tree, showCollapseAll: true });
   let timer: NodeJS.Timeout | undefined;
+  // Changes while the view is hidden are applied when it shows (a run writes every step).
+  let stale = false;
   const refreshSoon = () => {
+    if (!view.visible) {
+      stale = true;
+      return;
+    }
     if (timer) clearTimeout(timer);
-    timer = setTimeout(() => tree.refresh(), 400);
+    timer = setTimeout(() => tree.refresh(), 800);
   };
+  view.onDidChangeVisibility((e) => {
+    if (e.visible && stale) {
+      stale = false;
+      tree.refresh();
+    }
+  }, undefined, context.subscriptions);
   const watcher = vscode.workspace.createFileSystemWatcher('**/*');
   const inRuns = (uri: vscode.Uri) =>
     (vscode.workspace.workspaceFolders ?? []).some((f) => {
