@@ -54,6 +54,11 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
     for (const g of this.groups.values()) this.changed.fire(g);
   }
 
+  /** Everything from the root (the workspace folders or the runs folder setting changed; the Refresh button). */
+  refreshAll(): void {
+    this.changed.fire(undefined);
+  }
+
   private group(group: 'worlds' | 'runs', root: string): Node & { type: 'group' } {
     const id = `${group}:${root}`;
     let g = this.groups.get(id);
@@ -275,10 +280,10 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
     view,
     watcher,
     onRunsChanged(refreshSoon),
-    vscode.workspace.onDidChangeWorkspaceFolders(refreshSoon),
-    vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentLab.runsFolder') && refreshSoon()),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => tree.refreshAll()),
+    vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentLab.runsFolder') && tree.refreshAll()),
     { dispose: () => timer && clearTimeout(timer) },
-    vscode.commands.registerCommand('agentLab.runs.refresh', () => tree.refresh()),
+    vscode.commands.registerCommand('agentLab.runs.refresh', () => tree.refreshAll()),
     cmd('agentLab.runs.trainOnDataset', (n) => n.type === 'dataset' && vscode.commands.executeCommand('agentLab.trainSft', vscode.Uri.file(n.dataset.file))),
     cmd('agentLab.runs.distill', (n) => n.type === 'world' && vscode.commands.executeCommand('agentLab.distill', vscode.Uri.file(n.world.dir))),
     cmd('agentLab.runs.evaluate', (n) => vscode.commands.executeCommand('agentLab.evaluate', { runDir: runDirOfArg(n), askSplit: true })),
