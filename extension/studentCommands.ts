@@ -82,12 +82,19 @@ async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): P
   log.info(`the student answered ${JSON.stringify(out.answer)} in ${out.steps} steps: ${file}`);
   await vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(file));
   void vscode.window
-    .showInformationMessage(`Agent Lab: the student answered ${out.answer === null ? '(no answer)' : JSON.stringify(out.answer)} in ${out.steps} steps.`, 'Open Transcript', 'Ask Again')
+    .showInformationMessage(`Agent Lab: the student answered ${shortAnswer(out.answer)} in ${out.steps} steps.`, 'Open Transcript', 'Ask Again')
     .then((c) => {
       if (c === 'Open Transcript') void vscode.window.showTextDocument(vscode.Uri.file(file));
       if (c === 'Ask Again') void vscode.commands.executeCommand('agentLab.askStudent', { runDir });
     });
   return { question, answer: out.answer, steps: out.steps, transcript: file };
+}
+
+/** The answer as a message shows it: quoted, and cut (an untrained student can ramble for pages). */
+function shortAnswer(answer: string | null): string {
+  if (answer === null) return '(no answer)';
+  const q = JSON.stringify(answer);
+  return q.length > 90 ? `${q.slice(0, 87)}…"` : q;
 }
 
 async function exportTrl(context: vscode.ExtensionContext, arg: RunArg & { format?: string; split?: string } = {}): Promise<string | undefined> {
