@@ -303,6 +303,14 @@ async function main(): Promise<number> {
         const row = p.locator('.monaco-list-row', { hasText: path.basename(runDir) });
         await waitFor('the run in the Runs view', async () => /held-out [\d.]+%/.test((await row.first().textContent({ timeout: 500 }).catch(() => '')) ?? ''), 30_000);
         await p.locator('.monaco-list-row', { hasText: 'train.traces.jsonl' }).first().waitFor({ timeout: 10_000 });
+        // A wider side bar for the screenshots: the run's description (status, figure) in full.
+        const bar = await p.locator('.part.sidebar').first().boundingBox();
+        if (bar) {
+          await p.mouse.move(bar.x + bar.width + 1, bar.y + 300);
+          await p.mouse.down();
+          await p.mouse.move(bar.x + 560, bar.y + 300, { steps: 8 });
+          await p.mouse.up();
+        }
         await row.first().click();
         await p.keyboard.press('ArrowRight');
         await sleep(800);
