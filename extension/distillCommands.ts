@@ -99,7 +99,9 @@ async function distillCommand(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: distilling ${chosen} (${teacher.kind} teacher)`, cancellable: true },
     async (progress, token): Promise<DistillResult | undefined> => {
       const started = Date.now();
-      const file = vscode.Uri.joinPath(folder, `${chosen}.traces.jsonl`);
+      // A file distilled earlier (perhaps from a paid teacher) is never written over.
+      let file = vscode.Uri.joinPath(folder, `${chosen}.traces.jsonl`);
+      for (let n = 2; await exists(file); n++) file = vscode.Uri.joinPath(folder, `${chosen}-${n}.traces.jsonl`);
       if (teacher.kind === 'student') return distillWithStudent(context, folder, chosen, runDir!, teacher.temperature, file, progress, token);
       progress.report({ message: 'reading the world' });
       const corpus = await readCorpus(folder);
@@ -132,10 +134,12 @@ async function distillCommand(
   void vscode.window
     .showInformationMessage(
       `Agent Lab: ${result.kept} trajectories from ${result.tasks} ${result.split} tasks written to ${vscode.workspace.asRelativePath(result.file, false)}.`,
+      ...(result.split === 'train' && result.kept > 0 ? ['Train on These Trajectories'] : []),
       'Open',
     )
     .then((choice) => {
       if (choice === 'Open') void vscode.window.showTextDocument(result.file);
+      if (choice === 'Train on These Trajectories') void vscode.commands.executeCommand('agentLab.trainSft', result.file);
     });
   return result;
 }

@@ -5,6 +5,8 @@ import { activateDistillCommands } from './distillCommands';
 import { activateLanguageClient } from './languageClient';
 import { activateLog, log } from './log';
 import { activatePanels } from './panels';
+import { activateRunsView } from './runsView';
+import { activateStudentCommands } from './studentCommands';
 import { activateTraining } from './training';
 import { activateWorldCommands } from './worldCommands';
 
@@ -15,6 +17,8 @@ export function activate(context: vscode.ExtensionContext): void {
   activateLanguageClient(context);
   activateTraining(context);
   activatePanels(context);
+  activateStudentCommands(context);
+  activateRunsView(context);
   log.info(`Agent Lab ${String(context.extension.packageJSON.version)} activated (${context.extension.extensionPath})`);
 }
 

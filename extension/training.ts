@@ -1,8 +1,12 @@
-// Training and evaluation from the command palette. The work runs in a separate worker
-// process (dist/worker.js, forked by path; never in the extension host) that speaks
-// core/protocol/worker.ts. Progress shows in a cancellable notification and a status-bar
-// item; the worker's log goes to the "Agent Lab" output channel.
+// Training and evaluation from the command palette and the Runs view. The work runs in a
+// separate worker process (dist/worker.js, forked by path; never in the extension host)
+// that speaks core/protocol/worker.ts. Progress shows in a cancellable notification and a
+// status-bar item, in steps and minutes; the worker's log goes to the "Agent Lab" output
+// channel. The steps pass the data along: Train (SFT) trains on trajectories the user
+// distilled (extension/sftData.ts prepares the run folder), each job ends with a message
+// whose buttons start the next step, and a cancelled run can be resumed.
 import { ChildProcess, fork } from 'node:child_process';
+import * as fs from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -11,6 +15,9 @@ import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
+import { describeProgress } from './progressText';
+import { RunStatus, datasetsIn, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
+import { PreparedSftData, prepareSftRunData } from './sftData';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface ActiveJob {
@@ -27,28 +34,70 @@ export interface JobResult {
   checkpoints: number[];
   progressEvents: number;
   error?: string;
+  /** The message the job ended with, and its buttons (for scripted use and tests). */
+  message?: string;
+  actions?: string[];
+  /** How the run's data was prepared, for an SFT run trained on distilled trajectories. */
+  prepared?: PreparedSftData;
 }
 
 const jobs = new Set<ActiveJob>();
 let statusItem: vscode.StatusBarItem | undefined;
+let outcomes: vscode.Memento | undefined;
+const OUTCOMES_KEY = 'agentLab.runOutcomes';
+const LAST_DATA_KEY = 'agentLab.sft.lastData';
+const runsChanged = new vscode.EventEmitter<void>();
+/** Fires when a job starts or ends (the Runs view refreshes). */
+export const onRunsChanged = runsChanged.event;
+
+/** The splits Evaluate offers; dev, fresh-values and fresh-entities need the CLI of issue 10. */
+export const EVAL_SPLITS: readonly { split: string; description: string }[] = [
+  { split: 'heldout', description: 'the 50 held-out tasks (the figure every run reports)' },
+  { split: 'train', description: 'the tasks the run trained on' },
+  { split: 'dev', description: 'a development split' },
+  { split: 'fresh-values', description: 'known questions with values the student never saw' },
+  { split: 'fresh-entities', description: 'questions about entities the student never saw' },
+];
+
+/** How a job the editor ran on a run folder ended (the files cannot tell cancelled from crashed). */
+export function runOutcome(runDir: string): RunStatus | undefined {
+  return outcomes?.get<Record<string, RunStatus>>(OUTCOMES_KEY, {})[runDir];
+}
+/** Run folders a job is running on now. */
+export function liveRunDirs(): Set<string> {
+  return new Set([...jobs].map((j) => j.spec.runDir));
+}
+function rememberOutcome(runDir: string, status: RunStatus): void {
+  const all = { ...(outcomes?.get<Record<string, RunStatus>>(OUTCOMES_KEY, {}) ?? {}) };
+  all[runDir] = status;
+  void outcomes?.update(OUTCOMES_KEY, all);
+}
 
 export function activateTraining(context: vscode.ExtensionContext): void {
+  outcomes = context.workspaceState;
   statusItem = vscode.window.createStatusBarItem('agentLab.training', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Agent Lab training';
   statusItem.command = 'agentLab.cancelTraining';
   context.subscriptions.push(
     statusItem,
-    vscode.commands.registerCommand('agentLab.trainSft', (args?: TrainArgs) =>
-      trainSft(context, args ?? {}),
+    runsChanged,
+    vscode.commands.registerCommand('agentLab.trainSft', (args?: TrainArgs | vscode.Uri | RunRef) => trainSftCommand(context, args)),
+    vscode.commands.registerCommand('agentLab.trainGrpo', (args?: GrpoArgs | RunRef) =>
+      trainGrpo(context, isRunRef(args) ? { fromRunDir: args.runDir } : args ?? {}),
     ),
-    vscode.commands.registerCommand('agentLab.trainGrpo', (args?: GrpoArgs) => trainGrpo(context, args ?? {})),
-    vscode.commands.registerCommand('agentLab.evaluate', (args?: { runDir?: string; split?: 'heldout' | 'train'; limit?: number }) =>
-      evaluate(context, args ?? {}),
-    ),
+    vscode.commands.registerCommand('agentLab.evaluate', (args?: EvalArgs | RunRef) => evaluate(context, args ?? {})),
+    vscode.commands.registerCommand('agentLab.resumeTraining', (args?: RunRef) => resume(context, args)),
     vscode.commands.registerCommand('agentLab.cancelTraining', () => cancelAll()),
     { dispose: () => cancelAll() },
   );
 }
+
+/** A run folder, as the Runs view's items and the message buttons pass it. */
+interface RunRef {
+  runDir: string;
+}
+const isRunRef = (v: unknown): v is RunRef =>
+  typeof v === 'object' && v !== null && typeof (v as Record<string, unknown>)['runDir'] === 'string' && !('steps' in (v as object) || 'fromRunDir' in (v as object));
 
 function cancelAll(): number {
   const n = jobs.size;
@@ -57,32 +106,167 @@ function cancelAll(): number {
   return n;
 }
 
-/** Optional arguments when the command is run from code (tests, other extensions). */
+/** Optional arguments when the command is run from code (tests, buttons, the Runs view). */
 interface TrainArgs {
+  /** A distilled traces file to train on; without it (from code) the default world. */
+  traces?: string;
   steps?: number;
   minutes?: number;
   runName?: string;
   evalLimit?: number;
 }
 
-async function trainSft(context: vscode.ExtensionContext, args: TrainArgs): Promise<JobResult | undefined> {
+async function uniqueRunDir(folder: vscode.WorkspaceFolder, name: string): Promise<string> {
+  const runs = runsFolderUri(folder);
+  let dir = vscode.Uri.joinPath(runs, name);
+  for (let n = 2; await exists(dir); n++) dir = vscode.Uri.joinPath(runs, `${name}-${n}`);
+  return dir.fsPath;
+}
+
+/** What an SFT run trains on: a distilled traces file, or the default world. */
+type DataChoice = { traces: string } | { defaultWorld: true };
+
+/**
+ * The distilled trajectories to train on: every *.traces.jsonl of the world folders and of
+ * the workspace (not a run's own data/ or eval/), the last choice first; the default world
+ * only when there is none (or the user picks it).
+ */
+async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder): Promise<DataChoice | undefined> {
+  const runs = runsFolderUri(folder).fsPath;
+  const found = new Map<string, number>();
+  for (const w of listWorlds(runs)) for (const d of w.datasets) found.set(d.file, d.rows);
+  for (const uri of await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*.traces.jsonl'), '**/node_modules/**', 200)) {
+    const parent = path.basename(path.dirname(uri.fsPath));
+    const inRun = (parent === 'data' || parent === 'eval') && fs.existsSync(path.join(path.dirname(path.dirname(uri.fsPath)), 'config.json'));
+    if (!inRun && !found.has(uri.fsPath)) found.set(uri.fsPath, datasetsIn(path.dirname(uri.fsPath)).find((d) => d.file === uri.fsPath)?.rows ?? 0);
+  }
+  // A held-out split is never training data.
+  const files = [...found.entries()].filter(([f]) => !path.basename(f).startsWith('heldout'));
+  if (files.length === 0) {
+    log.info('Train (SFT): no distilled trajectories in the workspace; training on the default world (stub teacher)');
+    return { defaultWorld: true };
+  }
+  const last = context.workspaceState.get<string>(LAST_DATA_KEY);
+  files.sort(([a], [b]) => (a === last ? -1 : b === last ? 1 : b.localeCompare(a)));
+  type Item = vscode.QuickPickItem & { choice: DataChoice };
+  const items: Item[] = files.map(([file, rows]) => ({
+    label: vscode.workspace.asRelativePath(file, false),
+    description: `${rows} trajectories${file === last ? ' · last used' : ''}`,
+    detail: fs.existsSync(path.join(path.dirname(file), 'corpus.jsonl')) ? `distilled in world ${path.basename(path.dirname(file))}` : undefined,
+    choice: { traces: file },
+  }));
+  items.push({
+    label: 'The default world',
+    description: last === 'default' ? 'last used' : '',
+    detail: 'built and distilled with the stub teacher inside the run folder',
+    choice: { defaultWorld: true },
+  });
+  if (last === 'default') items.unshift(items.pop()!);
+  const pick = await vscode.window.showQuickPick(items, { placeHolder: 'Trajectories to train the student on', ignoreFocusOut: true });
+  if (!pick) return undefined;
+  await context.workspaceState.update(LAST_DATA_KEY, 'traces' in pick.choice ? pick.choice.traces : 'default');
+  return pick.choice;
+}
+
+type Budget = { steps: number } | { minutes: number };
+
+/** The SFT budget: the settings, or (agentLab.sft.askBudget) a prompt offering them first. */
+async function pickBudget(folder: vscode.WorkspaceFolder): Promise<Budget | undefined> {
+  const config = vscode.workspace.getConfiguration('agentLab.sft', folder.uri);
+  const steps = config.get<number>('steps') ?? 0;
+  const minutes = config.get<number>('minutes') ?? 3;
+  const fromSettings: Budget = steps > 0 ? { steps } : { minutes };
+  if (!config.get<boolean>('askBudget', true)) return fromSettings;
+  type Item = vscode.QuickPickItem & { budget?: Budget; ask?: 'minutes' | 'steps' };
+  const label = (b: Budget) => ('steps' in b ? `${b.steps} steps` : `${b.minutes} minutes`);
+  const items: Item[] = [
+    { label: label(fromSettings), description: 'from the settings (agentLab.sft.minutes / agentLab.sft.steps)', budget: fromSettings },
+    ...[3, 10, 20].filter((m) => !('minutes' in fromSettings && fromSettings.minutes === m)).map((m) => ({
+      label: `${m} minutes`,
+      description: m === 3 ? 'a first look' : m === 20 ? "the tiny preset's best on 2 CPU cores" : '',
+      budget: { minutes: m } as Budget,
+    })),
+    { label: 'Other minutes…', ask: 'minutes' },
+    { label: 'A number of steps…', ask: 'steps' },
+  ];
+  const pick = await vscode.window.showQuickPick(items, { placeHolder: 'Training budget (a cancelled run keeps its checkpoint and can be resumed)', ignoreFocusOut: true });
+  if (!pick) return undefined;
+  if (pick.budget) return pick.budget;
+  const value = await vscode.window.showInputBox({
+    prompt: pick.ask === 'minutes' ? 'Minutes of training (optimiser time; evaluation is not counted)' : 'Optimiser steps',
+    value: pick.ask === 'minutes' ? String(minutes) : String(steps || 200),
+    validateInput: (v) => (/^\d+(\.\d+)?$/.test(v.trim()) && Number(v) > 0 ? null : 'a positive number'),
+  });
+  if (value === undefined) return undefined;
+  return pick.ask === 'minutes' ? { minutes: Number(value) } : { steps: Math.round(Number(value)) };
+}
+
+async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs | vscode.Uri | RunRef): Promise<JobResult | undefined> {
+  // From the Explorer or the Runs view: a traces file (or a world folder with one).
+  if (arg instanceof vscode.Uri) {
+    const file = fs.statSync(arg.fsPath).isDirectory() ? path.join(arg.fsPath, 'train.traces.jsonl') : arg.fsPath;
+    if (!fs.existsSync(file)) {
+      const choice = await vscode.window.showWarningMessage(`Agent Lab: ${vscode.workspace.asRelativePath(arg, false)} has no train.traces.jsonl yet.`, 'Distill');
+      if (choice === 'Distill') void vscode.commands.executeCommand('agentLab.distill', arg, 'train');
+      return undefined;
+    }
+    return trainSft(context, { traces: file }, true);
+  }
+  if (isRunRef(arg)) return resume(context, arg);
+  return trainSft(context, arg ?? {}, arg === undefined);
+}
+
+async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, interactive: boolean): Promise<JobResult | undefined> {
   const folder = await pickWorkspaceFolder();
   if (!folder) {
     void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
     return undefined;
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
-  const runDir = vscode.Uri.joinPath(runsFolderUri(folder), args.runName ?? `sft-${timestamp()}`).fsPath;
+  let data: DataChoice | undefined = args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(context, folder) : { defaultWorld: true };
+  if (!data) return undefined;
+  let budget: Budget | undefined =
+    args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : undefined;
+  if (!budget && interactive) budget = await pickBudget(folder);
+  else if (!budget) {
+    const steps = config.get<number>('sft.steps') ?? 0;
+    budget = steps > 0 ? { steps } : { minutes: config.get<number>('sft.minutes') ?? 3 };
+  }
+  if (!budget) return undefined;
+  const runDir = await uniqueRunDir(folder, args.runName ?? `sft-${timestamp()}`);
+  let prepared: PreparedSftData | undefined;
+  if ('traces' in data) {
+    const traces = data.traces;
+    try {
+      prepared = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Agent Lab: preparing the run (copying the trajectories, training the tokenizer)' },
+        async () => {
+          await new Promise((r) => setImmediate(r));
+          return prepareSftRunData(runDir, traces);
+        },
+      );
+    } catch (err) {
+      reportError(`cannot train on ${vscode.workspace.asRelativePath(traces, false)}`, err);
+      return undefined;
+    }
+    log.info(
+      `prepared ${runDir}: ${prepared.trainRows} trajectories from ${traces}` +
+        (prepared.excluded ? `, ${prepared.excluded} left out (their task overlaps the held-out split)` : '') +
+        `, held-out references from the ${prepared.heldoutSource}, tokenizer of ${prepared.vocabSize} tokens`,
+    );
+  }
   const spec: JobSpec = {
     kind: 'sft',
     runDir,
     preset: config.get<string>('preset') ?? 'tiny',
     backend: config.get<string>('backend') ?? 'auto',
-    ...(args.steps !== undefined ? { steps: args.steps } : {}),
-    ...(args.minutes !== undefined ? { minutes: args.minutes } : {}),
-    ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
+    ...budget,
+    evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
   };
-  return runWithProgress(context, spec, 'Training (SFT)');
+  const title = prepared ? `Training (SFT) on ${prepared.trainRows} trajectories` : 'Training (SFT) on the default world';
+  const result = await runWithProgress(context, spec, title);
+  if (prepared) result.prepared = prepared;
+  return closeJob(result, spec);
 }
 
 /** Optional arguments when GRPO is started from code (tests); the rest comes from settings. */
@@ -100,21 +284,10 @@ interface GrpoArgs {
 
 /** Run folders that hold a trained SFT student (config kind sft and a checkpoint). */
 async function sftRuns(folder: vscode.WorkspaceFolder): Promise<string[]> {
-  const runs = runsFolderUri(folder);
-  const entries = (await exists(runs)) ? await vscode.workspace.fs.readDirectory(runs) : [];
-  const out: string[] = [];
-  for (const [name, type] of entries) {
-    if (type !== vscode.FileType.Directory) continue;
-    const dir = vscode.Uri.joinPath(runs, name);
-    if (!(await exists(vscode.Uri.joinPath(dir, 'checkpoints', 'latest')))) continue;
-    try {
-      const config = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.joinPath(dir, 'config.json')))) as { kind?: string };
-      if (config.kind === 'sft') out.push(dir.fsPath);
-    } catch {
-      // not a run folder we can read: not offered
-    }
-  }
-  return out.sort().reverse();
+  return listRunFolders(runsFolderUri(folder).fsPath).filter((dir) => {
+    const r = readRun(dir);
+    return r.kind === 'sft' && r.checkpoints.length > 0;
+  });
 }
 
 async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Promise<JobResult | undefined> {
@@ -131,14 +304,17 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
       return undefined;
     }
     const pick = await vscode.window.showQuickPick(
-      candidates.map((c) => ({ label: path.basename(c), description: c })),
-      { placeHolder: 'SFT run to start GRPO from' },
+      candidates.map((c) => {
+        const r = readRun(c, runOutcome(c));
+        return { label: path.basename(c), description: `${r.step ?? 0} steps${r.heldout !== null ? ` · held-out ${percent(r.heldout)}` : ''} · ${r.status}`, dir: c };
+      }),
+      { placeHolder: 'SFT student to start GRPO from' },
     );
     if (!pick) return undefined;
-    from = pick.description;
+    from = pick.dir;
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
-  const runDir = vscode.Uri.joinPath(runsFolderUri(folder), args.runName ?? `grpo-${timestamp()}`).fsPath;
+  const runDir = await uniqueRunDir(folder, args.runName ?? `grpo-${timestamp()}`);
   const num = (key: string, v: number | undefined) => {
     const value = v ?? config.get<number>(key);
     return typeof value === 'number' ? value : undefined;
@@ -162,59 +338,136 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
     ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
   };
-  const result = await runWithProgress(context, spec, 'Training (GRPO)');
-  if (result.ok && !result.cancelled) {
-    const pct = (x: unknown) => `${(100 * Number(x)).toFixed(1)}%`;
-    const before = result.summary['heldout_accuracy_before'];
-    const after = result.summary['heldout_accuracy'];
-    void vscode.window.showInformationMessage(
-      `Agent Lab: GRPO finished (${path.basename(runDir)})` +
-        (before !== undefined && after !== undefined ? `: held-out exact match ${pct(before)} → ${pct(after)}.` : '.'),
-    );
-  }
-  return result;
+  const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
+  return closeJob(result, spec);
 }
 
-async function evaluate(
-  context: vscode.ExtensionContext,
-  args: { runDir?: string; split?: 'heldout' | 'train'; limit?: number },
-): Promise<JobResult | undefined> {
+/** Resume: continues an unfinished SFT or GRPO run from its last checkpoint, with its own budget. */
+async function resume(context: vscode.ExtensionContext, ref?: RunRef): Promise<JobResult | undefined> {
+  let runDir = ref?.runDir;
+  if (!runDir) {
+    const folder = await pickWorkspaceFolder();
+    if (!folder) return undefined;
+    const candidates = listRunFolders(runsFolderUri(folder).fsPath)
+      .map((d) => readRun(d, runOutcome(d), liveRunDirs().has(d)))
+      .filter(isResumable);
+    if (candidates.length === 0) {
+      void vscode.window.showInformationMessage('Agent Lab: no unfinished run to resume (every run has finished its budget, or none has a checkpoint).');
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      candidates.map((r) => ({ label: r.name, description: `${r.kind} · ${r.status} at step ${r.step ?? 0}`, dir: r.dir })),
+      { placeHolder: 'Run to resume from its last checkpoint' },
+    );
+    if (!pick) return undefined;
+    runDir = pick.dir;
+  }
+  if (liveRunDirs().has(runDir)) {
+    void vscode.window.showWarningMessage(`Agent Lab: ${path.basename(runDir)} is training now.`);
+    return undefined;
+  }
+  const run = readRun(runDir);
+  if (run.kind !== 'sft' && run.kind !== 'grpo') {
+    void vscode.window.showErrorMessage(`Agent Lab: ${path.basename(runDir)} is not an SFT or GRPO run (kind ${run.kind}).`);
+    return undefined;
+  }
+  const backend = vscode.workspace.getConfiguration('agentLab').get<string>('backend') ?? 'auto';
+  const spec: JobSpec = { kind: run.kind, runDir, resume: true, backend };
+  const result = await runWithProgress(context, spec, `Resuming ${run.kind.toUpperCase()} ${path.basename(runDir)} at step ${run.step ?? 0}`);
+  return closeJob(result, spec);
+}
+
+interface EvalArgs {
+  runDir?: string;
+  split?: string;
+  limit?: number;
+  /** With a runDir: still ask for the split (the Runs view's Evaluate). */
+  askSplit?: boolean;
+}
+
+async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobResult | undefined> {
   let runDir = args.runDir;
   if (!runDir) {
     const folder = await pickWorkspaceFolder();
     if (!folder) return undefined;
-    const runs = runsFolderUri(folder);
-    const entries = (await exists(runs)) ? await vscode.workspace.fs.readDirectory(runs) : [];
-    const candidates: string[] = [];
-    for (const [name, type] of entries) {
-      if (type === vscode.FileType.Directory && (await exists(vscode.Uri.joinPath(runs, name, 'checkpoints', 'latest')))) {
-        candidates.push(name);
-      }
-    }
+    const candidates = listRunFolders(runsFolderUri(folder).fsPath)
+      .map((d) => readRun(d, runOutcome(d)))
+      .filter((r) => r.checkpoints.length > 0);
     if (candidates.length === 0) {
       void vscode.window.showErrorMessage('Agent Lab: no trained run with a checkpoint in the runs folder; train one first.');
       return undefined;
     }
-    const pick = await vscode.window.showQuickPick(candidates.sort().reverse(), { placeHolder: 'Run to evaluate' });
+    const pick = await vscode.window.showQuickPick(
+      candidates.map((r) => ({ label: r.name, description: `${r.kind} · step ${r.step ?? 0}${r.heldout !== null ? ` · held-out ${percent(r.heldout)}` : ''}`, dir: r.dir })),
+      { placeHolder: 'Run to evaluate (its latest checkpoint)' },
+    );
     if (!pick) return undefined;
-    runDir = vscode.Uri.joinPath(runs, pick).fsPath;
+    runDir = pick.dir;
   }
+  let split = args.split;
+  if (!split && (args.runDir === undefined || args.askSplit)) {
+    split = (await vscode.window.showQuickPick(EVAL_SPLITS.map((s) => ({ label: s.split, description: s.description })), { placeHolder: 'Split to evaluate on' }))?.label;
+    if (!split) return undefined;
+  }
+  split ??= 'heldout';
   const config = vscode.workspace.getConfiguration('agentLab');
+  const limit = args.limit ?? config.get<number>('evaluate.tasks') ?? 0;
   const spec: JobSpec = {
     kind: 'eval',
     runDir,
-    split: args.split ?? 'heldout',
+    // dev / fresh-values / fresh-entities: the worker refuses them, by name, until it knows them.
+    split: split as 'heldout' | 'train',
     backend: config.get<string>('backend') ?? 'auto',
-    ...(args.limit !== undefined ? { limit: args.limit } : {}),
+    ...(limit > 0 ? { limit } : {}),
   };
-  const result = await runWithProgress(context, spec, 'Evaluating');
-  if (result?.ok && !result.cancelled) {
-    const acc = Number(result.summary['accuracy'] ?? 0);
-    const n = Number(result.summary['n'] ?? 0);
-    void vscode.window.showInformationMessage(
-      `Agent Lab: ${spec.split} exact match ${(100 * acc).toFixed(1)}% on ${n} tasks (${path.basename(runDir)}).`,
-    );
+  const result = await runWithProgress(context, spec, `Evaluating ${path.basename(runDir)} on ${split}`);
+  return closeJob(result, spec);
+}
+
+/** The message a job ends with: what it reached, and buttons for the next step. */
+function closeJob(result: JobResult, spec: JobSpec): JobResult {
+  const name = path.basename(spec.runDir);
+  const s = result.summary;
+  const stepsDone = Number(s['steps'] ?? result.checkpoints.at(-1) ?? 0);
+  if (spec.kind !== 'eval') rememberOutcome(spec.runDir, result.error ? 'failed' : result.cancelled ? 'cancelled' : 'finished');
+  runsChanged.fire();
+  if (result.error) return result; // startWorker has shown the error with "Show Log"
+  let message: string;
+  let actions: string[];
+  if (result.cancelled && spec.kind !== 'eval') {
+    const ck = result.checkpoints.at(-1);
+    message = `${spec.kind.toUpperCase()} ${name} cancelled at step ${stepsDone}; ` + (ck !== undefined ? `checkpoint step-${ck} kept.` : 'no checkpoint was written.');
+    actions = ck !== undefined ? ['Resume', 'Open Curves'] : ['Open Curves'];
+  } else if (spec.kind === 'eval') {
+    const acc = Number(s['accuracy'] ?? 0);
+    message = `${name}: ${spec.split} exact match ${percent(acc)} on ${Number(s['n'] ?? 0)} tasks (checkpoint step-${Number(s['step'] ?? 0)}).`;
+    actions = ['Inspect Evaluation', 'Open Curves', ...(readRun(spec.runDir).kind === 'sft' ? ['Train (GRPO)'] : [])];
+  } else {
+    const minutes = Number(s['minutes'] ?? 0).toFixed(1);
+    const held = s['heldout_accuracy'];
+    const before = s['heldout_accuracy_before'];
+    const figure =
+      typeof held === 'number'
+        ? typeof before === 'number'
+          ? ` Held-out exact match ${percent(before)} → ${percent(held)}.`
+          : ` Held-out exact match ${percent(held)}.`
+        : ' (No held-out evaluation in this run: Evaluate gives the figure.)';
+    message = `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps in ${minutes} min.${figure}`;
+    actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves'];
   }
+  result.message = message;
+  result.actions = actions;
+  log.info(message);
+  void vscode.window.showInformationMessage(`Agent Lab: ${message}`, ...actions).then((choice) => {
+    const ref = { runDir: spec.runDir };
+    if (choice === 'Resume') void vscode.commands.executeCommand('agentLab.resumeTraining', ref);
+    if (choice === 'Open Curves') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [spec.runDir] });
+    if (choice === 'Evaluate') void vscode.commands.executeCommand('agentLab.evaluate', { runDir: spec.runDir, split: 'heldout' });
+    if (choice === 'Train (GRPO)') void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: spec.runDir });
+    if (choice === 'Inspect Evaluation' && spec.kind === 'eval') {
+      void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, 'eval', `${spec.split}.jsonl`)));
+    }
+  });
   return result;
 }
 
@@ -222,14 +475,27 @@ function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title:
   return vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: ${title}`, cancellable: true },
     (progress, token) => {
+      const started = Date.now();
+      let reported = 0; // percent of the bar filled so far
+      let lastFraction = 0;
       const job = startWorker(context, spec, (msg) => {
-        if (msg.type === 'progress') {
-          const pct = msg.total > 0 ? Math.round((100 * msg.done) / msg.total) : 0;
-          progress.report({ message: `${msg.phase} ${msg.done}/${msg.total}${msg.message ? ` — ${msg.message}` : ''} (${pct}%)` });
-          setStatus(`${title}: ${msg.phase} ${msg.done}/${msg.total}`);
+        if (msg.type !== 'progress') return;
+        const view = describeProgress(spec.kind, msg, (Date.now() - started) / 1000, lastFraction);
+        let increment: number | undefined;
+        if (view.fraction !== null) {
+          lastFraction = view.fraction;
+          const target = Math.min(100, Math.round(100 * view.fraction));
+          if (target > reported) increment = target - reported;
+          reported = Math.max(reported, target);
         }
+        progress.report({ message: view.text, ...(increment ? { increment } : {}) });
+        setStatus(`${spec.kind.toUpperCase()}: ${view.short}`);
       });
-      token.onCancellationRequested(() => job.cancel());
+      token.onCancellationRequested(() => {
+        progress.report({ message: 'stopping after the current step and writing a checkpoint…' });
+        job.cancel();
+      });
+      runsChanged.fire();
       return job.done;
     },
   );

@@ -1,10 +1,16 @@
 // One build script, one entry point per target. Node targets are CommonJS bundles;
-// webviews (added later) are browser ESM bundles, one per panel.
+// webviews are browser ESM bundles, one per panel.
+//   node scripts/build.mjs               development: source maps beside the bundles
+//   node scripts/build.mjs --production  the packaged extension (vscode:prepublish): dist/ is
+//                                        emptied first, bundles minified, no source maps
 import * as esbuild from 'esbuild';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
+// A production build starts from an empty dist/, so no map or stale bundle of an earlier
+// development build lies beside what is packed.
+if (production) rmSync('dist', { recursive: true, force: true });
 
 const nodeTargets = [
   { entryPoints: { cli: 'cli/main.ts' } },
@@ -60,6 +66,8 @@ const common = {
   target: 'node20',
   sourcemap: !production,
   minify: production,
+  // Error messages and logs name classes (UserError ...); minifying keeps the names.
+  keepNames: production,
   outdir: 'dist',
   logLevel: 'warning',
   // jsonc-parser's "main" is a UMD build whose require('./impl/...') calls esbuild cannot
@@ -84,6 +92,7 @@ contexts.push(
     target: 'chrome120',
     sourcemap: production ? false : 'linked',
     minify: production,
+    keepNames: production,
     outdir: 'dist/webview',
     logLevel: 'warning',
     // Node built-ins are not available in a webview: importing one is a build error.

@@ -6,6 +6,7 @@
 #   4. the language server over stdio and through headless Neovim (test/lsp)
 #   5. VS Code integration tests in a real VS Code (code-server + Chromium).
 #   6. UI tests of the panels in a real VS Code (Playwright: palette, webviews, screenshots).
+#   7. the packed .vsix: packed from a clean clone, installed, the flow driven (Playwright).
 # Ends with one line "tests: N passed, N failed[, N skipped]" summed over the tiers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,8 @@ tier lsp bash -c 'bash scripts/setup-neovim.sh; AGENT_LAB_SKIP_BUILD=1 exec npx 
 tier vscode env AGENT_LAB_SKIP_BUILD=1 bash scripts/test-vscode.sh
 # The panels as a person uses them (Playwright in code-server; screenshots in test-results/ui/).
 tier ui env AGENT_LAB_SKIP_BUILD=1 bash scripts/test-ui.sh
+# The .vsix as a user gets it (packs HEAD from a clean clone; screenshots in test-results/vsix/).
+tier vsix bash scripts/test-vsix.sh
 
 echo
 line="tests: ${passed} passed, ${failed} failed"

@@ -1,9 +1,12 @@
 // Completion: the nine special tokens (replacing a partly typed `<|...`), and tool-call
 // skeletons built from the tools' MCP `inputSchema`s in the canonical spelling, as
-// snippets whose placeholders are the arguments.
+// snippets whose placeholders are the arguments. Ordered by what is legal at the cursor:
+// the token the wire format expects next comes first (`<|assistant|>` after a user turn,
+// `<|end|>` inside an open turn, `<|tool_result|>` after a call), the other turn markers
+// next, and `<|bos|>`/`<|eos|>`/`<|pad|>` (never inside a transcript) last.
 import { CompletionItem, CompletionItemKind, InsertTextFormat, MarkupKind } from 'vscode-languageserver';
-import { END, SPECIAL_TOKENS, TOOL_CALL } from '../../core/wire';
-import { turnAt } from '../analysis/transcript';
+import { ASST, BOS, END, EOS, PAD, SPECIAL_TOKENS, SYS, TOOL_CALL, TOOL_RESULT, USER } from '../../core/wire';
+import { TranscriptAnalysis, turnAt } from '../analysis/transcript';
 import { AGENT_TOOLS, skeleton } from '../analysis/toolSchemas';
 import type { Unit } from '../documents';
 
@@ -28,13 +31,15 @@ export function completionsAt(unit: Unit, offset: number): CompletionItem[] {
   const prefixLen = m ? m[0].length : 0;
   const range = unit.toRange(offset - prefixLen, offset);
   const items: CompletionItem[] = [];
+  const rank = specialRanks(a, offset - prefixLen);
   SPECIAL_TOKENS.forEach((tok, i) => {
     items.push({
       label: tok,
       kind: CompletionItemKind.Keyword,
       detail: 'special token',
       documentation: SPECIAL_DOCS[tok] ?? '',
-      sortText: `0${i}`,
+      sortText: `${rank.get(tok) ?? 5}${i}`,
+      ...(rank.get(tok) === 0 ? { preselect: true } : {}),
       filterText: tok,
       textEdit: { range, newText: unit.escape(tok) },
     });
@@ -42,6 +47,7 @@ export function completionsAt(unit: Unit, offset: number): CompletionItem[] {
   // Tool-call skeletons inside an assistant turn (or anywhere the turn is still open).
   const turn = turnAt(a, Math.max(0, offset - 1)) ?? turnAt(a, offset);
   const afterCallMarker = a.text.slice(0, offset).endsWith(TOOL_CALL);
+  const insideAssistant = turn?.role === 'assistant' && (!turn.terminated || offset < turn.end);
   if (turn === null || turn.role === 'assistant') {
     AGENT_TOOLS.forEach((tool, i) => {
       const sk = skeleton(tool);
@@ -64,7 +70,7 @@ export function completionsAt(unit: Unit, offset: number): CompletionItem[] {
           kind: MarkupKind.Markdown,
           value: `${tool.description}\n\nCanonical spelling (key order tool, args; separators \`, \` and \`: \`), from the tool's \`inputSchema\`:\n\n\`\`\`json\n${JSON.stringify(tool.inputSchema, null, 2)}\n\`\`\``,
         },
-        sortText: `1${i}`,
+        sortText: `${insideAssistant ? 2 : 6}${i}`,
         filterText: afterCallMarker ? `${tool.name}` : `${TOOL_CALL}${tool.name}`,
         insertTextFormat: InsertTextFormat.Snippet,
         textEdit: { range, newText: full },
@@ -72,4 +78,43 @@ export function completionsAt(unit: Unit, offset: number): CompletionItem[] {
     });
   }
   return items;
+}
+
+/**
+ * Sort rank per special token at `offset` (0 first): what the wire format expects next,
+ * then the other legal markers, then the tokens that never appear inside a transcript.
+ */
+export function specialRanks(a: TranscriptAnalysis, offset: number): Map<string, number> {
+  const rank = new Map<string, number>([
+    [END, 3],
+    [SYS, 3],
+    [USER, 3],
+    [ASST, 3],
+    [TOOL_CALL, 3],
+    [TOOL_RESULT, 3],
+    [BOS, 9],
+    [EOS, 9],
+    [PAD, 9],
+  ]);
+  const open = a.turns.find((t) => offset >= t.contentStart && offset <= t.contentEnd);
+  if (open) {
+    // Inside a turn's content: close it; an assistant turn may also call a tool (once).
+    rank.set(END, 0);
+    if (open.role === 'assistant' && open.call === null) rank.set(TOOL_CALL, 1);
+    return rank;
+  }
+  // Between turns: the marker of the turn that comes next.
+  const prev = [...a.turns].reverse().find((t) => t.end <= offset);
+  const next =
+    prev === undefined
+      ? SYS
+      : prev.role === 'system'
+        ? USER
+        : prev.role === 'user' || prev.role === 'tool_result'
+          ? ASST
+          : prev.role === 'assistant' && prev.call !== null
+            ? TOOL_RESULT
+            : USER;
+  rank.set(next, 0);
+  return rank;
 }

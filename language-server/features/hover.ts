@@ -5,7 +5,7 @@
 import type { Hover } from 'vscode-languageserver';
 import { ASST, END, TOOL_CALL } from '../../core/wire';
 import { tokenIndexAt } from '../analysis/tokens';
-import { verdictSummary } from '../analysis/grammarText';
+import { CallVerdict, describeChar, describeExpected } from '../analysis/grammarText';
 import { Span, Turn, spanAt, turnAt } from '../analysis/transcript';
 import type { Unit } from '../documents';
 
@@ -117,7 +117,7 @@ function contextLines(unit: Unit, turn: Turn, off: number): string[] {
   const call = turn.call;
   if (call && off >= call.start && off < (call.endMarker !== null ? call.endMarker + END.length : call.bodyEnd + 1)) {
     out.push('', '---', `**tool call** ${call.parsed ? `\`${call.parsed.tool}\`` : '(not a parsable call)'}`);
-    out.push(`grammar: ${verdictSummary(call.verdict)}`);
+    out.push(`grammar: ${hoverVerdict(call.verdict)}`);
     if (call.parsed) {
       out.push('', 'arguments:', '```json', JSON.stringify(call.parsed.args, bigintSafe, 2), '```');
       if (call.canonical !== null && call.canonical !== call.body) out.push(`canonical form: \`${call.canonical}\``);
@@ -152,4 +152,14 @@ function contextLines(unit: Unit, turn: Turn, off: number): string[] {
 
 function bigintSafe(_k: string, v: unknown): unknown {
   return typeof v === 'bigint' ? Number(v) : v;
+}
+
+/**
+ * The call's verdict in one line. Positions are 1-based characters of the call body, as
+ * every other message a person reads says them (the diagnostics, the Grammar Debugger).
+ */
+export function hoverVerdict(v: CallVerdict): string {
+  if (v.complete) return 'accepted: a complete call (`<|end|>` is legal here)';
+  if (v.accepted) return `incomplete: ${describeExpected(v.states)}`;
+  return `rejected at character ${(v.rejectedAt ?? 0) + 1}: ${describeExpected(v.states)}, got ${describeChar(v.got ?? '')}`;
 }

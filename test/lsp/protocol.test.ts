@@ -108,7 +108,7 @@ describe('language server over stdio', function () {
       const h = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: { line: 1, character: 90 } });
       const v = hoverValue(h);
       assert.match(v, /^\*\*assistant · step 1\*\* · \*\*supervised\*\*/);
-      assert.match(v, /grammar: rejected at character 84/);
+      assert.match(v, /grammar: rejected at character 85/);
       const sys = await client.request<Hover>('textDocument/hover', { textDocument: { uri }, position: { line: 0, character: 20 } });
       assert.match(hoverValue(sys), /^\*\*system prompt\*\* · \*\*masked\*\*/);
       assert.ok(sys.range);

@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame } from 'playwright-core';
-import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, quickOpen, runCommand, setTheme, shot, sleep, statusLine, statusPosition, ui, waitFor } from './harness';
+import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, pickExact, quickOpen, runCommand, setTheme, shot, sleep, statusLine, statusPosition, ui, waitFor } from './harness';
 
 // Callbacks of page.evaluate/frame.evaluate run in the browser; the Node tsconfig has no DOM
 // library, so the browser globals they use are declared here, loosely.
@@ -317,6 +317,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       const f = await panelFrame(page, 'curves');
       const runsBefore = await f.locator('.run').count();
       await runCommand(page, 'Agent Lab: Train (SFT)');
+      // The two questions of the palette's Train (SFT): the trajectories, then the budget.
+      await pickExact(page, 'train.traces.jsonl');
+      await pickExact(page, '3 minutes');
       await waitFor('the new run in the panel', async () => (await f.locator('.run').count()) === runsBefore + 1, 60_000);
       await waitFor('the run marked live', async () => (await f.locator('.run .live').count()) === 1, 30_000);
       const seen: number[] = [];

@@ -232,7 +232,7 @@ describe('language server: features on a unit', () => {
     assert.match(h, /span: \d+ tokens · ids `\[\d+(, \d+)*/);
     assert.match(h, /token #\d+: `.*` id \d+ \(supervised\)/);
     assert.match(h, /\*\*tool call\*\* `search`/);
-    assert.match(h, /grammar: rejected at character 84: expected a digit 1-9 for k, got '0'/);
+    assert.match(h, /grammar: rejected at character 85: expected a digit 1-9 for k, got '0'/);
     assert.match(h, /"query": "Stack-100M pretraining sequence length"/);
     const result = hoverText(unit, at('4096<|end|><|assistant|>'));
     assert.match(result, /\*\*produced by\*\* `<\|tool_call\|>\{"tool": "calc", "args": \{"expr": "2048\*2"\}\}<\|end\|>`/);

@@ -119,7 +119,7 @@ export interface ScratchDirs {
 }
 
 /** A scratch folder (prefix `agent-lab-vscode-` or `agent-lab-ui-`) with the folders code-server and Chromium use. */
-export function makeScratch(prefix: 'agent-lab-vscode-' | 'agent-lab-ui-'): { scratch: string; dirs: ScratchDirs } {
+export function makeScratch(prefix: 'agent-lab-vscode-' | 'agent-lab-ui-' | 'agent-lab-vsix-'): { scratch: string; dirs: ScratchDirs } {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const dirs: ScratchDirs = {
     userData: path.join(scratch, 'user-data'),

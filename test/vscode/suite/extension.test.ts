@@ -56,7 +56,8 @@ describe('Agent Lab extension (integration)', function () {
     const missing = contributed.filter((c) => !registered.has(c.command)).map((c) => c.command);
     assert.deepEqual(missing, [], 'contributed but not registered');
     for (const c of contributed) {
-      assert.match(c.command, /^agentLab\.[a-z][A-Za-z]*$/, `${c.command} is agentLab.camelCase`);
+      // agentLab.camelCase; the Runs view's item actions are agentLab.runs.camelCase.
+      assert.match(c.command, /^agentLab\.(runs\.)?[a-z][A-Za-z]*$/, `${c.command} is agentLab.camelCase`);
       assert.equal(c.category, 'Agent Lab', `${c.command} category`);
     }
   });

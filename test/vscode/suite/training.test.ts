@@ -16,6 +16,8 @@ interface JobResult {
   checkpoints: number[];
   progressEvents: number;
   error?: string;
+  message?: string;
+  actions?: string[];
 }
 
 async function text(uri: vscode.Uri): Promise<string> {
@@ -50,6 +52,8 @@ describe('Training from the commands (integration)', function () {
 
   /** The short SFT run of the first test: the student the GRPO tests start from. */
   let sftRunDir: string | undefined;
+  /** The run the cancel test stopped (Resume continues it). */
+  let cancelledRun: { dir: string; step: number } | undefined;
 
   it('Train (SFT) runs a short training in the worker: progress, a checkpoint, a readable run', async () => {
     const result = await vscode.commands.executeCommand<JobResult>('agentLab.trainSft', { steps: 6, runName: 'it-short', evalLimit: 2 });
@@ -86,6 +90,31 @@ describe('Training from the commands (integration)', function () {
     const steps = Number(result.summary['steps']);
     assert.ok(steps >= 3 && steps < 100000, `stopped at step ${steps}`);
     await assertReadableRun(result.runDir);
+    // The cancel is said, with the checkpoint kept and a Resume button.
+    const ck = result.checkpoints.at(-1);
+    assert.equal(result.message, `SFT it-cancel cancelled at step ${steps}; checkpoint step-${ck} kept.`);
+    assert.deepEqual(result.actions, ['Resume', 'Open Curves']);
+    cancelledRun = { dir: result.runDir, step: steps };
+  });
+
+  it('Resume continues a cancelled run from its checkpoint (and can be cancelled again)', async () => {
+    assert.ok(cancelledRun, 'the cancel test ran');
+    const metricsFile = vscode.Uri.joinPath(vscode.Uri.file(cancelledRun.dir), 'metrics.jsonl');
+    const sftLines = async () => (await text(metricsFile)).split('\n').filter((l) => l.includes('"phase":"sft"')).length;
+    const before = await sftLines();
+    const running = vscode.commands.executeCommand<JobResult>('agentLab.resumeTraining', { runDir: cancelledRun.dir });
+    const deadline = Date.now() + 120_000;
+    while ((await sftLines()) < before + 2) {
+      assert.ok(Date.now() < deadline, 'the resumed run never trained');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await vscode.commands.executeCommand('agentLab.cancelTraining');
+    const result = await running;
+    assert.equal(result.error, undefined, `the worker failed: ${result.error}`);
+    assert.ok(result.cancelled);
+    const lines = (await text(metricsFile)).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(lines.some((l) => l['event'] === 'resume' && l['step'] === cancelledRun!.step), 'a resume marker at the step it stopped');
+    assert.ok(Number(result.summary['steps']) > cancelledRun.step, `went on past step ${cancelledRun.step}`);
   });
 
   describe('Train (GRPO)', () => {

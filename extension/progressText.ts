@@ -1,0 +1,86 @@
+// The worker's progress messages (core/protocol/worker.ts: phase, done, total, message) in
+// units a person reads: "step 120 of 720", "2.1 of 3 min trained, about 0.9 min left",
+// "step 5 of 60: updating the policy". Pure (no vscode), so the unit tests read it directly.
+
+export interface ProgressEvent {
+  phase: string;
+  done: number;
+  total: number;
+  message?: string;
+}
+
+export interface ProgressView {
+  /** The notification's text. */
+  text: string;
+  /** The status bar's shorter text. */
+  short: string;
+  /** Overall fraction 0..1 of the job, or null when this event says nothing about it. */
+  fraction: number | null;
+}
+
+const minutes = (seconds: number): string => (seconds / 60).toFixed(1);
+
+/** "about 3.2 min left" from the fraction done and the wall time it took; '' before it can tell. */
+export function etaText(fraction: number, elapsedSeconds: number): string {
+  if (!(fraction > 0.02) || fraction >= 1 || !(elapsedSeconds > 5)) return '';
+  const left = (elapsedSeconds * (1 - fraction)) / fraction;
+  return left < 60 ? `about ${Math.max(1, Math.round(left))} s left` : `about ${minutes(left)} min left`;
+}
+
+/**
+ * One progress event as text. `kind` is the job's kind; `wallSeconds` the time since the
+ * job started (for the time left of a step budget); `lastFraction` the last overall
+ * fraction, kept while an event cannot give one (the rollouts inside a GRPO step).
+ */
+export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent, wallSeconds: number, lastFraction = 0): ProgressView {
+  const total = Math.max(0, e.total);
+  const done = Math.min(Math.max(0, e.done), total || e.done);
+  const msg = e.message ?? '';
+  if (e.phase.startsWith('eval')) {
+    const split = e.phase.slice('eval'.length).trim() || 'held-out';
+    const name = split === 'heldout' ? 'held-out' : split;
+    const text = `evaluating on ${name}: ${done} of ${total} tasks`;
+    // An eval inside a training run does not move the run's own bar.
+    return { text, short: `eval ${done}/${total}`, fraction: kind === 'eval' && total > 0 ? done / total : null };
+  }
+  if (kind === 'sft' && e.phase === 'sft') {
+    const step = /step (\d+)/.exec(msg)?.[1];
+    const loss = /loss ([\d.]+)/.exec(msg)?.[1];
+    const lossText = loss ? `, loss ${loss}` : '';
+    const fraction = total > 0 ? done / total : 0;
+    if (step !== undefined) {
+      // A minutes budget: done and total are seconds of training.
+      const left = Math.max(0, total - done);
+      const text = `step ${step}: ${minutes(done)} of ${minutes(total)} min trained, about ${minutes(left)} min left${lossText}`;
+      return { text, short: `step ${step}, ${minutes(left)} min left`, fraction };
+    }
+    const eta = etaText(fraction, wallSeconds);
+    return { text: `step ${done} of ${total}${lossText}${eta ? `, ${eta}` : ''}`, short: `step ${done}/${total}`, fraction };
+  }
+  if (kind === 'grpo') {
+    if (e.phase === 'grpo rollouts') {
+      const step = /step (\d+)/.exec(msg)?.[1] ?? '?';
+      const text =
+        done < total ? `step ${step}: rolling out ${total} episodes` : `step ${step}: scoring the ${total} episodes and updating the policy`;
+      return { text, short: `GRPO step ${step}`, fraction: null };
+    }
+    if (e.phase === 'grpo') {
+      const fraction = total > 0 ? done / total : lastFraction;
+      const step = /^step (\d+)/.exec(msg)?.[1];
+      const detail = msg.replace(/^step \d+:\s*/, '');
+      if (step !== undefined && Number(step) !== e.done) {
+        // A minutes budget: done and total are seconds.
+        const text = `step ${step}: ${minutes(done)} of ${minutes(total)} min trained, about ${minutes(Math.max(0, total - done))} min left${detail ? `: ${detail}` : ''}`;
+        return { text, short: `GRPO step ${step}`, fraction };
+      }
+      const eta = etaText(fraction, wallSeconds);
+      return {
+        text: `step ${done} of ${total} done${detail ? `: ${detail}` : ''}${eta ? `, ${eta}` : ''}`,
+        short: `GRPO step ${done}/${total}`,
+        fraction,
+      };
+    }
+  }
+  // Anything else (preparation, a phase added later): said as it came.
+  return { text: `${e.phase} ${done}/${total}${msg ? ` (${msg})` : ''}`, short: e.phase, fraction: null };
+}

@@ -1,0 +1,178 @@
+// Prepares a new SFT run folder from trajectories the user distilled (e.g.
+// runs/world-…/train.traces.jsonl, from any teacher), so that "Agent Lab: Train (SFT)" trains
+// on exactly them: `agent-lab train sft --run DIR` trains on DIR/data/train.traces.jsonl
+// when it and DIR/tokenizer.json exist (trainer/prepare.ts dataFiles), and only builds the
+// default world when they do not. The run folder gets what trainer/prepare.ts would write:
+// world/, data/train.traces.jsonl, data/train.tasks.jsonl, data/heldout.traces.jsonl,
+// tokenizer.json, tokenizer_config.json, plus data/source.json naming the file the rows
+// came from. The user's file is only read; the run folder must be new (never written over).
+// Rows whose task overlaps the held-out split the trainer evaluates on (same kind, same
+// facts) are left out and counted, as the trainer's own preparation does. No vscode here.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TraceRow, ToolEnv, distill, makeStubTeacher } from '../core/distill';
+import { overlapKey } from '../core/overlap';
+import { canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/tokenizer';
+import type { Passage, Task, TaskKind } from '../core/types';
+import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { rowToPassage, rowToTask } from '../core/worldRows';
+import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
+
+/** Samples per held-out task when the held-out reference transcripts are distilled here. */
+const HELDOUT_SAMPLES = 4;
+const KINDS: readonly string[] = ['lookup', 'double', 'sum', 'compare'];
+
+export interface PreparedSftData {
+  runDir: string;
+  tracesFile: string;
+  /** Rows written to data/train.traces.jsonl. */
+  trainRows: number;
+  /** Rows left out because their task overlaps the held-out split. */
+  excluded: number;
+  /** Rows whose question is in no task list of the world (kept; not checked for overlap). */
+  unknownTasks: number;
+  heldoutRows: number;
+  /** Where the world came from: the traces file's folder, or the default world (seed 0). */
+  world: 'folder' | 'default';
+  heldoutSource: 'folder' | 'stub teacher';
+  vocabSize: number;
+}
+
+/** Parses a traces file; a bad line is an error naming the file, the line and the field. */
+export function readTraceRows(file: string): TraceRow[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const rows: TraceRow[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    const where = `${file}:${i + 1}`;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch (err) {
+      throw new Error(`${where}: not JSON (${(err as Error).message})`);
+    }
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${where}: expected an object {"task", "text", "kind"}`);
+    const r = v as Record<string, unknown>;
+    if (typeof r['text'] !== 'string') throw new Error(`${where}: field "text" must be a string (the transcript)`);
+    if (typeof r['task'] !== 'string') throw new Error(`${where}: field "task" must be a string (the question)`);
+    if (!KINDS.includes(r['kind'] as string)) throw new Error(`${where}: field "kind" must be one of ${KINDS.join(', ')}`);
+    rows.push({ task: r['task'], text: r['text'], kind: r['kind'] as TaskKind });
+  });
+  return rows;
+}
+
+function readRows<T>(file: string, parse: (row: unknown, where: string) => T): T[] {
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .map((line, i) => ({ line, i }))
+    .filter(({ line }) => line.trim() !== '')
+    .map(({ line, i }) => {
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch (err) {
+        throw new Error(`${file}:${i + 1}: not JSON (${(err as Error).message})`);
+      }
+      return parse(v, `${file}:${i + 1}`);
+    });
+}
+
+interface World {
+  corpus: Passage[];
+  train: Task[];
+  heldout: Task[];
+  source: 'folder' | 'default';
+}
+
+/** The world beside a traces file (a world folder), else the default world. */
+export function worldOf(tracesFile: string): World {
+  const dir = path.dirname(tracesFile);
+  const corpusFile = path.join(dir, 'corpus.jsonl');
+  if (fs.existsSync(corpusFile)) {
+    const tasks = (split: string) => {
+      const f = path.join(dir, `${split}.jsonl`);
+      return fs.existsSync(f) ? readRows(f, rowToTask) : [];
+    };
+    return { corpus: readRows(corpusFile, rowToPassage), train: tasks('train'), heldout: tasks('heldout'), source: 'folder' };
+  }
+  const pool = makeTaskPool(0);
+  return { corpus: buildCorpus(0), train: pool.train, heldout: pool.heldout, source: 'default' };
+}
+
+export function prepareSftRunData(runDir: string, tracesFile: string): PreparedSftData {
+  if (fs.existsSync(runDir) && fs.readdirSync(runDir).length > 0) {
+    throw new Error(`${runDir} already exists and is not empty; a new run needs a new folder`);
+  }
+  const rows = readTraceRows(tracesFile);
+  if (rows.length === 0) throw new Error(`${tracesFile} holds no trajectories`);
+  const world = worldOf(tracesFile);
+  // The trainer evaluates on the default held-out split (trainer/jobs.ts, sft.ts); a world
+  // folder's own held-out split is excluded too, so neither can leak into training.
+  const evalHeldout = makeTaskPool(0).heldout;
+  const heldKeys = new Set([...evalHeldout, ...world.heldout].map(overlapKey));
+  const byQuestion = new Map<string, Task>();
+  for (const t of [...world.train, ...world.heldout, ...makeTaskPool(0).train, ...evalHeldout]) {
+    if (!byQuestion.has(t.question)) byQuestion.set(t.question, t);
+  }
+  const kept: TraceRow[] = [];
+  const trainTasks = new Map<string, Task>();
+  let excluded = 0;
+  let unknownTasks = 0;
+  for (const r of rows) {
+    const task = byQuestion.get(r.task);
+    if (task && heldKeys.has(overlapKey(task))) {
+      excluded++;
+      continue;
+    }
+    if (!task) unknownTasks++;
+    else if (!trainTasks.has(task.question)) trainTasks.set(task.question, task);
+    kept.push(r);
+  }
+  if (kept.length === 0) {
+    throw new Error(`every one of the ${rows.length} trajectories in ${tracesFile} overlaps the held-out split; training on them would contaminate evaluation`);
+  }
+
+  const heldoutFile = path.join(path.dirname(tracesFile), 'heldout.traces.jsonl');
+  const useFolderHeldout = world.source === 'folder' && fs.existsSync(heldoutFile) && path.resolve(heldoutFile) !== path.resolve(tracesFile);
+  const heldoutRows = useFolderHeldout
+    ? readTraceRows(heldoutFile)
+    : distill(evalHeldout, makeStubTeacher(evalHeldout), new ToolEnv(world.corpus), HELDOUT_SAMPLES);
+
+  const tokenizer = trainBpe([...world.corpus.map((p) => p.text), ...kept.map((r) => r.text), ...heldoutRows.map((r) => r.text)]);
+  writeJsonlAtomic(path.join(runDir, 'world', 'corpus.jsonl'), world.corpus.map(passageToRow));
+  writeJsonlAtomic(path.join(runDir, 'world', 'train.jsonl'), world.train.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, 'world', 'heldout.jsonl'), evalHeldout.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, 'data', 'train.traces.jsonl'), kept);
+  writeJsonlAtomic(path.join(runDir, 'data', 'heldout.traces.jsonl'), heldoutRows);
+  writeJsonlAtomic(path.join(runDir, 'data', 'train.tasks.jsonl'), [...trainTasks.values()].map(taskToRow));
+  writeJsonAtomic(path.join(runDir, 'data', 'source.json'), {
+    traces: path.resolve(tracesFile),
+    rows: rows.length,
+    kept: kept.length,
+    excluded_overlapping_heldout: excluded,
+    unknown_tasks: unknownTasks,
+    world: world.source === 'folder' ? path.dirname(path.resolve(tracesFile)) : 'default (seed 0)',
+    heldout_traces: useFolderHeldout ? path.resolve(heldoutFile) : 'stub teacher on the default held-out split',
+    created: new Date().toISOString(),
+  });
+  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  // Last: the trainer takes the data as given only when tokenizer.json is there too.
+  writeFileAtomic(path.join(runDir, 'tokenizer.json'), canonicalTokenizerJson(tokenizer));
+  return {
+    runDir,
+    tracesFile,
+    trainRows: kept.length,
+    excluded,
+    unknownTasks,
+    heldoutRows: heldoutRows.length,
+    world: world.source,
+    heldoutSource: useFolderHeldout ? 'folder' : 'stub teacher',
+    vocabSize: tokenizer.vocabSize,
+  };
+}

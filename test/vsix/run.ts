@@ -1,0 +1,411 @@
+// The packed-extension tier: the .vsix as a user gets it.
+//
+//   npx tsx test/vsix/run.ts        (scripts/test-vsix.sh, after scripts/setup-vscode-test.sh)
+//
+// 1. packs from a clean clone of the repository's HEAD (git clone + node_modules as hard
+//    links), with junk a working tree may hold (runs/, test-results/, a stale source map)
+//    planted first: `npm run package` (vscode:prepublish: the production build);
+// 2. lists the .vsix (its zip directory): no test/, test-results/, runs/, bench/, scripts/,
+//    TypeScript sources or source maps; prints its size and file count;
+// 3. installs it with code-server's own --install-extension into a fresh extensions folder,
+//    copies the installed extension's samples/ as the workspace and deletes the clone: no path
+//    leads to a source tree;
+// 4. starts code-server on that workspace and drives it with Playwright as a person would:
+//    activation, a diagnostic and a hover; Build World → Distill → Train on These
+//    Trajectories (4 steps) → the finish message → Evaluate → the Runs view with the figure →
+//    Ask the Student in the inspector; the walkthrough and the details page. Screenshots
+//    (light and dark) in test-results/vsix/.
+// Prints mocha-style "N passing" / "N failing" for scripts/test-all.sh. A step that fails
+// stops the later ones (they build on it); they count as failing, never as passed.
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { overlapKey } from '../../core/overlap';
+import { makeTaskPool } from '../../core/world';
+import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
+import { type UiContext, panelFrame, pickExact, quickOpen, runCommand, setTheme, waitFor } from '../ui/harness';
+
+// Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const document: any;
+
+const timeoutS = Number(process.env['AGENT_LAB_VSIX_TIMEOUT_S'] || 600);
+const outDir = path.join(resultsDir, 'vsix');
+const t0 = Date.now();
+const say = (msg: string) => console.log(`[vsix-tests ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+const FORBIDDEN = /^extension\/(test|test-results|runs|bench|scripts|\.ci|docs|core|trainer|cli|language-server|extension|webview-ui|node_modules)\/|\.map$|\.ts$/;
+
+/** The names in a zip's central directory (the .vsix is a zip; no unzip tool needed). */
+export function zipEntries(file: string): { name: string; size: number }[] {
+  const buf = fs.readFileSync(file);
+  let eocd = -1;
+  for (let i = buf.length - 22; i >= Math.max(0, buf.length - 65_557); i--) {
+    if (buf.readUInt32LE(i) === 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) throw new Error(`${file} is not a zip (no end-of-central-directory record)`);
+  const count = buf.readUInt16LE(eocd + 10);
+  let at = buf.readUInt32LE(eocd + 16);
+  const out: { name: string; size: number }[] = [];
+  for (let n = 0; n < count; n++) {
+    if (buf.readUInt32LE(at) !== 0x02014b50) throw new Error(`${file}: bad central directory entry ${n}`);
+    const size = buf.readUInt32LE(at + 24);
+    const nameLen = buf.readUInt16LE(at + 28);
+    const extraLen = buf.readUInt16LE(at + 30);
+    const commentLen = buf.readUInt16LE(at + 32);
+    out.push({ name: buf.subarray(at + 46, at + 46 + nameLen).toString('utf8'), size });
+    at += 46 + nameLen + extraLen + commentLen;
+  }
+  return out;
+}
+
+const rowsOf = (file: string) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { task: string });
+
+/** The notification toast whose text matches `re` (waits for it). */
+async function toast(page: Page, re: RegExp, timeoutMs = 30_000): Promise<Locator> {
+  const toasts = page.locator('.notification-toast');
+  const i = await waitFor(
+    `a notification saying ${re}`,
+    async () => {
+      const n = await toasts.count();
+      for (let k = n - 1; k >= 0; k--) {
+        const text = (await toasts.nth(k).textContent({ timeout: 500 }).catch(() => '')) ?? '';
+        if (re.test(text)) return k + 1;
+      }
+      return undefined;
+    },
+    timeoutMs,
+    300,
+  );
+  return toasts.nth(i - 1);
+}
+
+async function clickButton(t: Locator, label: string): Promise<void> {
+  await t.locator('.monaco-button', { hasText: label }).first().click();
+}
+
+async function shot(ctx: UiContext, name: string): Promise<string> {
+  const file = path.join(ctx.outDir, `${name}.png`);
+  await ctx.page.screenshot({ path: file });
+  say(`screenshot: ${path.relative(repoRoot, file)}`);
+  return file;
+}
+
+interface Step {
+  name: string;
+  run: () => Promise<void>;
+}
+
+async function main(): Promise<number> {
+  const entry = checkTools();
+  fs.rmSync(outDir, { recursive: true, force: true });
+  fs.mkdirSync(outDir, { recursive: true });
+  const { scratch, dirs } = makeScratch('agent-lab-vsix-');
+  const clone = path.join(scratch, 'clone');
+  const vsix = path.join(scratch, 'agent-lab.vsix');
+  let server: CodeServer | undefined;
+  let context: BrowserContext | undefined;
+  const cleanup = async (): Promise<void> => {
+    if (context) await Promise.race([context.close().catch(() => undefined), sleep(10_000)]);
+    await server?.stop(say);
+    copyLogs(path.join(dirs.userData, 'logs'), path.join(outDir, 'logs'));
+    if (process.env['AGENT_LAB_KEEP_SCRATCH'] === '1') say(`scratch kept: ${scratch}`);
+    else fs.rmSync(scratch, { recursive: true, force: true });
+  };
+  const watchdog = setTimeout(() => {
+    say(`HARD TIMEOUT: the vsix tests exceeded ${timeoutS} s`);
+    void cleanup().finally(() => process.exit(1));
+  }, timeoutS * 1000);
+  watchdog.unref();
+
+  let passed = 0;
+  let failed = 0;
+  let stop = false;
+  const failures: string[] = [];
+  const step = async (s: Step) => {
+    if (stop) {
+      failed++;
+      failures.push(`${s.name}: not run (an earlier step failed)`);
+      console.log(`    - ${s.name} (not run)`);
+      return;
+    }
+    const t = Date.now();
+    try {
+      await s.run();
+      passed++;
+      console.log(`    ✔ ${s.name} (${Date.now() - t}ms)`);
+    } catch (err) {
+      failed++;
+      stop = true;
+      failures.push(`${s.name}: ${(err as Error).stack ?? String(err)}`);
+      console.log(`    ${failed}) ${s.name}`);
+      if (context) await context.pages()[0]?.screenshot({ path: path.join(outDir, `failure-${failed}.png`) }).catch(() => undefined);
+    }
+  };
+
+  let page: Page | undefined;
+  let ctx: UiContext | undefined;
+  const files: { name: string; size: number }[] = [];
+  try {
+    console.log('\n  The packed extension (.vsix)');
+    await step({
+      name: 'packs from a clean clone, whatever lies in the working tree',
+      run: async () => {
+        execFileSync('git', ['clone', '--quiet', '--no-hardlinks', repoRoot, clone], { stdio: 'inherit' });
+        try {
+          execFileSync('cp', ['-al', path.join(repoRoot, 'node_modules'), path.join(clone, 'node_modules')]);
+        } catch {
+          fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(clone, 'node_modules'));
+        }
+        // What a working tree may hold: none of it may ship.
+        fs.mkdirSync(path.join(clone, 'runs', 'demo'), { recursive: true });
+        fs.writeFileSync(path.join(clone, 'runs', 'demo', 'metrics.jsonl'), '{"phase":"sft","step":1,"time":0}\n');
+        fs.mkdirSync(path.join(clone, 'test-results'), { recursive: true });
+        fs.writeFileSync(path.join(clone, 'test-results', 'log.txt'), `${repoRoot}\n`);
+        fs.mkdirSync(path.join(clone, 'dist'), { recursive: true });
+        fs.writeFileSync(path.join(clone, 'dist', 'stale.js.map'), '{}');
+        const t = Date.now();
+        execFileSync('npm', ['run', '--silent', 'package', '--', '--out', vsix], { cwd: clone, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, CI: '1' } });
+        say(`packed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      },
+    });
+    await step({
+      name: 'ships the bundles, not the sources: no test/, test-results/, runs/, bench/, scripts/, .ts or .map',
+      run: async () => {
+        files.push(...zipEntries(vsix));
+        const bad = files.map((f) => f.name).filter((n) => FORBIDDEN.test(n));
+        if (bad.length) throw new Error(`the .vsix ships ${bad.join(', ')}`);
+        for (const need of ['extension/dist/extension.js', 'extension/dist/worker.js', 'extension/dist/cli.js', 'extension/dist/wasm/tfjs-backend-wasm.wasm', 'extension/README.md', 'extension/LICENSE.txt', 'extension/CHANGELOG.md', 'extension/media/icon.png']) {
+          if (!files.some((f) => f.name.toLowerCase() === need.toLowerCase())) throw new Error(`the .vsix lacks ${need}`);
+        }
+        const size = fs.statSync(vsix).size;
+        say(`.vsix: ${(size / 1024 / 1024).toFixed(2)} MB, ${files.length} files (${(files.reduce((a, f) => a + f.size, 0) / 1024 / 1024).toFixed(2)} MB unpacked)`);
+        fs.writeFileSync(path.join(outDir, 'vsix-files.txt'), files.map((f) => `${f.size}\t${f.name}`).join('\n') + '\n');
+      },
+    });
+    await step({
+      name: "installs with code-server's own --install-extension into a fresh extensions folder",
+      run: async () => {
+        execFileSync(process.execPath, [entry, '--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData, '--install-extension', vsix], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+          env: { ...process.env, HOME: dirs.home },
+        });
+        const installed = fs.readdirSync(dirs.extensions).find((d) => d.startsWith('agent-lab.agent-lab-'));
+        if (!installed) throw new Error(`nothing installed in ${dirs.extensions}: ${fs.readdirSync(dirs.extensions).join(', ')}`);
+        // The workspace: the installed extension's own samples; then the clone goes.
+        fs.cpSync(path.join(dirs.extensions, installed, 'samples'), dirs.workspace, { recursive: true });
+        fs.rmSync(clone, { recursive: true, force: true });
+        say(`installed ${installed}; workspace from its samples/; the clone is deleted`);
+      },
+    });
+
+    await step({
+      name: 'starts code-server on the samples workspace; the extension activates on a transcript: a diagnostic and a 1-based hover',
+      run: async () => {
+        writeUserSettings(dirs.userData, {
+          ...BASE_SETTINGS,
+          'workbench.colorTheme': 'Default Light Modern',
+          'workbench.editor.enablePreview': false,
+          'editor.minimap.enabled': false,
+          'chat.commandCenter.enabled': false,
+          'workbench.secondarySideBar.defaultVisibility': 'hidden',
+          'window.commandCenter': false,
+          // A quick flow: few held-out tasks per accuracy point and per evaluation.
+          'agentLab.sft.heldoutTasks': 2,
+          'agentLab.evaluate.tasks': 5,
+        });
+        server = await startCodeServer({ entry, scratch, dirs, serverLog: path.join(outDir, 'code-server.log'), say });
+        context = await launchChromium(dirs.chromeProfile, { width: 1500, height: 950 });
+        page = context.pages()[0] ?? (await context.newPage());
+        const consoleLog = fs.createWriteStream(path.join(outDir, 'browser-console.log'));
+        page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
+        ctx = { page, workspace: dirs.workspace, outDir, say, console: [] };
+        await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
+        await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+        await quickOpen(page, 'broken-call.transcript');
+        const box = await waitFor(
+          'the squiggle of the grammar rejection',
+          async () =>
+            page!.evaluate(() => {
+              const el = document.querySelector('.editor-group-container.active .monaco-editor .squiggly-error');
+              if (!el) return null;
+              const r = el.getBoundingClientRect();
+              return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+            }),
+          60_000,
+        );
+        await page.mouse.move(box.x - 3, box.y);
+        await page.mouse.move(box.x, box.y, { steps: 3 });
+        const hover = await waitFor(
+          'the hover over the rejected character',
+          async () => {
+            const t = ((await page!.locator('.monaco-hover:visible').first().textContent({ timeout: 500 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+            return /rejected at character \d+/.test(t) ? t : undefined;
+          },
+          15_000,
+        );
+        const at = Number(/rejected at character (\d+)/.exec(hover)![1]);
+        const body = fs.readFileSync(path.join(dirs.workspace, 'broken-call.transcript'), 'utf8').split('<|tool_call|>')[1]!.split('<|end|>')[0]!;
+        // The rejected byte is the 0 of "k": 0 (the body is ASCII: code points are characters).
+        const zero = body.indexOf('"k": 0') + '"k": '.length + 1;
+        if (zero !== at) throw new Error(`the hover says character ${at}; the 0 is character ${zero} (1-based)`);
+        await page.mouse.move(5, 400);
+        await page.keyboard.press('Escape');
+      },
+    });
+
+    let tracesFile = '';
+    let runDir = '';
+    await step({
+      name: 'Build World → Distill → Train on These Trajectories (4 steps): the run trains on exactly the distilled rows; the finish message',
+      run: async () => {
+        const p = page!;
+        await runCommand(p, 'Agent Lab: Build World');
+        await clickButton(await toast(p, /world built in runs\/world-/), 'Distill');
+        await pickExact(p, 'train');
+        const distilled = await toast(p, /trajectories from 200 train tasks written to/, 60_000);
+        const rel = /written to (\S+?\.traces\.jsonl)/.exec((await distilled.textContent()) ?? '')![1]!;
+        tracesFile = path.join(dirs.workspace, rel);
+        await clickButton(distilled, 'Train on These Trajectories');
+        await pickExact(p, 'A number of steps…');
+        const input = p.locator('.quick-input-widget .quick-input-box input');
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill('4');
+        await p.keyboard.press('Enter');
+        const done = await toast(p, /SFT sft-\S+ finished: 4 steps/, 240_000);
+        await shot(ctx!, 'finish-message');
+        const name = /SFT (sft-\S+) finished/.exec((await done.textContent()) ?? '')![1]!;
+        runDir = path.join(dirs.workspace, 'runs', name);
+        const held = new Set(makeTaskPool(0).heldout.map(overlapKey));
+        const byQ = new Map(makeTaskPool(0).train.map((t) => [t.question, t]));
+        const want = rowsOf(tracesFile).filter((r) => !held.has(overlapKey(byQ.get(r.task)!)));
+        const got = fs.readFileSync(path.join(runDir, 'data', 'train.traces.jsonl'), 'utf8');
+        if (got !== want.map((r) => JSON.stringify(r)).join('\n') + '\n') throw new Error(`${runDir}/data/train.traces.jsonl is not the distilled rows less the held-out overlaps`);
+        say(`the run trains on ${want.length} of the ${rowsOf(tracesFile).length} distilled rows (the rest overlap the held-out split)`);
+        await clickButton(done, 'Evaluate');
+        await toast(p, new RegExp(`${name}: heldout exact match [\\d.]+% on 5 tasks`), 180_000);
+      },
+    });
+
+    await step({
+      name: 'the Runs view shows the world, its dataset and the run with its held-out figure (light and dark)',
+      run: async () => {
+        const p = page!;
+        await p.locator('.activitybar .action-item a[aria-label^="Agent Lab"]').first().click();
+        const row = p.locator('.monaco-list-row', { hasText: path.basename(runDir) });
+        await waitFor('the run in the Runs view', async () => /held-out [\d.]+%/.test((await row.first().textContent({ timeout: 500 }).catch(() => '')) ?? ''), 30_000);
+        await p.locator('.monaco-list-row', { hasText: 'train.traces.jsonl' }).first().waitFor({ timeout: 10_000 });
+        // A wider side bar for the screenshots: the run's description (status, figure) in full.
+        const bar = await p.locator('.part.sidebar').first().boundingBox();
+        if (bar) {
+          await p.mouse.move(bar.x + bar.width + 1, bar.y + 300);
+          await p.mouse.down();
+          await p.mouse.move(bar.x + 560, bar.y + 300, { steps: 8 });
+          await p.mouse.up();
+        }
+        await row.first().click();
+        await p.keyboard.press('ArrowRight');
+        await sleep(800);
+        await shot(ctx!, 'runs-view-light');
+        await setTheme(ctx!, 'dark');
+        await shot(ctx!, 'runs-view-dark');
+        await setTheme(ctx!, 'light');
+      },
+    });
+
+    await step({
+      name: "Ask the Student answers in the Trajectory Inspector",
+      run: async () => {
+        const p = page!;
+        await runCommand(p, 'Agent Lab: Ask the Student');
+        const input = p.locator('.quick-input-widget .quick-input-box input');
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await p.keyboard.press('Enter');
+        await toast(p, /the student answered/, 120_000);
+        const frame = await panelFrame(p, 'inspector', 30_000);
+        await waitFor('a trajectory in the inspector', async () => ((await frame.locator('body').textContent({ timeout: 500 }).catch(() => '')) ?? '').length > 50, 20_000);
+        const asked = fs.readdirSync(path.join(runDir, 'asked'));
+        if (asked.length !== 1 || !asked[0]!.endsWith('.transcript')) throw new Error(`asked/: ${asked.join(', ')}`);
+        await shot(ctx!, 'ask-student');
+      },
+    });
+
+    await step({
+      name: 'the walkthrough opens with its seven steps (light and dark)',
+      run: async () => {
+        const p = page!;
+        // The whole window for the walkthrough (its pages beside the steps).
+        await runCommand(p, 'View: Close All Editors');
+        await runCommand(p, 'View: Close Primary Side Bar');
+        await runCommand(p, 'Welcome: Open Walkthrough...');
+        const input = p.locator('.quick-input-widget .quick-input-box input');
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill('Agent Lab');
+        await pickExact(p, 'Get started with Agent Lab');
+        await waitFor('the walkthrough page', async () => /Open the samples/.test((await p.locator('.gettingStartedContainer').first().textContent({ timeout: 500 }).catch(() => '')) ?? ''), 20_000);
+        await sleep(1000);
+        await shot(ctx!, 'walkthrough-light');
+        await setTheme(ctx!, 'dark');
+        await shot(ctx!, 'walkthrough-dark');
+        await setTheme(ctx!, 'light');
+      },
+    });
+
+    await step({
+      name: 'the details page is the user-facing README, with the icon (light and dark)',
+      run: async () => {
+        const p = page!;
+        await runCommand(p, 'Extensions: Show Enabled Extensions');
+        const item = p.locator('.extension-list-item', { hasText: 'Agent Lab' }).first();
+        await item.waitFor({ timeout: 20_000 });
+        await item.click();
+        await p.locator('.extension-editor').first().waitFor({ timeout: 20_000 });
+        await waitFor(
+          'the README in the details page',
+          async () => {
+            for (const f of p.frames()) {
+              const t = (await f.evaluate(() => document.body?.innerText ?? '').catch(() => '')) as string;
+              if (t.includes('Train small tool-using ReAct agents') && t.includes('Getting started')) return true;
+            }
+            return false;
+          },
+          30_000,
+        );
+        await sleep(1000);
+        await shot(ctx!, 'details-light');
+        await setTheme(ctx!, 'dark');
+        await shot(ctx!, 'details-dark');
+      },
+    });
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup();
+  }
+  console.log(`\n  ${passed} passing`);
+  if (failed) {
+    console.log(`  ${failed} failing\n`);
+    failures.forEach((f, i) => console.log(`  ${i + 1}) ${f}\n`));
+    if (server?.exitReason()) say(`${server.exitReason()}; log tail:\n${tail(path.join(outDir, 'code-server.log'))}`);
+  }
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    say(code === 0 ? 'vsix tests passed' : `vsix tests FAILED; screenshots and logs in test-results/vsix/`);
+    process.exit(code);
+  },
+  (err: Error) => {
+    if (err instanceof CannotRun) say(`CANNOT RUN: ${err.message}`);
+    else say(`ERROR: ${err.stack ?? err.message}`);
+    process.exit(1);
+  },
+);
