@@ -139,7 +139,9 @@ function fillSlot(slot: Slot, pos: number): void {
   slot.outcome.textContent = r.solved === true ? '✓' : r.solved === false ? '✗' : '•';
   slot.idx.textContent = `#${r.index + 1}`;
   slot.kind.textContent = r.kind || 'transcript';
-  slot.fail.textContent = r.failure ?? '';
+  slot.fail.textContent = r.failure === 'memorised' ? '⚠ memorised' : (r.failure ?? '');
+  // A fresh world's question answered with the seed world's value: remembered, not read.
+  slot.fail.className = r.failure === 'memorised' ? 'fail memorised' : 'fail';
   slot.fail.hidden = r.failure === null;
   slot.guards.textContent = r.guards.length ? `⚑ ${r.guards.join(', ')}` : '';
   slot.meta.textContent = `${r.steps} step${r.steps === 1 ? '' : 's'} · r ${formatReward(r.reward)}`;
@@ -282,6 +284,10 @@ function renderDetail(d: TrajectoryDetail): void {
   detailEl.dataset['index'] = String(d.index);
   clear(detailEl);
   const outcome = d.solved === true ? h('span', { class: 'badge ok' }, '✓ solved') : d.solved === false ? h('span', { class: 'badge bad' }, `✗ failed${d.failure ? `: ${d.failure}` : ''}`) : null;
+  const memorised =
+    d.failure === 'memorised'
+      ? h('span', { class: 'badge warn memorised', title: "The answer is the seed world's value; this world's differs: the student remembered instead of reading its corpus." }, '⚠ memorised')
+      : null;
   const header = h(
     'div',
     { class: 'detail-head' },
@@ -291,6 +297,7 @@ function renderDetail(d: TrajectoryDetail): void {
       { class: 'meta-line' },
       d.kind ? h('span', { class: 'badge plain' }, d.kind) : null,
       outcome,
+      memorised,
       h('span', { class: 'muted' }, `${d.steps.length} step${d.steps.length === 1 ? '' : 's'}`),
       d.reward !== null ? h('span', { class: 'muted' }, `reward ${d.reward.toFixed(3)}`) : null,
       h('button', { class: 'icon reveal-row', title: 'Reveal this trajectory in the editor' }, '↗ source'),
