@@ -268,7 +268,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await waitFor('the SFT loss chart', async () => (await attr(f, '.chart[data-chart="sft-loss"]', 'data-points')) === '20');
       assert.equal(await attr(f, '.chart[data-chart="sft-loss"]', 'data-series'), '1');
       assert.equal(await attr(f, '.chart[data-chart="sft-acc"]', 'data-series'), '1');
-      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-points'), '2');
+      // Two accuracy points (half way, the end), each on held-out and on the first dev world.
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-points'), '4');
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '2', 'held-out and dev');
       assert.equal(await f.locator('.chart[data-chart^="grpo"]').count(), 0);
     });
 
@@ -294,7 +296,8 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await page.keyboard.press('Enter');
       await waitFor('the GRPO charts', async () => (await attr(f, '.chart[data-chart="grpo-zero-std"]', 'data-regions')) === '1', 15_000);
       assert.equal(await attr(f, '.chart[data-chart="grpo-reward"]', 'data-series'), '1');
-      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '2', 'two runs overlaid');
+      // The SFT run's held-out and dev lines, and the GRPO run's held-out line.
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '3', 'two runs overlaid');
       assert.equal(await f.locator('.run').count(), 2);
     });
 
