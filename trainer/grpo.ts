@@ -480,6 +480,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       /** Groups with reward spread: the update's batch. */
       const keptGroups: { task: Task; members: Rollout[] }[] = [];
       let groupsFlat = 0;
+      let groupsDropped = 0;
       let drawn = 0;
       const groupStds: number[] = [];
       // Rounds of draws: one without dynamic sampling; with it, more until the step holds
@@ -521,7 +522,13 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
           });
           const { std } = groupAdvantages(members.map((m) => m.reward));
           groupStds.push(std);
+          // Dynamic sampling keeps a group only when its members differ in correctness (DAPO's
+          // filter): a spread of step counts alone among all-wrong rollouts taught a student
+          // to answer early (measured: held-out 0.32 -> 0.26, early answers 0 -> 26, in 30
+          // steps on a pool it could not solve).
+          const informative = dynamicSampling ? members.some((m) => m.correct !== members[0]!.correct) : std >= ZERO_ADVANTAGE;
           if (std < ZERO_ADVANTAGE) groupsFlat++;
+          if (!informative) groupsDropped++;
           else if (keptGroups.length < g.tasksPerStep) keptGroups.push({ task, members });
           rollouts.push(...members);
         });
@@ -609,7 +616,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         groups,
         // Dynamic sampling: tasks drawn this step, and those dropped for having no spread.
         groups_drawn: drawn,
-        groups_dropped: groupsFlat,
+        groups_dropped: groupsDropped,
         groups_kept: keptGroups.length,
         groups_steps_only: stepsOnly,
         gen_tokens: genTokens,
