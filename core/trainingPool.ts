@@ -4,22 +4,14 @@
 // with a task that overlaps one (same kind, same unordered facts: "A + B" vs "B + A").
 import { overlapKey } from './overlap';
 import type { Task } from './types';
-import { Fact, TASK_FACTS, compareTask, doubleTask, isNum, lookupTask, sumTask } from './world';
+import { Fact, TASK_FACTS } from './world';
+import { allTasksOf } from './worlds';
 
 export type PoolName = 'seed' | 'enlarged';
 
 /** Every task the four shapes can make from the fact table, in a fixed order. */
 export function allTasks(facts: readonly Fact[] = TASK_FACTS): Task[] {
-  const numeric = facts.filter((f) => isNum(f[2]));
-  const out: Task[] = [...facts.map(lookupTask), ...numeric.map(doubleTask)];
-  for (const f1 of numeric) for (const f2 of numeric) if (f1 !== f2) out.push(sumTask(f1, f2));
-  for (const f1 of numeric)
-    for (const f2 of numeric) {
-      if (f1 === f2) continue;
-      const t = compareTask(f1, f2);
-      if (t) out.push(t);
-    }
-  return out;
+  return allTasksOf(facts);
 }
 
 export interface TrainingPool {

@@ -3,8 +3,6 @@
 // rest (greedy decoding gives the same rows either way). The messages of this boundary
 // live here, beside both ends; the worker is the `eval-worker` esbuild entry, or this
 // source under tsx in a development checkout.
-import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { tokenizerFromJsonText } from '../core/tokenizer';
@@ -16,6 +14,7 @@ import { EvalRow, evaluateTasks } from './eval';
 import { ModelConfig, StackModel } from './model';
 import { flattenWeights, unflatten } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
+import { findWorkerScript } from './workerScript';
 
 /** What the calling thread sends (once, as workerData). */
 interface EvalShardRequest {
@@ -31,21 +30,6 @@ interface EvalShardRequest {
 
 /** What the worker answers. */
 type EvalShardReply = { type: 'rows'; rows: EvalRow[]; contaminated: number } | { type: 'error'; message: string };
-
-function workerScript(): { file: string; evalCode?: string } | null {
-  const sibling = path.join(__dirname, 'eval-worker.js');
-  if (fs.existsSync(sibling)) return { file: sibling };
-  const source = __filename.endsWith('.ts') ? __filename : path.resolve(__dirname, '..', 'trainer', 'evalWorker.ts');
-  if (fs.existsSync(source)) {
-    try {
-      const tsx = createRequire(source).resolve('tsx/cjs');
-      return { file: source, evalCode: `require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});` };
-    } catch {
-      /* no tsx: not a development checkout */
-    }
-  }
-  return null;
-}
 
 /** Evaluates items of possibly several worlds, consecutive tasks of one world sharing its tools. */
 export async function evaluateItems(
@@ -89,7 +73,7 @@ export function startEvalShard(
   split: string,
   trainingKeys: ReadonlySet<string>,
 ): { result: Promise<{ rows: EvalRow[]; contaminated: number }>; stop: () => void } | null {
-  const script = workerScript();
+  const script = findWorkerScript('eval-worker', path.join('trainer', 'evalWorker.ts'), __filename, __dirname);
   if (!script || (backend !== 'wasm' && backend !== 'cpu')) return null;
   const data: EvalShardRequest = {
     agentLabEvalWorker: true,

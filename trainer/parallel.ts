@@ -21,13 +21,12 @@
 // CLI, the worker process) would run them again in the thread.
 // Without a script the pool is not created and training runs on the calling thread
 // (GradientPool.unavailable() says why).
-import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MessageChannel, MessagePort, Worker, isMainThread, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from './backend';
+import { findWorkerScript } from './workerScript';
 import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, paramSpecs } from './model';
 
 export interface ParallelOptions {
@@ -225,20 +224,7 @@ function workerScript(override?: string): { file: string; evalCode?: string } | 
   const envScript = process.env['AGENT_LAB_PARALLEL_WORKER'];
   if (override) return { file: override };
   if (envScript) return { file: envScript };
-  const sibling = path.join(__dirname, 'parallel-worker.js');
-  if (fs.existsSync(sibling)) return { file: sibling };
-  // Under tsx (tests, `tsx bench/...`) this file is the source; from a bundle in a source
-  // checkout (dist/ beside trainer/), the source is found next door. tsx compiles it in the thread.
-  const source = __filename.endsWith('.ts') ? __filename : path.resolve(__dirname, '..', 'trainer', 'parallel.ts');
-  if (fs.existsSync(source)) {
-    try {
-      const tsx = createRequire(source).resolve('tsx/cjs');
-      return { file: source, evalCode: `require(${JSON.stringify(tsx)}); require(${JSON.stringify(source)});` };
-    } catch {
-      /* no tsx: not a development checkout */
-    }
-  }
-  return null;
+  return findWorkerScript('parallel-worker', path.join('trainer', 'parallel.ts'), __filename, __dirname);
 }
 
 export class GradientPool {

@@ -51,6 +51,19 @@ export interface Recipe {
   teacherTopHit?: boolean;
 }
 
+const COPY_ENLARGED: Recipe = {
+  name: 'copy-enlarged',
+  description: 'the copy recipe on every task the fact table makes (held-out overlaps excluded)',
+  pool: 'enlarged',
+  copyWeight: 5,
+  kindWeights: {},
+  curriculum: [
+    { fraction: 0.25, turns: 'first', batch: 4 },
+    { fraction: 0.75, turns: 'all', batch: 2 },
+  ],
+};
+const BALANCED: Partial<Record<TaskKind, number>> = { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 };
+
 export const RECIPES: Record<string, Recipe> = {
   plain: {
     name: 'plain',
@@ -71,66 +84,33 @@ export const RECIPES: Record<string, Recipe> = {
       { fraction: 0.75, turns: 'all', batch: 2 },
     ],
   },
-  'copy-enlarged': {
-    name: 'copy-enlarged',
-    description: 'the copy recipe on every task the fact table makes (held-out overlaps excluded)',
-    pool: 'enlarged',
-    copyWeight: 5,
-    kindWeights: {},
-    curriculum: [
-      { fraction: 0.25, turns: 'first', batch: 4 },
-      { fraction: 0.75, turns: 'all', batch: 2 },
-    ],
-  },
+  'copy-enlarged': COPY_ENLARGED,
+  // The reading experiments (docs/results.md, "Reading or remembering"): copy-enlarged plus one knob each.
   balanced: {
+    ...COPY_ENLARGED,
     name: 'balanced',
     description: 'copy-enlarged with shape-balanced sampling (lookup .15, double .2, sum .4, compare .25)',
-    pool: 'enlarged',
-    copyWeight: 5,
-    kindWeights: {},
-    curriculum: [
-      { fraction: 0.25, turns: 'first', batch: 4 },
-      { fraction: 0.75, turns: 'all', batch: 2 },
-    ],
-    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    shapeWeights: BALANCED,
   },
   reader: {
+    ...COPY_ENLARGED,
     name: 'reader',
     description: 'balanced, with half of the examples from 40 counterfactual-value worlds (values must be read, not remembered)',
-    pool: 'enlarged',
-    copyWeight: 5,
-    kindWeights: {},
-    curriculum: [
-      { fraction: 0.25, turns: 'first', batch: 4 },
-      { fraction: 0.75, turns: 'all', batch: 2 },
-    ],
-    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    shapeWeights: BALANCED,
     augment: { share: 0.5, worlds: 40, perShape: 40 },
   },
   'reader-fresh': {
+    ...COPY_ENLARGED,
     name: 'reader-fresh',
     description: 'reader with three quarters of the examples from the counterfactual-value worlds',
-    pool: 'enlarged',
-    copyWeight: 5,
-    kindWeights: {},
-    curriculum: [
-      { fraction: 0.25, turns: 'first', batch: 4 },
-      { fraction: 0.75, turns: 'all', batch: 2 },
-    ],
-    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    shapeWeights: BALANCED,
     augment: { share: 0.75, worlds: 40, perShape: 40 },
   },
   'reader-k1': {
+    ...COPY_ENLARGED,
     name: 'reader-k1',
     description: 'reader, with the teacher searching k=1 when the top hit states the fact (one passage to copy from)',
-    pool: 'enlarged',
-    copyWeight: 5,
-    kindWeights: {},
-    curriculum: [
-      { fraction: 0.25, turns: 'first', batch: 4 },
-      { fraction: 0.75, turns: 'all', batch: 2 },
-    ],
-    shapeWeights: { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 },
+    shapeWeights: BALANCED,
     augment: { share: 0.5, worlds: 40, perShape: 40 },
     teacherTopHit: true,
   },
