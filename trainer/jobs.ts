@@ -7,9 +7,10 @@ import { makeTaskPool } from '../core/world';
 import { BackendAsk, initBackend } from './backend';
 import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
-import { writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
-import { ModelConfig, StackModel } from './model';
-import { dataFiles, loadTokenizer, readJsonl } from './prepare';
+import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
+import { StackModel } from './model';
+import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadTasks, runSft } from './sft';
 import { runGrpo } from './grpo';
@@ -54,9 +55,17 @@ export async function runEval(
 ): Promise<JobResult> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
-  if (!fs.existsSync(configFile)) throw new UserError(`${runDir} is not a run folder (no ${CONFIG_FILE})`);
-  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { kind?: string; model?: ModelConfig };
-  if (!config.model) throw new UserError(`${configFile} describes no trained model (kind ${config.kind ?? 'unknown'}); train one first`);
+  const run = readRunConfig(runDir);
+  if (!run) throw new UserError(`${runDir} is not a run folder (no ${CONFIG_FILE})`);
+  // Where the result goes is checked first: a metrics.jsonl that is a FIFO or a folder fails before eval/ is written.
+  checkWritableTarget(path.join(runDir, METRICS_FILE));
+  const configured = configModel(run.config, configFile);
+  if (!configured) throw new UserError(`${configFile} describes no trained model (kind ${String(run.config['kind'] ?? 'unknown')}); train one first`);
+  if (which !== 'latest' && !/^step-\d+$/.test(which)) throw new UserError(`--checkpoint must be 'latest' or 'step-N' (got '${which}')`);
+  // The files first (a damaged one fails in a fraction of a second), then the backend.
+  const ck = loadCheckpoint(runDir, which); // a damaged or NaN checkpoint: an InputError naming it
+  const tokenizer = loadTokenizer(runDir);
+  const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
   let backend;
   try {
     backend = await initBackend(backendAsk as BackendAsk);
@@ -64,14 +73,7 @@ export async function runEval(
     throw new UserError((err as Error).message);
   }
   hooks.started(backend.used);
-  let ck;
-  try {
-    ck = loadCheckpoint(runDir, which);
-  } catch (err) {
-    throw new UserError(`cannot load checkpoint '${which}' of ${runDir}: ${(err as Error).message}`);
-  }
-  const tokenizer = loadTokenizer(runDir);
-  const model = StackModel.fromWeights(config.model, ck.weights);
+  const model = StackModel.fromWeights(cfg, ck.weights);
   try {
     const files = dataFiles(runDir);
     const pool = makeTaskPool(0);
@@ -81,10 +83,10 @@ export async function runEval(
     );
     const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : pool.train;
     const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
-    const traces = fs.existsSync(traceFile) ? readJsonl<{ text: string }>(traceFile) : [];
+    const traces = fs.existsSync(traceFile) ? readTraceRows(traceFile) : [];
     const spanExamples = traces
       .slice(0, limit ?? undefined)
-      .map((r) => toExample(tokenizeTrace(r.text, tokenizer), config.model!.maxSeq, { copyWeight: 1 }))
+      .map((r) => toExample(tokenizeTrace(r.text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
       .filter((e): e is TrainExample => e !== null);
     const { rows, summary } = evaluateModel(model, tokenizer, tasks, split, new Set(trainingTasks.map(overlapKey)), spanExamples, hooks);
     writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));

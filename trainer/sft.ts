@@ -12,14 +12,15 @@ import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { AgentRuntime } from './agentRuntime';
 import { BackendAsk, BackendInfo, initBackend } from './backend';
-import { loadCheckpoint, saveCheckpoint } from './checkpoint';
+import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import { EvalSummary, evaluateTasks } from './eval';
-import { writeJsonAtomic } from './files';
+import { InputError, writeJsonAtomic } from './files';
 import { ModelConfig, PRESETS, PresetName, StackModel, makeRng, presetConfig } from './model';
 import { Trainer } from './optim';
 import { modelPolicy, tokenizerCallMask } from './policy';
-import { dataFiles, loadTokenizer, prepareRunData, readJsonl } from './prepare';
+import { dataFiles, ensureRunData, loadTokenizer, readJsonlRows, readTraceRows } from './prepare';
+import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkSftConfig, checkpointModelConfig, ignoredOnResume, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
 import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { taskFromRow, type TaskRowLike } from './taskRows';
@@ -52,6 +53,8 @@ export interface SftOptions {
   heldoutEvery?: number;
   /** Data-parallel worker threads ('auto' default). */
   parallel?: number | 'auto';
+  /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
+  keepCheckpoints?: number;
 }
 
 export const CODE_VERSION = typeof __AGENT_LAB_VERSION__ === 'string' ? __AGENT_LAB_VERSION__ : 'dev';
@@ -69,6 +72,8 @@ interface RunConfig {
   optimiser: Record<string, unknown>;
   data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number };
   tokenizer: { sha256: string; vocabSize: number };
+  /** --eval-limit as given at the start (a resume keeps it unless given again). */
+  evalLimit?: number;
   codeVersion: string;
   created: string;
 }
@@ -112,7 +117,13 @@ export function heldoutLoss(model: StackModel, examples: readonly TrainExample[]
 }
 
 export function loadTasks(file: string): Task[] {
-  return readJsonl<TaskRowLike>(file).map((row, i) => taskFromRow(row, `${file}:${i + 1}`));
+  return readJsonlRows(file).map(({ value, where }) => {
+    try {
+      return taskFromRow(value as TaskRowLike, where);
+    } catch (err) {
+      throw new InputError((err as Error).message);
+    }
+  });
 }
 
 /** Evaluates a model greedily and constrained on tasks; the learning-curve point and the eval job share it. */
@@ -155,9 +166,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const configFile = path.join(runDir, CONFIG_FILE);
   const files = dataFiles(runDir);
   let previous: RunConfig | null = null;
-  if (fs.existsSync(configFile)) {
-    const c = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Partial<RunConfig>;
-    if (c.kind === 'sft') previous = c as RunConfig;
+  const existing = readRunConfig(runDir);
+  if (existing && existing.config['kind'] === 'sft') {
+    checkSftConfig(existing.config, configFile);
+    previous = existing.config as unknown as RunConfig;
   }
   if (o.resume && !previous) throw new UserError(`--resume: ${runDir} has no SFT run to resume (no ${CONFIG_FILE} of kind sft)`);
   if (!o.resume && previous) {
@@ -174,18 +186,23 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   }
   const seed = previous?.seed ?? o.seed ?? 0;
 
-  if (!fs.existsSync(files.trainTraces) || !fs.existsSync(files.tokenizer)) {
-    hooks.log('info', `${runDir} has no data/: building the default world and distilling it with the stub teacher`);
-    prepareRunData(runDir, recipe.pool, (line) => hooks.log('info', line));
+  if (o.resume && previous) {
+    const ignored = ignoredOnResume(o as unknown as Record<string, unknown>, ['preset', 'recipe', 'steps', 'minutes', 'seed']);
+    if (ignored.length) hooks.log('warn', `--resume keeps the run's own ${ignored.join(', ')} (config.json); the ones given are ignored`);
   }
+  // Never writes over data/: data brought by hand is trained on as it is.
+  ensureRunData(runDir, recipe.pool, (line) => hooks.log('info', line));
   const tokenizer = loadTokenizer(runDir);
+  const cfg = presetConfig(presetName, tokenizer.vocabSize);
+  // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
+  const resumeFrom = o.resume && latestCheckpoint(runDir) !== null ? loadCheckpoint(runDir, 'latest') : null;
+  if (resumeFrom) checkpointModelConfig(resumeFrom, { model: cfg, what: `the run's preset ${presetName} with its tokenizer` }, tokenizer);
   const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
 
-  const cfg = presetConfig(presetName, tokenizer.vocabSize);
   const maxLen = cfg.maxSeq;
   const weights = { copyWeight: recipe.copyWeight, kindWeights: recipe.kindWeights };
-  const trainRows = readJsonl<{ task: string; text: string; kind: string }>(files.trainTraces);
-  const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ task: string; text: string; kind: string }>(files.heldoutTraces) : [];
+  const trainRows = readTraceRows(files.trainTraces);
+  const heldRows = fs.existsSync(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [];
   const full: TrainExample[] = [];
   const first: TrainExample[] = [];
   const each: TrainExample[] = [];
@@ -204,7 +221,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       }
     }
   }
-  if (full.length === 0) throw new UserError(`no training example fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
+  if (trainRows.length === 0) throw new InputError(`${files.trainTraces} holds no transcript to train on`);
+  if (full.length === 0) throw new InputError(`no training example of ${files.trainTraces} fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
   const heldExamples = heldRows
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
@@ -240,16 +258,22 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     });
   let opt: Trainer;
   let metrics: MetricsWriter;
-  if (o.resume) {
-    const ck = loadCheckpoint(runDir, 'latest');
-    model = StackModel.fromWeights(cfg, ck.weights);
+  if (o.resume && resumeFrom === null) {
+    // Killed before its first checkpoint: nothing to continue from, so start again at step 0.
+    model = StackModel.create(cfg, seed);
+    opt = trainer(model);
+    metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), 0);
+    hooks.log('warn', `${runDir} has no checkpoint yet (the run stopped before its first): starting again from step 0`);
+  } else if (resumeFrom) {
+    const ck = resumeFrom;
+    model = StackModel.fromWeights(ck.config, ck.weights);
     opt = trainer(model);
     if (ck.optimizer) opt.importState(ck.optimizer);
     else hooks.log('warn', 'the checkpoint holds no optimiser state: AdamW restarts from zero moments');
-    const st = ck.extra[RESUME_STATE] as { step: number; elapsed: number; rng: number } | undefined;
-    startStep = st?.step ?? ck.step;
-    elapsedBefore = st?.elapsed ?? 0;
-    rngState = st?.rng ?? seed + startStep;
+    const st = resumeStateOf(ck, RESUME_STATE);
+    startStep = st.step;
+    elapsedBefore = st.elapsed;
+    rngState = st.rng ?? seed + startStep;
     metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), startStep);
     hooks.log('info', `resumed from step ${startStep} (${(elapsedBefore / 60).toFixed(1)} min trained)`);
   } else {
@@ -277,6 +301,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
         heldoutTasks: split.heldout.length,
       },
       tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize },
+      ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
       codeVersion: CODE_VERSION,
       created: new Date().toISOString(),
     };
@@ -313,7 +338,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   };
 
   // evalLimit 0: no accuracy points (a smoke run); otherwise that many held-out tasks each.
-  const evalPoints = o.evalLimit === 0 ? [] : [...(o.evalPoints ?? [0.5, 1])].sort((a, b) => a - b);
+  const evalLimit = o.evalLimit ?? previous?.evalLimit;
+  const evalPoints = evalLimit === 0 ? [] : [...(o.evalPoints ?? [0.5, 1])].sort((a, b) => a - b);
   let nextEval = 0;
   const startedAt = Date.now();
   let trainMs = 0; // time spent in optimiser steps this session (eval time excluded from the budget)
@@ -329,15 +355,22 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   let lastRecord: Record<string, unknown> = {};
   const curve: { step: number; time: number; accuracy: number }[] = [];
 
+  const divergence = new DivergenceGuard(runDir);
   const checkpoint = async () => {
-    const p = await saveCheckpoint(runDir, step, model, opt, {
-      [RESUME_STATE]: { step, elapsed: elapsed(), rng: Math.floor(rng.uniform() * 2 ** 31) },
-    });
+    const p = await saveGuarded(
+      runDir,
+      () =>
+        saveCheckpoint(runDir, step, model, opt, {
+          [RESUME_STATE]: { step, elapsed: elapsed(), rng: Math.floor(rng.uniform() * 2 ** 31) },
+        }),
+      hooks,
+      o.keepCheckpoints ?? DEFAULT_KEEP_CHECKPOINTS,
+    );
     lastCheckpoint = Date.now();
-    hooks.checkpoint(step, p);
+    if (p) hooks.checkpoint(step, p);
   };
   const accuracyPoint = (final: boolean): EvalSummary => {
-    const tasks = o.evalLimit ? split.heldout.slice(0, o.evalLimit) : split.heldout;
+    const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
     const { summary } = evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
     const rec = {
       phase: 'eval' as const,
@@ -394,6 +427,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       metrics.append(rec as { phase: 'sft'; step: number; time: number });
       hooks.metrics(rec);
       lastRecord = rec;
+      divergence.observe(r, step); // throws after MAX_NONFINITE_STEPS in a row (no checkpoint of NaN weights)
       if (totalSteps !== undefined) hooks.progress('sft', step, totalSteps, `loss ${r.loss.toFixed(3)}`);
       else hooks.progress('sft', Math.round(elapsed()), Math.round(budgetMs / 1000), `step ${step}, loss ${r.loss.toFixed(3)}`);
       if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();
