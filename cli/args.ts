@@ -23,6 +23,8 @@ export interface OptionSpec {
   max?: number;
   /** For strings: the allowed values. */
   choices?: readonly string[];
+  /** For strings: a file or folder path (an empty string is bad usage, never "the current folder"). */
+  path?: boolean;
   required?: boolean;
 }
 
@@ -30,8 +32,8 @@ export interface CommandSpec {
   name: string;
   usage: string;
   options: Record<string, OptionSpec>;
-  /** How many positionals: 'none', 'one-or-more' (joined by spaces), 'optional'. */
-  positionals: 'none' | 'one-or-more' | 'optional';
+  /** How many positionals: 'none', 'one' (exactly one), 'one-or-more' (joined by spaces), 'optional'. */
+  positionals: 'none' | 'one' | 'one-or-more' | 'optional';
   positionalName?: string;
 }
 
@@ -82,9 +84,13 @@ export function parseArgs(argv: readonly string[], spec: CommandSpec): ParsedArg
   if (spec.positionals === 'none' && positionals.length > 0) {
     throw new UsageError(`unexpected argument '${positionals[0]}' (options must come before arguments)`, spec.usage);
   }
-  if (spec.positionals === 'one-or-more' && positionals.length === 0) {
+  if ((spec.positionals === 'one-or-more' || spec.positionals === 'one') && positionals.length === 0) {
     throw new UsageError(`missing ${spec.positionalName ?? 'argument'}`, spec.usage);
   }
+  if (spec.positionals === 'one' && positionals.length > 1) {
+    throw new UsageError(`expected one ${spec.positionalName ?? 'argument'}, got ${positionals.length} (${positionals.map((p) => JSON.stringify(p)).join(' ')})`, spec.usage);
+  }
+  if (spec.positionals === 'one' && positionals[0] === '') throw new UsageError(`${spec.positionalName ?? 'the argument'} is an empty string`, spec.usage);
   return { options, positional: positionals.length ? positionals.join(' ') : undefined };
 }
 
@@ -104,6 +110,7 @@ function convert(name: string, value: string, opt: OptionSpec, usage: string): s
     if (opt.max !== undefined && n > opt.max) throw new UsageError(`option '--${name}' must be at most ${opt.max}, got ${n}`, usage);
     return n;
   }
+  if (opt.path && value === '') throw new UsageError(`option '--${name}' needs a path, got an empty string`, usage);
   if (opt.choices && !opt.choices.includes(value)) {
     throw new UsageError(`option '--${name}' must be one of ${opt.choices.join(', ')}; got '${value}'`, usage);
   }

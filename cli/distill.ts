@@ -2,7 +2,6 @@
 // teacher (OpenAI chat-completions) or the student of a run folder. Progress goes to
 // stderr, the summary to stdout; FILE is written atomically (a killed run leaves the old
 // file or none; Ctrl-C stops new rollouts and writes the tasks already finished).
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from './args';
 import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
@@ -12,7 +11,7 @@ import { TeacherConfigError, TeacherError } from '../core/teachers/teacher';
 import type { Passage, Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { writeJsonlAtomic } from '../trainer/files';
+import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
 import type { BackendAsk } from '../trainer/backend';
 import { makeStudentTeacher } from '../trainer/studentTeacher';
 
@@ -44,13 +43,30 @@ export async function runDistillCommand(o: Options): Promise<void> {
   const seed = typeof o['seed'] === 'number' ? o['seed'] : 0;
   const samples = typeof o['samples'] === 'number' ? o['samples'] : 4;
   const out = o['out'] as string;
+  // The output is checked before any rollout: a teacher paid by the token must not be wasted on a file that cannot be written.
+  checkWritableTarget(out);
+  checkDirCreatable(path.dirname(path.resolve(out)));
   const { corpus, tasks } = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split);
   const env = new ToolEnv(corpus);
 
   if (teacherName === 'stub') {
     // The seed's path, unchanged: its output is compared byte for byte with the reference.
     const stats: DistillStats = { perKind: {} };
-    const rows = distill(tasks, makeStubTeacher(tasks), env, samples, stats);
+    const teacher = makeStubTeacher(tasks);
+    const rows: ReturnType<typeof distill> = [];
+    // Task by task (distill is per task, so the rows are the same), with progress every 2 s.
+    const started = Date.now();
+    let lastProgress = started;
+    const CHUNK = 8;
+    for (let i = 0; i < tasks.length; i += CHUNK) {
+      rows.push(...distill(tasks.slice(i, i + CHUNK), teacher, env, samples, stats));
+      const now = Date.now();
+      const done = Math.min(tasks.length, i + CHUNK);
+      if (now - lastProgress >= 2000 && done < tasks.length) {
+        lastProgress = now;
+        console.error(`[agent-lab] distill ${done}/${tasks.length} tasks (${((now - started) / 1000).toFixed(0)} s)`);
+      }
+    }
     writeJsonlAtomic(out, rows);
     const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
     console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
@@ -175,12 +191,9 @@ function defaultWorld(seed: number, distractors: string | number | boolean | und
 /** A world folder as `agent-lab world --out DIR` (or Build World) writes it. */
 function readWorld(dir: string, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[] } {
   const rows = (file: string): unknown[] => {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (is ${dir} a world folder?)`);
-    }
+    if (!exists(file)) throw new UsageError(`cannot read ${file}: ENOENT (is ${dir} a world folder?)`);
+    // A regular file under the size cap (a FIFO or a link to /dev/zero would hang).
+    const text = readInputText(file, 'the world file', INPUT_LIMITS.data);
     return text
       .split('\n')
       .map((line, i) => ({ line, i }))
@@ -197,7 +210,7 @@ function readWorld(dir: string, split: 'train' | 'heldout'): { corpus: Passage[]
     try {
       return rows(file).map((r, i) => f(r, `${file} row ${i + 1}`));
     } catch (err) {
-      if (err instanceof UsageError || err instanceof DistillFailure) throw err;
+      if (err instanceof UsageError || err instanceof DistillFailure || err instanceof InputError) throw err;
       throw new DistillFailure((err as Error).message);
     }
   };

@@ -7,7 +7,7 @@ import { UsageError } from './args';
 import { DEFAULT_MAX_LEN } from '../core/sftFormat';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer';
 import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
-import { writeFileAtomic } from '../trainer/files';
+import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../trainer/files';
 import { dataFiles } from '../trainer/prepare';
 
 export interface ExportOptions {
@@ -37,6 +37,8 @@ export function exportToTrl(o: ExportOptions, log: (line: string) => void = () =
   if ((o.run === undefined) === (o.data === undefined)) throw new UsageError('give --run DIR or --data FILE (one of them)', EXPORT_USAGE);
   if (o.data !== undefined && o.split !== undefined) throw new UsageError('--split picks a run folder\'s file; with --data the file is the split', EXPORT_USAGE);
   if (o.out === '') throw new UsageError('missing --out OUTDIR', EXPORT_USAGE);
+  // The output folder first: a path under a file, a device or a FIFO is refused before any work.
+  checkDirCreatable(o.out);
   let result: ExportResult;
   try {
     result = o.run !== undefined ? fromRun(o, o.run) : fromData(o, o.data!);
@@ -46,7 +48,11 @@ export function exportToTrl(o: ExportOptions, log: (line: string) => void = () =
   }
   // Data first, README last: a reader who finds the README finds the rest.
   const names = Object.keys(result.files).sort((a, b) => Number(a === 'README.md') - Number(b === 'README.md'));
-  for (const name of names) writeFileAtomic(path.join(o.out, name), result.files[name]!);
+  for (const name of names) {
+    const f = result.files[name]!;
+    if (typeof f === 'string') writeFileAtomic(path.join(o.out, name), f);
+    else writeJsonlStreamAtomic(path.join(o.out, name), f.jsonl);
+  }
   const from = o.run !== undefined ? `${o.run} (${o.split ?? 'train'} split)` : o.data!;
   log(`wrote ${o.out} (${o.format} from ${from}):`);
   for (const line of result.summary) log(`  ${line}`);
@@ -58,9 +64,11 @@ export function exportToTrl(o: ExportOptions, log: (line: string) => void = () =
 function readRows(file: string, what: string): SourceRow[] {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    // A regular file under the size cap (a FIFO or /dev/zero would hang the export).
+    text = readInputText(file, what, INPUT_LIMITS.data);
   } catch (err) {
-    throw new ExportError(`cannot read ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    if (err instanceof InputError) throw new ExportError(err.message);
+    throw err;
   }
   return parseJsonl(text, file);
 }
@@ -72,7 +80,13 @@ function fromRun(o: ExportOptions, runDir: string): ExportResult {
     throw new ExportError(`${runDir} is not a run folder with data: no data/ (agent-lab demo --minutes 0 --run ${runDir} makes one)`);
   }
   if (!fs.existsSync(files.tokenizer)) throw new ExportError(`${runDir} has no tokenizer.json`);
-  const tokenizerJson = fs.readFileSync(files.tokenizer, 'utf8');
+  let tokenizerJson: string;
+  try {
+    tokenizerJson = readInputText(files.tokenizer, 'the tokenizer', INPUT_LIMITS.tokenizer);
+  } catch (err) {
+    if (err instanceof InputError) throw new ExportError(err.message);
+    throw err;
+  }
   const split = o.split ?? 'train';
   const base = { source: { run: runDir, split }, tokenizerJson, tokenizerSource: files.tokenizer };
   if (o.format === 'trl-sft') {
@@ -86,20 +100,31 @@ function fromRun(o: ExportOptions, runDir: string): ExportResult {
 }
 
 function fromData(o: ExportOptions, file: string): ExportResult {
-  // No run folder: the lab's default tokenizer (the one its language server uses outside runs).
-  const base = { source: { data: file }, tokenizerJson: canonicalTokenizerJson(trainDefaultTokenizer()), tokenizerSource: 'the default tokenizer' };
+  // The rows first (bad input fails at once), then the lab's default tokenizer (the one its
+  // language server uses outside runs; training it takes a second or more).
   const rows = readRows(file, 'the data file');
+  const base = { source: { data: file }, tokenizerJson: canonicalTokenizerJson(trainDefaultTokenizer()), tokenizerSource: 'the default tokenizer' };
   if (o.format === 'trl-sft') return exportSft({ ...base, traces: rows, maxLen: DEFAULT_MAX_LEN });
   return exportGrpo({ ...base, tasks: rows, systemPrompt: null });
 }
 
-/** The max length the run's SFT drops at (config.json), else the lab's default. */
-function runMaxLen(runDir: string): number {
+/**
+ * The max length the run's SFT drops at: a trained run's model context (config.json
+ * `model.maxSeq`: SFT drops what does not fit it), else `sftMaxLen` (the demo's data
+ * report), else the lab's default.
+ */
+export function runMaxLen(runDir: string): number {
+  const file = path.join(runDir, 'config.json');
+  if (!fs.existsSync(file)) return DEFAULT_MAX_LEN;
+  let config: Record<string, unknown>;
   try {
-    const config = JSON.parse(fs.readFileSync(path.join(runDir, 'config.json'), 'utf8')) as { sftMaxLen?: unknown };
-    if (typeof config.sftMaxLen === 'number' && config.sftMaxLen > 0) return config.sftMaxLen;
-  } catch {
-    // no or unreadable config.json: the default
+    config = readInputObject(file, 'the run config');
+  } catch (err) {
+    if (err instanceof InputError) throw new ExportError(err.message);
+    throw err;
   }
+  const model = config['model'] as { maxSeq?: unknown } | undefined;
+  if (model && typeof model === 'object' && Number.isSafeInteger(model.maxSeq) && (model.maxSeq as number) > 0) return model.maxSeq as number;
+  if (Number.isSafeInteger(config['sftMaxLen']) && (config['sftMaxLen'] as number) > 0) return config['sftMaxLen'] as number;
   return DEFAULT_MAX_LEN;
 }

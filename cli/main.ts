@@ -1,7 +1,6 @@
 // `agent-lab`: the headless face of the lab. The forms below are a contract other tools
 // rely on (DESIGN.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
 // bad usage, 1 for anything else. User errors never print a stack trace.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
 import { DEFAULT_REWARD_TEXT, RewardSpecError, auditReward, formatAudit, parseRewardSpec } from '../core/reward';
@@ -11,7 +10,7 @@ import { segment } from '../core/lossMask';
 import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { writeJsonlAtomic } from '../trainer/files';
+import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/files';
 import { runDemoWithTraining } from './demo';
 import { runExportCommand } from './export';
 import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
@@ -25,8 +24,11 @@ import { RL_POOLS, SCALE_REWARDS } from '../trainer/grpo';
 export { CliError };
 
 /** Options of `train grpo` only (DESIGN.md, "GRPO defaults" for their defaults). */
+/** Seeds: the world derives seed + 1 and seed + 2, which must stay exact integers. */
+const SEED_OPTION: OptionSpec = { kind: 'int', min: -(Number.MAX_SAFE_INTEGER - 2), max: Number.MAX_SAFE_INTEGER - 2 };
+
 const GRPO_OPTIONS: Record<string, OptionSpec> = {
-  from: { kind: 'string' },
+  from: { kind: 'string', path: true },
   'from-checkpoint': { kind: 'string' },
   group: { kind: 'int', min: 1, max: 1024 },
   tasks: { kind: 'int', min: 1, max: 1024 },
@@ -55,11 +57,11 @@ const COMMANDS: Record<
     summary: 'build the corpus and the task pool and write them as JSONL',
     usage: 'agent-lab world [--seed N] [--distractors N] [--train N] [--heldout N] --out DIR',
     options: {
-      seed: { kind: 'int' },
+      seed: SEED_OPTION,
       distractors: { kind: 'int', min: 0, max: 100000 },
       train: { kind: 'int', min: 0 },
       heldout: { kind: 'int', min: 0 },
-      out: { kind: 'string', required: true },
+      out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
     run: cmdWorld,
@@ -70,12 +72,12 @@ const COMMANDS: Record<
     usage: DISTILL_USAGE,
     options: {
       split: { kind: 'string', choices: ['train', 'heldout'], required: true },
-      seed: { kind: 'int' },
+      seed: SEED_OPTION,
       distractors: { kind: 'int', min: 0, max: 100000 },
-      world: { kind: 'string' },
+      world: { kind: 'string', path: true },
       teacher: { kind: 'string', choices: ['stub', 'http', 'student'] },
       samples: { kind: 'int', min: 1, max: 1000 },
-      out: { kind: 'string', required: true },
+      out: { kind: 'string', required: true, path: true },
       // --teacher http (the key comes from AGENT_LAB_TEACHER_API_KEY only)
       'teacher-url': { kind: 'string' },
       'teacher-model': { kind: 'string' },
@@ -85,7 +87,7 @@ const COMMANDS: Record<
       retries: { kind: 'int', min: 0, max: 20 },
       concurrency: { kind: 'int', min: 1, max: 64 },
       // --teacher student
-      run: { kind: 'string' },
+      run: { kind: 'string', path: true },
       checkpoint: { kind: 'string' },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
     },
@@ -97,7 +99,7 @@ const COMMANDS: Record<
     summary: "show the loss mask (the seed's _segment) of a transcript file",
     usage: 'agent-lab mask [--json] FILE',
     options: { json: { kind: 'flag' } },
-    positionals: 'one-or-more',
+    positionals: 'one',
     positionalName: 'FILE',
     run: cmdMask,
   },
@@ -132,7 +134,7 @@ const COMMANDS: Record<
     name: 'demo',
     summary: 'the main job on the embedded default: world, distillation, tokenizer, SFT data, a short training',
     usage: 'agent-lab demo [--minutes M] [--run DIR]',
-    options: { run: { kind: 'string' }, minutes: { kind: 'int', min: 0, max: 10000 } },
+    options: { run: { kind: 'string', path: true }, minutes: { kind: 'int', min: 0, max: 10000 } },
     positionals: 'none',
     run: (a) =>
       runDemoWithTraining({
@@ -146,11 +148,11 @@ const COMMANDS: Record<
     summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
       'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN] [--resume] [--eval-limit N]\n' +
-      '      [--checkpoint-every SECONDS] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
+      '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
       '      [--pool train|fresh-values|fresh-entities] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N]\n' +
-      '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] --run DIR',
+      '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR',
     options: {
       ...GRPO_OPTIONS,
       preset: { kind: 'string', choices: PRESET_NAMES },
@@ -162,7 +164,8 @@ const COMMANDS: Record<
       'eval-limit': { kind: 'int', min: 0, max: 100000 },
       'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
       threads: { kind: 'int', min: 1, max: 64 },
-      run: { kind: 'string', required: true },
+      'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
+      run: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
     subcommands: ['sft', 'grpo'],
@@ -181,7 +184,7 @@ const COMMANDS: Record<
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
     usage: 'agent-lab eval --run DIR [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
     options: {
-      run: { kind: 'string', required: true },
+      run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },
       split: { kind: 'string', choices: [...EVAL_SPLITS] },
       limit: { kind: 'int', min: 1, max: 100000 },
@@ -196,7 +199,7 @@ const COMMANDS: Record<
     summary: 'the student answers one question through the real loop and prints its trajectory',
     usage: 'agent-lab run --run DIR [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
     options: {
-      run: { kind: 'string', required: true },
+      run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
       json: { kind: 'flag' },
@@ -212,10 +215,10 @@ const COMMANDS: Record<
     usage: 'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE) --out OUTDIR',
     options: {
       format: { kind: 'string', choices: ['trl-sft', 'trl-grpo'], required: true },
-      run: { kind: 'string' },
+      run: { kind: 'string', path: true },
       split: { kind: 'string', choices: ['train', 'heldout'] },
-      data: { kind: 'string' },
-      out: { kind: 'string', required: true },
+      data: { kind: 'string', path: true },
+      out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
     run: (a) => void runExportCommand(a.options),
@@ -306,13 +309,25 @@ async function cmdTrain(a: ParsedArgs): Promise<void> {
   if (a.positional !== 'sft' && a.positional !== 'grpo') throw new UsageError(`unknown training '${a.positional}': this build has 'sft' and 'grpo'`);
   if (a.options['minutes'] !== undefined && a.options['steps'] !== undefined) throw new UsageError('give --minutes or --steps, not both');
   const misplaced = (names: readonly string[]) => names.filter((n) => a.options[n] !== undefined).map((n) => `--${n}`);
+  // A resumed run keeps what it learns with (its config.json); silently ignoring a new value would mislead.
+  const notOnResume = (names: readonly string[]): void => {
+    const given = a.options['resume'] ? misplaced(names) : [];
+    if (given.length) {
+      throw new UsageError(
+        `--resume continues the run with the settings in its config.json; ${given.join(', ')} cannot change them ` +
+          '(drop them to continue the run as it was, or start a new run with another --run)',
+      );
+    }
+  };
   if (a.positional === 'sft') {
     // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
     const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from']);
     await runTrainCommand(a.options);
     return;
   }
+  notOnResume([...Object.keys(GRPO_OPTIONS), 'steps', 'minutes']);
   const wrong = misplaced(['preset', 'recipe']);
   if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
   if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
@@ -382,12 +397,8 @@ async function cmdDistill(a: ParsedArgs): Promise<void> {
 
 /** A `.transcript` holds one transcript; one trailing newline (editors add it) is ignored. */
 export function readTranscriptFile(file: string): string {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
+  // A regular file under the size cap (a FIFO or /dev/zero would hang); invalid UTF-8 is said.
+  const text = readInputText(file, 'the transcript', INPUT_LIMITS.transcript);
   if (text.endsWith('\r\n')) return text.slice(0, -2);
   if (text.endsWith('\n')) return text.slice(0, -1);
   return text;
@@ -466,7 +477,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       console.error(`agent-lab ${name}: ${err.message}\nusage: ${err.usage ?? command.usage}`);
       return 2;
     }
-    if (err instanceof CliError) {
+    if (err instanceof CliError || err instanceof InputError) {
       console.error(`agent-lab ${name}: ${err.message}`);
       return 1;
     }
@@ -484,7 +495,10 @@ export function runCli(argv: readonly string[] = process.argv.slice(2)): void {
       process.exitCode = code;
     },
     (err: unknown) => {
-      console.error(`agent-lab: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      // A bug, not the user's input: one line (the stack with AGENT_LAB_DEBUG=1).
+      const debug = Boolean(process.env['AGENT_LAB_DEBUG']);
+      const text = err instanceof Error ? (debug ? (err.stack ?? err.message) : `${err.name}: ${err.message.split('\n')[0]}`) : String(err);
+      console.error(`agent-lab: internal error: ${text}${debug ? '' : ' (AGENT_LAB_DEBUG=1 shows where)'}`);
       process.exitCode = 1;
     },
   );

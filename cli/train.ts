@@ -1,7 +1,6 @@
 // `agent-lab train sft` and `agent-lab eval`: the worker's jobs, run in-process with the
 // progress on stderr. Ctrl-C stops after the current step with a checkpoint (a second
 // Ctrl-C exits at once; the last complete checkpoint is still there).
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CliError, UsageError } from './args';
 import { ToolEnv } from '../core/env';
@@ -9,7 +8,10 @@ import { buildCorpus } from '../core/world';
 import { AgentRuntime } from '../trainer/agentRuntime';
 import { BackendAsk, initBackend } from '../trainer/backend';
 import { loadCheckpoint } from '../trainer/checkpoint';
-import { ModelConfig, StackModel } from '../trainer/model';
+import { renderPrompt } from '../core/distill';
+import { InputError } from '../trainer/files';
+import { StackModel } from '../trainer/model';
+import { checkpointModelConfig, configModel, readRunConfig } from '../trainer/runGuards';
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
@@ -53,6 +55,7 @@ async function withSigint<T>(hooks: { cancel(): void }, work: () => Promise<T>):
   } catch (err) {
     if (err instanceof PreflightRefusal) throw new CliError(err.message);
     if (err instanceof UserError) throw new UsageError(err.message);
+    if (err instanceof InputError) throw new CliError(err.message);
     throw err;
   } finally {
     process.off('SIGINT', onSigint);
@@ -77,6 +80,7 @@ export async function runTrainCommand(o: Options): Promise<void> {
         ...(o['seed'] !== undefined ? { seed: o['seed'] as number } : {}),
         ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
         ...(o['from'] !== undefined ? { from: o['from'] as string } : {}),
+        ...(o['keep-checkpoints'] !== undefined ? { keepCheckpoints: o['keep-checkpoints'] as number } : {}),
       },
       hooks,
     ),
@@ -122,6 +126,7 @@ export async function runGrpoCommand(o: Options): Promise<void> {
         ...pick('dynamicSampling', o['dynamic-sampling'] === undefined ? undefined : o['dynamic-sampling'] === 'on'),
         ...pick('maxDraws', num('max-draws')),
         ...pick('parallel', o['threads'] === undefined ? undefined : (o['threads'] as number) - 1),
+        ...pick('keepCheckpoints', num('keep-checkpoints')),
         ...(o['resume'] ? { resume: true } : {}),
       },
       hooks,
@@ -185,23 +190,31 @@ export async function runEvalCommand(o: Options): Promise<void> {
 export async function runAskCommand(o: Options, question: string): Promise<void> {
   const runDir = path.resolve(o['run'] as string);
   const configFile = path.join(runDir, 'config.json');
-  if (!fs.existsSync(configFile)) throw new UsageError(`${runDir} is not a run folder (no config.json)`);
-  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { model?: ModelConfig };
-  if (!config.model) throw new UsageError(`${runDir} holds no trained model; train one with agent-lab train sft --run ${runDir}`);
-  await initBackend(((o['backend'] as string | undefined) ?? 'auto') as BackendAsk);
-  let ck;
-  try {
-    ck = loadCheckpoint(runDir, (o['checkpoint'] as string | undefined) ?? 'latest');
-  } catch (err) {
-    throw new UsageError(`cannot load the checkpoint: ${(err as Error).message}`);
-  }
+  const run = readRunConfig(runDir);
+  if (!run) throw new UsageError(`${runDir} is not a run folder (no config.json)`);
+  const configured = configModel(run.config, configFile);
+  if (!configured) throw new UsageError(`${runDir} holds no trained model; train one with agent-lab train sft --run ${runDir}`);
+  const which = (o['checkpoint'] as string | undefined) ?? 'latest';
+  if (which !== 'latest' && !/^step-\d+$/.test(which)) throw new UsageError(`--checkpoint must be 'latest' or 'step-N' (got '${which}')`);
+  const ck = loadCheckpoint(runDir, which); // damaged or NaN: an InputError naming the file
   const tokenizer = loadTokenizer(runDir);
-  const model = StackModel.fromWeights(config.model, ck.weights);
+  const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
   try {
+    await initBackend(((o['backend'] as string | undefined) ?? 'auto') as BackendAsk);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const model = StackModel.fromWeights(cfg, ck.weights);
+  try {
+    const context = model.config.maxSeq;
+    const promptTokens = tokenizer.encode(renderPrompt(question)).length;
+    if (promptTokens + 2 > context) {
+      throw new CliError(`the question does not fit the student's context: the prompt is ${promptTokens} tokens, the context ${context} (shorten the question)`);
+    }
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv(buildCorpus()), tokenizerCallMask(tokenizer));
     const ep = await runtime.runAsync({ question });
     if (o['json']) {
-      console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, text: ep.text }));
+      console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, contextFull: ep.contextFull, text: ep.text }));
       return;
     }
     for (const step of ep.record) {
@@ -209,7 +222,8 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
       console.log(step.text);
       if (step.observation !== undefined) console.log(`>>> ${step.observation}`);
     }
-    console.log(`answer: ${ep.answer ?? '(none)'}  (${ep.steps} steps${ep.outOfSteps ? ', out of steps' : ''}, checkpoint ${ck.name})`);
+    const why = ep.contextFull ? `, the trajectory outgrew the student's context of ${context} tokens` : ep.outOfSteps ? ', out of steps' : '';
+    console.log(`answer: ${ep.answer ?? '(none)'}  (${ep.steps} steps${why}, checkpoint ${ck.name})`);
   } finally {
     model.dispose();
   }

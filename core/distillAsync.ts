@@ -21,7 +21,7 @@ export interface AsyncRolloutResult extends RolloutResult {
 }
 
 /** `rollout` with an async teacher; a TeacherError ends the rollout unsolved. */
-export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolEnv, maxSteps = DEFAULT_MAX_STEPS): Promise<AsyncRolloutResult> {
+export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolEnv, maxSteps = DEFAULT_MAX_STEPS, signal?: AbortSignal): Promise<AsyncRolloutResult> {
   let transcript = renderPrompt(task.question);
   let solved = false;
   let answer: string | null = null;
@@ -31,7 +31,7 @@ export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolE
     steps++;
     let generated: string;
     try {
-      const reply = await teacher(transcript + ASST);
+      const reply = await teacher(transcript + ASST, signal);
       if (typeof reply === 'string') generated = reply;
       else {
         generated = reply.text;
@@ -130,11 +130,13 @@ export async function distillAsync(
       const task = tasks[ti]!;
       let r: AsyncRolloutResult;
       try {
-        r = await rolloutAsync(task, teacher, env, maxSteps);
+        r = await rolloutAsync(task, teacher, env, maxSteps, options.signal);
       } catch (err) {
         stop ??= err;
         return;
       }
+      // Stopped mid-request by the signal: the task is unfinished (neither counted nor kept).
+      if (options.signal?.aborted && r.error?.reason === 'cancelled') return;
       results[ti]![job % samples] = r;
       if (r.error) {
         options.onFailure?.(task, r.error);

@@ -277,9 +277,14 @@ export interface GrpoInput extends ExportSource {
   systemPrompt: string | null;
 }
 
+/** A JSONL file given as its rows, written as a stream (never one string of the whole file). */
+export interface JsonlRows {
+  jsonl: Iterable<unknown>;
+}
+
 export interface ExportResult {
-  /** Relative path in OUTDIR -> file text. */
-  files: Record<string, string>;
+  /** Relative path in OUTDIR -> file text, or a JSONL file's rows (written as a stream). */
+  files: Record<string, string | JsonlRows>;
   /** One line per what was written, for the CLI. */
   summary: string[];
 }
@@ -294,26 +299,42 @@ function tokenizerSha(text: string): string {
   return `sha256:${sha256Hex(utf8Encode(text))}`;
 }
 
-/** trl-sft: conversational rows, prompt/completion rows, the tokenizer files, train_sft.py. */
+/**
+ * trl-sft: conversational rows, prompt/completion rows, the tokenizer files, train_sft.py.
+ * Transcripts longer than `maxLen` tokens are left out first (the lab drops them from SFT,
+ * never truncates; the summary and the manifest count them): a prompt/completion row holds
+ * the whole transcript before its turn, so long transcripts would grow the file with the
+ * square of their length. The two JSONL files are row streams.
+ */
 export function exportSft(input: SftInput): ExportResult {
   if (input.traces.length === 0) throw new ExportError('no transcripts to export');
   const shared = common(input); // validates the tokenizer first
   const tokenizer = tokenizerFromJsonText(input.tokenizerJson);
   const conversations: { messages: ChatMessage[] }[] = [];
-  const pairs: PromptCompletionRow[] = [];
+  let turns = 0;
   let overLength = 0;
   for (const row of input.traces) {
     const messages = traceMessages(row);
+    if (tokenizer.encode(renderMessages(messages).text).length > input.maxLen) {
+      overLength++;
+      continue;
+    }
     conversations.push({ messages });
-    pairs.push(...promptCompletionRows(messages));
-    if (tokenizer.encode(renderMessages(messages).text).length > input.maxLen) overLength++;
+    turns += messages.filter((m) => m.role === 'assistant').length;
+  }
+  if (conversations.length === 0) {
+    throw new ExportError(`all ${input.traces.length} transcripts are longer than max_len ${input.maxLen} tokens (the lab drops them): nothing to export`);
+  }
+  function* pairs(): Generator<PromptCompletionRow> {
+    for (const c of conversations) yield* promptCompletionRows(c.messages);
   }
   const manifest = {
     format: 'trl-sft',
     ...input.source,
     conversations: conversations.length,
-    assistant_turns: pairs.length,
+    assistant_turns: turns,
     max_len: input.maxLen,
+    /** Transcripts left out: longer than max_len tokens. */
     over_max_len: overLength,
     source_tokenizer_sha256: tokenizerSha(input.tokenizerJson), // as config.json records it
     files: { messages: 'sft/messages.jsonl', prompt_completion: 'sft/prompt_completion.jsonl' },
@@ -321,15 +342,15 @@ export function exportSft(input: SftInput): ExportResult {
   return {
     files: {
       ...shared,
-      'sft/messages.jsonl': jsonl(conversations),
-      'sft/prompt_completion.jsonl': jsonl(pairs),
+      'sft/messages.jsonl': { jsonl: conversations },
+      'sft/prompt_completion.jsonl': { jsonl: { [Symbol.iterator]: pairs } },
       'sft/manifest.json': JSON.stringify(manifest, null, 2) + '\n',
       'train_sft.py': TRAIN_SFT_PY,
     },
     summary: [
       `${conversations.length} conversations -> sft/messages.jsonl (assistant_only_loss)`,
-      `${pairs.length} assistant turns -> sft/prompt_completion.jsonl (completion_only_loss)`,
-      `${overLength} of ${conversations.length} transcripts are longer than ${input.maxLen} tokens (the lab drops them; so does train_sft.py)`,
+      `${turns} assistant turns -> sft/prompt_completion.jsonl (completion_only_loss)`,
+      `${overLength} of ${input.traces.length} transcripts are longer than max_len ${input.maxLen} tokens: left out (the lab drops them from SFT too)`,
     ],
   };
 }

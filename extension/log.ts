@@ -1,6 +1,7 @@
 // The "Agent Lab" output channel: every feature logs here, the user opens it from the
 // Output panel (or from the "Show Log" button of an error message).
 import * as vscode from 'vscode';
+import { redactSecrets } from '../core/teachers/redact';
 
 let channel: vscode.LogOutputChannel | undefined;
 
@@ -12,16 +13,20 @@ export function activateLog(context: vscode.ExtensionContext): vscode.LogOutputC
 
 /** The channel; usable before activation finished (falls back to the console). */
 export const log = {
-  info(message: string): void {
+  // Every line is redacted: a server that echoes the Authorization header must not put the key here.
+  info(raw: string): void {
+    const message = redactSecrets(raw);
     if (channel) channel.info(message);
     else console.log(`[agent-lab] ${message}`);
   },
-  warn(message: string): void {
+  warn(raw: string): void {
+    const message = redactSecrets(raw);
     if (channel) channel.warn(message);
     else console.warn(`[agent-lab] ${message}`);
   },
-  error(message: string, err?: unknown): void {
-    const detail = err instanceof Error ? `${err.message}${err.stack ? `\n${err.stack}` : ''}` : err === undefined ? '' : String(err);
+  error(raw: string, err?: unknown): void {
+    const message = redactSecrets(raw);
+    const detail = redactSecrets(err instanceof Error ? `${err.message}${err.stack ? `\n${err.stack}` : ''}` : err === undefined ? '' : String(err));
     if (channel) channel.error(detail ? `${message}: ${detail}` : message);
     else console.error(`[agent-lab] ${message}`, detail);
   },

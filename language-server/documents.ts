@@ -9,7 +9,7 @@ import type { Position, Range } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import type { DatasetRecognizedParams } from '../core/protocol/lsp';
 import { RowScan, RowString, looksLikeTranscript, scanRow } from './analysis/jsonRow';
-import { TokenTable, countTokens, overLengthDiagnostic, tokenTable } from './analysis/tokens';
+import { TokenTable, countTokens, overLengthDiagnostic, tokenStartAt, tokenTable } from './analysis/tokens';
 import { DiagnosticCode, Severity, TDiagnostic, TranscriptAnalysis, analyseTranscript } from './analysis/transcript';
 import { matchesAnyGlob } from './globs';
 import type { ResolvedTokenizer } from './tokenizers';
@@ -35,6 +35,10 @@ export interface Unit {
   tokenizer: ResolvedTokenizer;
   tokenCount(): number;
   tokens(): TokenTable;
+  /** Where token `index` starts (from the table when it is built; else without building it). */
+  tokenStart(index: number): number;
+  /** The count and table caches (the server fills them in time slices for large transcripts). */
+  readonly cache: UnitCache;
   toPosition(offset: number): Position;
   toRange(start: number, end: number): Range;
   /** The transcript offset at a document position, or null when the position is outside it. */
@@ -116,13 +120,25 @@ export function transcriptText(docText: string): string {
   return docText;
 }
 
-export function transcriptUnit(doc: TextDocument, analysis: TranscriptAnalysis, tokenizer: ResolvedTokenizer): Unit {
+export function transcriptUnit(doc: TextDocument, analysis: TranscriptAnalysis, tokenizer: ResolvedTokenizer, cache: UnitCache = {}): Unit {
   const len = analysis.text.length;
-  return makeUnit(null, analysis, {}, tokenizer, {
-    toPosition: (o) => doc.positionAt(o),
-    toOffset: (p) => Math.min(doc.offsetAt(p), len),
-    escape: (t) => t,
-  });
+  return makeUnit(
+    null,
+    analysis,
+    {},
+    tokenizer,
+    {
+      toPosition: (o) => doc.positionAt(o),
+      toOffset: (p) => Math.min(doc.offsetAt(p), len),
+      escape: (t) => t,
+    },
+    cache,
+  );
+}
+
+export interface UnitCache {
+  count?: number;
+  table?: TokenTable;
 }
 
 interface Mapping {
@@ -137,15 +153,17 @@ function makeUnit(
   fields: Record<string, string>,
   tokenizer: ResolvedTokenizer,
   m: Mapping,
-  cache: { count?: number; table?: TokenTable } = {},
+  cache: UnitCache = {},
 ): Unit {
   return {
     row,
     analysis,
     fields,
     tokenizer,
+    cache,
     tokenCount: () => (cache.count ??= cache.table ? cache.table.ids.length : countTokens(analysis, tokenizer.tok)),
     tokens: () => (cache.table ??= tokenTable(analysis, tokenizer.tok)),
+    tokenStart: (i) => (cache.table ? (cache.table.starts[i] ?? -1) : tokenStartAt(analysis, tokenizer.tok, i)),
     toPosition: m.toPosition,
     toRange: (s, e) => ({ start: m.toPosition(s), end: m.toPosition(e) }),
     toOffset: m.toOffset,
@@ -156,9 +174,19 @@ function makeUnit(
 /** Diagnostics of one transcript, with the tokenizer's (over-length). */
 export function unitDiagnostics(unit: Unit): TDiagnostic[] {
   const a = unit.analysis;
-  const over = overLengthDiagnostic(a, unit.tokenCount(), unit.tokenizer.maxLen, () => unit.tokens());
+  const over = overLengthDiagnostic(a, unit.tokenCount(), unit.tokenizer.maxLen, (i) => unit.tokenStart(i));
   if (!over) return a.diagnostics;
-  return [...a.diagnostics, over].sort((x, y) => x.start - y.start || x.end - y.end);
+  // Into the sorted list (no re-sort of tens of thousands of diagnostics): after every x with (x.start, x.end) <= (over.start, over.end).
+  const ds = a.diagnostics;
+  let lo = 0;
+  let hi = ds.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const x = ds[mid]!;
+    if (x.start < over.start || (x.start === over.start && x.end <= over.end)) lo = mid + 1;
+    else hi = mid;
+  }
+  return [...ds.slice(0, lo), over, ...ds.slice(lo)];
 }
 
 export function toDocDiagnostic(unit: Unit, d: TDiagnostic): DocDiagnostic {
@@ -180,7 +208,7 @@ export interface RowResult {
   analysis: TranscriptAnalysis | null;
   /** Column-based diagnostics; `line` is filled in when the row is placed. */
   diagnostics: { startCol: number; endCol: number; d: TDiagnostic; fixCols?: { startCol: number; endCol: number; newText: string }[] }[];
-  cache: { count?: number; table?: TokenTable };
+  cache: UnitCache;
   /** Only the diagnostics were kept (a large dataset): re-analyse for anything else. */
   slim?: boolean;
 }

@@ -18,6 +18,7 @@ import {
   Range,
   ResponseError,
   ErrorCodes,
+  LSPErrorCodes,
   SemanticTokens,
   SemanticTokensBuilder,
   TextDocumentSyncKind,
@@ -33,8 +34,9 @@ import {
   isLossMaskParams,
 } from '../core/protocol/lsp';
 import { SYSTEM_PROMPT } from '../core/env';
-import type { Severity } from './analysis/transcript';
-import { analyseTranscript } from './analysis/transcript';
+import type { Severity, TDiagnostic } from './analysis/transcript';
+import { analyseTranscriptSteps } from './analysis/transcript';
+import { countTokensSteps, tokenTableSteps } from './analysis/tokens';
 import {
   DocDiagnostic,
   DocKind,
@@ -51,6 +53,7 @@ import {
   toDocDiagnostic,
   transcriptText,
   transcriptUnit,
+  UnitCache,
   unitDiagnostics,
 } from './documents';
 import { completionsAt } from './features/completion';
@@ -59,6 +62,7 @@ import { lossMaskOf } from './features/lossMask';
 import { LEGEND, pushUnitTokens } from './features/semanticTokens';
 import { rowSymbol, unitFolds, unitSymbols } from './features/structure';
 import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
+import { ChunkedTextDocuments, documentLength } from './textDocument';
 
 export interface ServerTuning {
   /** Debounce after an edit before diagnostics are recomputed (ms). Opening is immediate. */
@@ -71,6 +75,12 @@ export interface ServerTuning {
   sliceMs: number;
   /** Rows beyond this get no symbols / full-document semantic tokens in a large document. */
   maxRowsForStructure: number;
+  /**
+   * Transcripts longer than this (UTF-16 units) are analysed only by the (debounced)
+   * diagnostics pass: a request joins that work or uses its result, and gets nothing while
+   * edits keep superseding it, rather than starting seconds of work the next edit discards.
+   */
+  largeTranscriptChars: number;
 }
 
 export const DEFAULT_TUNING: ServerTuning = {
@@ -79,6 +89,7 @@ export const DEFAULT_TUNING: ServerTuning = {
   maxDiagnostics: 2000,
   sliceMs: 20,
   maxRowsForStructure: 3000,
+  largeTranscriptChars: 1024 * 1024,
 };
 
 export const DEFAULT_DATASET_GLOBS = ['**/*.traces.jsonl'];
@@ -93,6 +104,8 @@ interface DocState {
   rows: Map<string, RowResult>;
   rowsKey: string;
   transcript: { version: number; tokKey: string; unit: Unit } | null;
+  /** The transcript analysis under way (time-sliced); requests for the same version join it. */
+  job: { version: number; tokKey: string; promise: Promise<Unit | null> } | null;
   published: boolean;
   recognizedSent: boolean;
   /** Time the last complete diagnostics pass took (ms) and the version it saw. */
@@ -125,7 +138,10 @@ async function yieldNow(): Promise<void> {
 function lineText(doc: TextDocument, line: number): string {
   if (line < 0 || line >= doc.lineCount) return '';
   const t = doc.getText({ start: { line, character: 0 }, end: { line: line + 1, character: 0 } });
-  return t.replace(/\r?\n$/, '');
+  const n = t.length;
+  if (n > 0 && t.charCodeAt(n - 1) === 10) return t.slice(0, n > 1 && t.charCodeAt(n - 2) === 13 ? n - 2 : n - 1);
+  if (n > 0 && t.charCodeAt(n - 1) === 13) return t.slice(0, n - 1);
+  return t;
 }
 
 const rangesTouch = (a: Range, b: Range): boolean =>
@@ -164,7 +180,8 @@ export interface ServerHandle {
 
 export function startServer(connection: Connection, overrides: Partial<ServerTuning> = {}): ServerHandle {
   const tuning: ServerTuning = { ...DEFAULT_TUNING, ...overrides };
-  const documents = new TextDocuments(TextDocument);
+  // Chunked text: an edit of a 20 MB transcript copies kilobytes, not 20 MB (textDocument.ts).
+  const documents = new TextDocuments(ChunkedTextDocuments);
   const states = new Map<string, DocState>();
   const log = (line: string): void => connection.console.log(`[agent-lab] ${line}`);
   const store = new TokenizerStore(log);
@@ -182,16 +199,47 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   };
 
   /** Never let one bad request take the server down: log it and answer `fallback`. */
-  function safe<A extends unknown[], R>(what: string, fallback: R, fn: (...args: A) => R): (...args: A) => R {
-    return (...args: A): R => {
+  function safe<A extends unknown[], R>(what: string, fallback: R, fn: (...args: A) => R | Promise<R>): (...args: A) => Promise<R> {
+    return async (...args: A): Promise<R> => {
       try {
-        return fn(...args);
+        return await fn(...args);
       } catch (e) {
         if (e instanceof ResponseError) throw e;
         log(`${what} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
         return fallback;
       }
     };
+  }
+
+  /**
+   * For request loops: `await slicer()` each turn; after `sliceMs` of work it gives the
+   * message loop a turn, and says true when the request should stop (cancelled, superseded).
+   */
+  function slices(stop: () => boolean): () => Promise<boolean> {
+    let sliceStart = performance.now();
+    return async () => {
+      if (performance.now() - sliceStart <= tuning.sliceMs) return false;
+      await yieldNow();
+      sliceStart = performance.now();
+      return stop();
+    };
+  }
+
+  /**
+   * Runs a step generator in time slices of `sliceMs`, giving the message loop a turn
+   * between them; returns null as soon as `stale()` says the work is no longer wanted.
+   */
+  async function sliced<T>(steps: Generator<void, T>, stale: () => boolean): Promise<T | null> {
+    let sliceStart = performance.now();
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
+      if (performance.now() - sliceStart > tuning.sliceMs) {
+        await yieldNow();
+        if (stale()) return null;
+        sliceStart = performance.now();
+      }
+    }
   }
 
   connection.onInitialize((params: InitializeParams): InitializeResult => {
@@ -264,7 +312,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   // ---- documents --------------------------------------------------------------------------
 
   function classify(doc: TextDocument): KindVerdict {
-    return detectKind(doc.uri, doc.languageId, () => firstNonBlankLine(doc.getText().slice(0, 1 << 20)), settings, (p) => fs.existsSync(p));
+    return detectKind(doc.uri, doc.languageId, () => firstNonBlankLine(doc.getText({ start: { line: 0, character: 0 }, end: doc.positionAt(1 << 20) })), settings, (p) => fs.existsSync(p));
   }
 
   function stateOf(doc: TextDocument): DocState {
@@ -280,6 +328,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
         rows: new Map(),
         rowsKey: '',
         transcript: null,
+        job: null,
         published: false,
         recognizedSent: false,
         lastPass: null,
@@ -324,9 +373,12 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   documents.onDidChangeContent((e) => {
     const s = stateOf(e.document);
     // Opening is immediate; edits are debounced.
-    const delay = s.fresh ? 0 : tuning.diagnosticsDelayMs;
+    // A large document waits longer for the edits to pause (1 ms per 5,000 characters, at
+    // most 2 s): re-analysing 20 MB per keystroke is work the next keystroke throws away.
+    const delay = s.fresh ? 0 : Math.max(tuning.diagnosticsDelayMs, Math.min(2000, Math.round(documentLength(e.document) / 5000)));
     s.fresh = false;
-    s.transcript = s.transcript && s.transcript.version === e.document.version ? s.transcript : null;
+    // The last analysis stays until the new one is done: if the text comes back to it
+    // (an undo), it is reused; nothing else uses it for another version.
     schedule(e.document, delay);
   });
 
@@ -345,15 +397,82 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     connection.sendDiagnostics({ uri, version, diagnostics: diags }).catch(() => undefined);
   }
 
-  function transcriptUnitFor(doc: TextDocument, s: DocState): Unit {
+  /**
+   * The transcript's unit for the document's current version. Analysis and token count run
+   * in time slices (a 20 MB transcript takes seconds; other documents' requests get through
+   * between slices); requests for the same version join the work under way; work for a
+   * version that an edit (or a close) has superseded stops, and the promise gives null.
+   */
+  function transcriptUnitFor(doc: TextDocument, s: DocState, mayStart = true): Promise<Unit | null> {
     const tok = tokenizerFor(doc.uri);
     const t = s.transcript;
-    if (t && t.version === doc.version && t.tokKey === tok.key) return t.unit;
-    const text = transcriptText(doc.getText());
-    const analysis = t && t.unit.analysis.text === text ? t.unit.analysis : analyseTranscript(text);
-    const unit = transcriptUnit(doc, analysis, tok);
-    s.transcript = { version: doc.version, tokKey: tok.key, unit };
-    return unit;
+    if (t && t.version === doc.version && t.tokKey === tok.key) return Promise.resolve(t.unit);
+    if (s.job && s.job.version === doc.version && s.job.tokKey === tok.key) return s.job.promise;
+    if (!mayStart) return Promise.resolve(null);
+    const version = doc.version;
+    const uri = doc.uri;
+    const stale = (): boolean => states.get(uri) !== s || documents.get(uri)?.version !== version;
+    const promise = (async (): Promise<Unit | null> => {
+      const text = transcriptText(doc.getText());
+      const same = t !== null && t.unit.analysis.text === text;
+      // The old analysis is dropped before the new one is built (a 20 MB one is hundreds of MB).
+      if (!same && s.transcript === t) s.transcript = null;
+      const analysis = same ? t.unit.analysis : await sliced(analyseTranscriptSteps(text), stale);
+      if (analysis === null || stale()) return null;
+      const cache: UnitCache = {};
+      const count = await sliced(countTokensSteps(analysis, tok.tok), stale);
+      if (count === null || stale()) return null;
+      cache.count = count;
+      const unit = transcriptUnit(doc, analysis, tok, cache);
+      s.transcript = { version, tokKey: tok.key, unit };
+      return unit;
+    })();
+    s.job = { version, tokKey: tok.key, promise };
+    void promise.finally(() => {
+      if (s.job?.promise === promise) s.job = null;
+    });
+    return promise;
+  }
+
+  /** The unit of the current version, waiting through superseded versions; null when the request is cancelled or the document closed. */
+  async function currentTranscriptUnit(uri: string, cancelled: () => boolean = () => false): Promise<Unit | null> {
+    for (let tries = 0; tries < 1000; tries++) {
+      const doc = documents.get(uri);
+      if (!doc || cancelled()) return null;
+      const s = stateOf(doc);
+      if (s.kind !== 'transcript') return null;
+      const mayStart = documentLength(doc) <= tuning.largeTranscriptChars;
+      const unit = await transcriptUnitFor(doc, s, mayStart);
+      if (unit) return unit;
+      if (!mayStart && !s.job) return null; // a large transcript being edited: its pass comes when the edits pause
+    }
+    return null;
+  }
+
+  /** The token table of a unit, built in time slices when it is large (hover needs it). */
+  async function tableOf(unit: Unit, stale: () => boolean): Promise<boolean> {
+    if (unit.cache.table) return true;
+    const table = await sliced(tokenTableSteps(unit.analysis, unit.tokenizer.tok, unit.cache.count ?? 0), stale);
+    if (!table) return false;
+    unit.cache.table = table;
+    return true;
+  }
+
+  /** At most maxDiagnostics, with a note saying how many were left out. */
+  function capped(unit: Unit, all: TDiagnostic[]): Diagnostic[] {
+    const max = Math.max(1, tuning.maxDiagnostics);
+    if (all.length <= max) return all.map((d) => toLsp(toDocDiagnostic(unit, d)));
+    const shown = all.slice(0, max - 1).map((d) => toLsp(toDocDiagnostic(unit, d)));
+    return [
+      {
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+        severity: DiagnosticSeverity.Information,
+        code: 'large-document',
+        source: 'agent-lab',
+        message: `showing the first ${shown.length.toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')} problems`,
+      },
+      ...shown,
+    ];
   }
 
   function tokenizerNote(tok: ResolvedTokenizer): Diagnostic[] {
@@ -388,10 +507,12 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     }
     const t0 = performance.now();
     if (s.kind === 'transcript') {
-      const unit = transcriptUnitFor(doc, s);
-      const diags = unitDiagnostics(unit).map((d) => toLsp(toDocDiagnostic(unit, d)));
-      s.lastPass = { ms: performance.now() - t0, version: doc.version, rows: 1 };
-      publish(doc.uri, s, [...tokenizerNote(unit.tokenizer), ...diags], doc.version);
+      const version = doc.version;
+      const unit = await transcriptUnitFor(doc, s);
+      if (!unit || s.gen !== gen || documents.get(doc.uri)?.version !== version) return; // superseded or closed
+      const diags = capped(unit, unitDiagnostics(unit));
+      s.lastPass = { ms: performance.now() - t0, version, rows: 1 };
+      publish(doc.uri, s, [...tokenizerNote(unit.tokenizer), ...diags], version);
       return;
     }
     await diagnoseDataset(doc, s, gen, t0);
@@ -403,9 +524,13 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       s.rows = new Map();
       s.rowsKey = tok.key;
     }
-    const text = doc.getText();
+    // Line by line from the (chunked) document: a 20 MB dataset is never joined into one
+    // string for this pass. An edit bumps `gen`, checked after every pause, so the lines
+    // read within one pass all belong to one version.
+    const length = documentLength(doc);
+    const lineCount = doc.lineCount;
     const version = doc.version;
-    const large = text.length > tuning.largeDocumentChars;
+    const large = length > tuning.largeDocumentChars;
     const out: DocDiagnostic[] = [];
     const next = new Map<string, RowResult>();
     let total = 0;
@@ -413,8 +538,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     let sliceStart = performance.now();
     // Large documents: the first progress note after ~200 ms, then one a second.
     let lastPublish = sliceStart - 800;
-    const approxRows = large ? Math.max(1, Math.round(text.length / Math.max(1, text.indexOf('\n') + 1))) : 0;
-    const mb = (text.length / (1024 * 1024)).toFixed(1);
+    const approxRows = lineCount;
+    const mb = (length / (1024 * 1024)).toFixed(1);
     const note = (done: boolean): Diagnostic => ({
       range: { start: { line: 0, character: 0 }, end: { line: 0, character: Math.min(1, lineText(doc, 0).length) } },
       severity: DiagnosticSeverity.Information,
@@ -424,15 +549,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
         ? `large dataset (${mb} MB, ${rows.toLocaleString('en-US')} rows): checked in the background; ${total > out.length ? `showing the first ${out.length.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} problems` : `${total.toLocaleString('en-US')} problems`}; symbols and full-document highlighting cover the first ${tuning.maxRowsForStructure.toLocaleString('en-US')} rows (visible ranges are always highlighted)`
         : `large dataset (${mb} MB): checking rows in the background, ${rows.toLocaleString('en-US')} of about ${approxRows.toLocaleString('en-US')} so far`,
     });
-    let at = 0;
-    let line = 0;
-    while (at <= text.length) {
-      let nl = text.indexOf('\n', at);
-      const last = nl === -1;
-      if (last) nl = text.length;
-      let end = nl;
-      if (end > at && text.charCodeAt(end - 1) === 13) end--;
-      const lt = text.slice(at, end);
+    for (let line = 0; line < lineCount; line++) {
+      const lt = lineText(doc, line);
       if (lt.trim().length > 0) {
         let r = s.rows.get(lt) ?? next.get(lt);
         if (!r) {
@@ -453,9 +571,6 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
           }
         }
       }
-      if (last) break;
-      at = nl + 1;
-      line++;
     }
     s.rows = next;
     s.lastPass = { ms: performance.now() - t0, version, rows };
@@ -488,18 +603,21 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     let r = s.rows.get(lt);
     if (!r || r.slim) {
       r = analyseRow(lt, tok);
-      if (doc.getText().length <= tuning.largeDocumentChars) s.rows.set(lt, r);
+      if (documentLength(doc) <= tuning.largeDocumentChars) s.rows.set(lt, r);
     }
     return { unit: rowUnit(line, r, tok), r, text: lt };
   }
 
   /** The unit and transcript offset at a position, or null (outside any transcript). */
-  function locate(uri: string, pos: Position): { unit: Unit; offset: number } | null {
+  async function locate(uri: string, pos: Position, cancelled: () => boolean, needTable: boolean): Promise<{ unit: Unit; offset: number } | null> {
     const doc = documents.get(uri);
     if (!doc) return null;
     const s = stateOf(doc);
     if (s.kind === 'transcript') {
-      const unit = transcriptUnitFor(doc, s);
+      const unit = await currentTranscriptUnit(uri, cancelled);
+      if (!unit) return null;
+      const version = documents.get(uri)?.version;
+      if (needTable && !(await tableOf(unit, () => cancelled() || documents.get(uri)?.version !== version))) return null;
       return { unit, offset: unit.toOffset(pos) ?? 0 };
     }
     if (s.kind === 'dataset') {
@@ -514,31 +632,37 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   // ---- features -----------------------------------------------------------------------------
 
   connection.onHover(
-    safe('hover', null as Hover | null, (p) => {
-      const at = locate(p.textDocument.uri, p.position);
+    safe('hover', null as Hover | null, async (p, token) => {
+      const at = await locate(p.textDocument.uri, p.position, () => token.isCancellationRequested, true);
       return at ? hoverAt(at.unit, at.offset) : null;
     }),
   );
 
   connection.onCompletion(
-    safe('completion', [] as CompletionItem[], (p) => {
-      const at = locate(p.textDocument.uri, p.position);
+    safe('completion', [] as CompletionItem[], async (p, token) => {
+      const at = await locate(p.textDocument.uri, p.position, () => token.isCancellationRequested, false);
       return at ? completionsAt(at.unit, at.offset) : [];
     }),
   );
 
   connection.onCodeAction(
-    safe('codeAction', [] as CodeAction[], (p) => {
+    safe('codeAction', [] as CodeAction[], async (p, token) => {
       const doc = documents.get(p.textDocument.uri);
       if (!doc) return [];
       const s = stateOf(doc);
       const diags: DocDiagnostic[] = [];
       if (s.kind === 'transcript') {
-        const unit = transcriptUnitFor(doc, s);
-        for (const d of unitDiagnostics(unit)) diags.push(toDocDiagnostic(unit, d));
+        const unit = await currentTranscriptUnit(doc.uri, () => token.isCancellationRequested);
+        if (!unit) return [];
+        // Only the diagnostics that touch the range (a large transcript has tens of thousands).
+        const from = unit.toOffset(p.range.start) ?? 0;
+        const to = unit.toOffset(p.range.end) ?? unit.analysis.text.length;
+        for (const d of unitDiagnostics(unit)) if (d.end >= from && d.start <= to) diags.push(toDocDiagnostic(unit, d));
       } else if (s.kind === 'dataset') {
         const last = Math.min(p.range.end.line, doc.lineCount - 1, p.range.start.line + 200);
+        const slicer = slices(() => token.isCancellationRequested);
         for (let line = p.range.start.line; line <= last; line++) {
+          if (await slicer()) return [];
           placeRowDiagnostics(line, rowFor(doc, s, line).r, diags, Infinity);
         }
       }
@@ -558,15 +682,23 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   );
 
   connection.onDocumentSymbol(
-    safe('documentSymbol', [] as DocumentSymbol[], (p) => {
+    safe('documentSymbol', [] as DocumentSymbol[], async (p, token) => {
       const doc = documents.get(p.textDocument.uri);
       if (!doc) return [];
       const s = stateOf(doc);
-      if (s.kind === 'transcript') return unitSymbols(transcriptUnitFor(doc, s));
+      if (s.kind === 'transcript') {
+        const unit = await currentTranscriptUnit(doc.uri, () => token.isCancellationRequested);
+        // A large transcript: the first maxRowsForStructure steps (as a large dataset's rows).
+        return unit ? unitSymbols(unit).slice(0, tuning.maxRowsForStructure + 2) : [];
+      }
       if (s.kind !== 'dataset') return [];
       const out: DocumentSymbol[] = [];
       const n = Math.min(doc.lineCount, tuning.maxRowsForStructure);
+      const version = doc.version;
+      // Rows not analysed yet (a pass under way) are analysed here: in slices, between which other requests get through.
+      const slicer = slices(() => token.isCancellationRequested || documents.get(doc.uri)?.version !== version);
       for (let line = 0; line < n; line++) {
+        if (await slicer()) return [];
         const { unit, text } = rowFor(doc, s, line);
         if (unit) out.push(rowSymbol(unit, text.length));
       }
@@ -575,28 +707,36 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   );
 
   connection.onFoldingRanges(
-    safe('foldingRanges', [] as FoldingRange[], (p) => {
+    safe('foldingRanges', [] as FoldingRange[], async (p, token) => {
       const doc = documents.get(p.textDocument.uri);
       if (!doc) return [];
       const s = stateOf(doc);
-      return s.kind === 'transcript' ? unitFolds(transcriptUnitFor(doc, s)) : [];
+      if (s.kind !== 'transcript') return [];
+      const unit = await currentTranscriptUnit(doc.uri, () => token.isCancellationRequested);
+      return unit ? unitFolds(unit).slice(0, 5 * tuning.maxRowsForStructure) : [];
     }),
   );
 
-  const semantic = (uri: string, range: Range | null, cancelled: () => boolean): SemanticTokens => {
+  const semantic = async (uri: string, range: Range | null, cancelled: () => boolean): Promise<SemanticTokens> => {
     const b = new SemanticTokensBuilder();
     const doc = documents.get(uri);
     if (!doc) return b.build();
     const s = stateOf(doc);
     if (s.kind === 'transcript') {
-      const unit = transcriptUnitFor(doc, s);
+      const unit = await currentTranscriptUnit(uri, cancelled);
+      if (!unit) return b.build();
+      // A large transcript's full-document tokens cover its first largeDocumentChars / 8
+      // characters (as a large dataset's first rows); range requests cover any visible range.
+      const fullEnd = unit.analysis.text.length > tuning.largeDocumentChars / 8 ? Math.floor(tuning.largeDocumentChars / 8) : Infinity;
       if (range) pushUnitTokens(b, unit, unit.toOffset(range.start) ?? 0, (unit.toOffset(range.end) ?? unit.analysis.text.length) + 1);
-      else pushUnitTokens(b, unit);
+      else pushUnitTokens(b, unit, 0, fullEnd);
     } else if (s.kind === 'dataset') {
       const from = range ? range.start.line : 0;
       const to = range ? Math.min(range.end.line, doc.lineCount - 1) : Math.min(doc.lineCount, tuning.maxRowsForStructure) - 1;
+      const version = doc.version;
+      const slicer = slices(() => cancelled() || documents.get(uri)?.version !== version);
       for (let line = from; line <= to; line++) {
-        if ((line & 63) === 0 && cancelled()) break;
+        if (await slicer()) break;
         const { unit } = rowFor(doc, s, line);
         if (unit) pushUnitTokens(b, unit);
       }
@@ -613,12 +753,16 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     ),
   );
 
-  connection.onRequest(LossMaskRequest.method, (params: unknown): LossMaskResult => {
+  connection.onRequest(LossMaskRequest.method, async (params: unknown, token): Promise<LossMaskResult> => {
     if (!isLossMaskParams(params)) throw new ResponseError(ErrorCodes.InvalidParams, `${LossMaskRequest.method}: invalid params`);
     const doc = documents.get(params.textDocument.uri);
     if (!doc) throw new ResponseError(ErrorCodes.InvalidParams, `${LossMaskRequest.method}: ${params.textDocument.uri} is not open`);
     const s = stateOf(doc);
-    if (s.kind === 'transcript') return lossMaskOf(doc.uri, transcriptUnitFor(doc, s));
+    if (s.kind === 'transcript') {
+      const unit = await currentTranscriptUnit(doc.uri, () => token.isCancellationRequested);
+      if (!unit || !(await tableOf(unit, () => token.isCancellationRequested))) throw new ResponseError(LSPErrorCodes.RequestCancelled, `${LossMaskRequest.method}: cancelled`);
+      return lossMaskOf(doc.uri, unit);
+    }
     if (s.kind === 'dataset') {
       const line = params.row ?? params.position?.line;
       if (line === undefined) throw new ResponseError(ErrorCodes.InvalidParams, `${LossMaskRequest.method}: a dataset needs "row" or "position"`);

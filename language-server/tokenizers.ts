@@ -29,6 +29,46 @@ interface Loaded {
 }
 
 const RECHECK_MS = 2000;
+/** A tokenizer.json larger than this is not read (a 100k-token vocabulary is ~7 MB). */
+export const MAX_TOKENIZER_BYTES = 64 * 1024 * 1024;
+/** config.json is read for its max_len only. */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+function kindOf(st: fs.Stats): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * The text of a regular file of at most `cap` bytes. Opened non-blocking and checked on
+ * the descriptor: a FIFO, /dev/zero or a link to one would hang the server or grow it
+ * without bound; a file that grows past the cap while being read stops there.
+ */
+export function readRegularFile(file: string, cap: number): string {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw new Error(`it is ${kindOf(st)}, not a regular file`);
+    if (st.size > cap) throw new Error(`it is ${(st.size / 1048576).toFixed(0)} MB, over the ${(cap / 1048576).toFixed(0)} MB limit`);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const buf = Buffer.allocUnsafe(Math.min(Math.max(st.size + 1, 65536), 16 * 1048576));
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      total += n;
+      if (total > cap) throw new Error(`it is over the ${(cap / 1048576).toFixed(0)} MB limit`);
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
 
 export class TokenizerStore {
   private defaultTok: BpeTokenizer | null = null;
@@ -94,7 +134,7 @@ export class TokenizerStore {
     if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit;
     let loaded: Loaded;
     try {
-      const tok = tokenizerFromJsonText(fs.readFileSync(file, 'utf8'));
+      const tok = tokenizerFromJsonText(readRegularFile(file, MAX_TOKENIZER_BYTES));
       loaded = { mtimeMs: st.mtimeMs, size: st.size, tok, error: null };
       this.log(`loaded ${file} (${tok.vocabSize} tokens)`);
     } catch (e) {
@@ -127,9 +167,11 @@ export class TokenizerStore {
 
 function readMaxLen(configFile: string): number {
   try {
-    const cfg = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Record<string, unknown>;
+    const cfg = JSON.parse(readRegularFile(configFile, MAX_CONFIG_BYTES)) as Record<string, unknown>;
     const sft = cfg['sft'] as Record<string, unknown> | undefined;
-    for (const v of [cfg['sftMaxLen'], cfg['maxLen'], cfg['max_len'], sft?.['maxLen']]) {
+    const model = cfg['model'] as Record<string, unknown> | undefined;
+    // A trained run drops at its model's context (model.maxSeq); the demo's data report says sftMaxLen.
+    for (const v of [model?.['maxSeq'], cfg['sftMaxLen'], cfg['maxLen'], cfg['max_len'], sft?.['maxLen']]) {
       if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
     }
   } catch {

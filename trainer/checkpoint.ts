@@ -21,7 +21,7 @@
 // (y = x @ W), i.e. the transpose of torch.nn.Linear's weight.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { writeFileAtomic } from './files';
+import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writeFileAtomic } from './files';
 import { ModelConfig, StackModel, paramSpecs, validateConfig } from './model';
 import type { AdamState, OptimConfig, ResolvedOptim, Trainer } from './optim';
 
@@ -65,37 +65,77 @@ export function encodeSafetensors(tensors: Record<string, SafeTensor>, metadata:
   return out;
 }
 
-/** Decode safetensors bytes (F32 and I32 tensors). The arrays are copies. */
+/** Decode safetensors bytes (F32 and I32 tensors). The arrays are copies. Every header field is checked. */
 export function decodeSafetensors(bytes: Uint8Array): { tensors: Record<string, SafeTensor>; metadata: Record<string, string> } {
   if (bytes.length < 8) throw new Error('safetensors: file too short');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const n = Number(view.getBigUint64(0, true));
   if (!(n > 0) || 8 + n > bytes.length) throw new Error('safetensors: bad header length');
-  let header: Record<string, unknown>;
+  let header: unknown;
   try {
-    header = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + 8, n).toString('utf8')) as Record<string, unknown>;
+    header = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + 8, n).toString('utf8')) as unknown;
   } catch (err) {
     throw new Error(`safetensors: header is not JSON: ${(err as Error).message}`);
   }
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new Error('safetensors: the header is not a JSON object');
   const dataStart = 8 + n;
   const dataLen = bytes.length - dataStart;
   const tensors: Record<string, SafeTensor> = {};
   let metadata: Record<string, string> = {};
-  for (const [name, value] of Object.entries(header)) {
+  const isCount = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+  for (const [name, value] of Object.entries(header as Record<string, unknown>)) {
     if (name === '__metadata__') {
-      metadata = value as Record<string, string>;
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('safetensors: __metadata__ is not an object');
+      metadata = Object.fromEntries(Object.entries(value as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
       continue;
     }
-    const v = value as { dtype: string; shape: number[]; data_offsets: [number, number] };
-    if (v.dtype !== 'F32' && v.dtype !== 'I32') throw new Error(`safetensors: ${name}: dtype ${v.dtype} is not supported (F32, I32)`);
-    const [b, e] = v.data_offsets;
-    const count = v.shape.reduce((a, c) => a * c, 1);
-    if (!(b >= 0 && e <= dataLen && e - b === count * 4)) throw new Error(`safetensors: ${name}: data offsets [${b}, ${e}] do not fit shape [${v.shape}]`);
+    if (typeof value !== 'object' || value === null) throw new Error(`safetensors: ${name}: the entry is not an object`);
+    const v = value as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    if (v.dtype !== 'F32' && v.dtype !== 'I32') throw new Error(`safetensors: ${name}: dtype ${JSON.stringify(v.dtype)} is not supported (F32, I32)`);
+    if (!Array.isArray(v.shape) || !v.shape.every(isCount)) throw new Error(`safetensors: ${name}: shape ${JSON.stringify(v.shape)} is not a list of sizes`);
+    if (!Array.isArray(v.data_offsets) || v.data_offsets.length !== 2 || !v.data_offsets.every(isCount)) {
+      throw new Error(`safetensors: ${name}: data_offsets ${JSON.stringify(v.data_offsets)} is not [begin, end]`);
+    }
+    const shape = v.shape as number[];
+    const [b, e] = v.data_offsets as [number, number];
+    const count = shape.reduce((a, c) => a * c, 1);
+    if (!(b <= e && e <= dataLen && e - b === count * 4)) throw new Error(`safetensors: ${name}: data offsets [${b}, ${e}] do not fit shape [${shape}] in ${dataLen} bytes of data`);
     const copy = new Uint8Array(bytes.subarray(dataStart + b, dataStart + e));
     const data = v.dtype === 'F32' ? new Float32Array(copy.buffer) : new Int32Array(copy.buffer);
-    tensors[name] = { dtype: v.dtype, shape: v.shape, data };
+    tensors[name] = { dtype: v.dtype, shape, data };
   }
   return { tensors, metadata };
+}
+
+/** How many values of `a` are NaN or infinite (0: all finite). */
+export function countNonFinite(a: Float32Array): number {
+  let bad = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    if (x !== x || x === Infinity || x === -Infinity) bad++;
+  }
+  return bad;
+}
+
+/** The first weight holding NaN or Inf, or null when every value is finite. */
+export function firstNonFinite(weights: Record<string, Float32Array>): { name: string; count: number } | null {
+  for (const [name, a] of Object.entries(weights)) {
+    const count = countNonFinite(a);
+    if (count > 0) return { name, count };
+  }
+  return null;
+}
+
+/** A checkpoint would hold NaN or Inf weights: it is not written (the last good one stays `latest`). */
+export class NonFiniteWeightsError extends Error {
+  constructor(
+    readonly step: number,
+    readonly weight: string,
+    readonly count: number,
+  ) {
+    super(`not writing checkpoint step-${step}: weight ${weight} holds ${count} NaN/Inf values (the last good checkpoint stays latest)`);
+    this.name = 'NonFiniteWeightsError';
+  }
 }
 
 // ---- checkpoints ----------------------------------------------------------------------
@@ -169,11 +209,13 @@ export async function saveCheckpoint(
   for (const name of await fs.promises.readdir(root)) {
     if (name.startsWith('.tmp-')) await fs.promises.rm(path.join(root, name), { recursive: true, force: true });
   }
+  const cfg = model.config;
+  const weights = await model.exportWeightsAsync(); // (webgpu reads back asynchronously only)
+  const bad = firstNonFinite(weights);
+  if (bad) throw new NonFiniteWeightsError(step, bad.name, bad.count);
   const name = `step-${step}`;
   const tmp = path.join(root, `.tmp-${name}-${process.pid}-${Date.now()}`);
   await fs.promises.mkdir(tmp);
-  const cfg = model.config;
-  const weights = await model.exportWeightsAsync(); // (webgpu reads back asynchronously only)
   const wt: Record<string, SafeTensor> = {};
   for (const s of paramSpecs(cfg)) wt[s.name] = { dtype: 'F32', shape: s.shape, data: weights[s.name]! };
   const meta = { format: CHECKPOINT_FORMAT, step: String(step), model: JSON.stringify(cfg) };
@@ -211,8 +253,8 @@ export async function saveCheckpoint(
   return final;
 }
 
-/** Complete checkpoints of a run, oldest first: [{name, step}]. */
-export function listCheckpoints(runDir: string): { name: string; step: number }[] {
+/** Every complete checkpoint folder (checkpoint.json present), oldest first, committed or not. */
+function completeCheckpoints(runDir: string): { name: string; step: number }[] {
   const root = checkpointsDir(runDir);
   let names: string[];
   try {
@@ -222,70 +264,145 @@ export function listCheckpoints(runDir: string): { name: string; step: number }[
   }
   return names
     .map((n) => /^step-(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null && fs.existsSync(path.join(root, m[0], 'checkpoint.json')))
+    .filter((m): m is RegExpExecArray => m !== null && exists(path.join(root, m[0], 'checkpoint.json')))
     .map((m) => ({ name: m[0], step: Number(m[1]) }))
     .sort((a, b) => a.step - b.step);
 }
 
+/** The checkpoint the `latest` file names when it names a complete one; null otherwise. */
+function committedLatest(runDir: string): { name: string; step: number } | null {
+  const root = checkpointsDir(runDir);
+  let name: string;
+  try {
+    name = readInputBytes(path.join(root, 'latest'), 'the latest pointer', 4096).toString('utf8').trim();
+  } catch {
+    return null; // no pointer yet, or not a readable file
+  }
+  if (/^step-\d+$/.test(name) && exists(path.join(root, name, 'checkpoint.json'))) return { name, step: Number(name.slice(5)) };
+  return null;
+}
+
+/**
+ * Complete checkpoints of a run, oldest first: [{name, step}]. `latest` is the commit
+ * point: a checkpoint folder of a later step than the one it names was renamed into place
+ * by a save that was killed before it updated `latest`, and is not listed.
+ */
+export function listCheckpoints(runDir: string): { name: string; step: number }[] {
+  const all = completeCheckpoints(runDir);
+  const latest = committedLatest(runDir);
+  return latest ? all.filter((c) => c.step <= latest.step) : all;
+}
+
 /** The checkpoint `latest` names (falling back to the newest complete one); null when there is none. */
 export function latestCheckpoint(runDir: string): string | null {
-  const root = checkpointsDir(runDir);
-  try {
-    const name = fs.readFileSync(path.join(root, 'latest'), 'utf8').trim();
-    if (/^step-\d+$/.test(name) && fs.existsSync(path.join(root, name, 'checkpoint.json'))) return name;
-  } catch {
-    /* no pointer yet */
-  }
-  const all = listCheckpoints(runDir);
+  const latest = committedLatest(runDir);
+  if (latest) return latest.name;
+  const all = completeCheckpoints(runDir);
   return all.length ? all[all.length - 1]!.name : null;
 }
 
-/** Load a checkpoint: 'latest' or 'step-<N>'. Throws when there is none or it is damaged. */
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Load a checkpoint: 'latest' or 'step-<N>'. Throws an InputError (one line, the file and the problem) when there is none or it is damaged. */
 export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}` | string = 'latest'): LoadedCheckpoint {
   const name = which === 'latest' ? latestCheckpoint(runDir) : which;
-  if (!name) throw new Error(`no checkpoint in ${checkpointsDir(runDir)}`);
-  if (!/^step-\d+$/.test(name)) throw new Error(`checkpoint name must be 'latest' or 'step-N' (got '${name}')`);
+  if (!name) throw new InputError(`no checkpoint in ${checkpointsDir(runDir)}`);
+  if (!/^step-\d+$/.test(name)) throw new InputError(`checkpoint name must be 'latest' or 'step-N' (got '${name}')`);
   const dir = path.join(checkpointsDir(runDir), name);
-  let info: CheckpointInfo;
-  try {
-    info = JSON.parse(fs.readFileSync(path.join(dir, 'checkpoint.json'), 'utf8')) as CheckpointInfo;
-  } catch (err) {
-    throw new Error(`checkpoint ${dir}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'unreadable'} checkpoint.json`);
+  const infoFile = path.join(dir, 'checkpoint.json');
+  if (!exists(infoFile)) {
+    const have = listCheckpoints(runDir).map((c) => c.name);
+    throw new InputError(`checkpoint ${dir}: missing checkpoint.json${have.length ? ` (this run has ${have.join(', ')})` : ''}`);
   }
-  if (info.format !== CHECKPOINT_FORMAT) throw new Error(`checkpoint ${dir}: format '${info.format}' (expected '${CHECKPOINT_FORMAT}')`);
-  validateConfig(info.model);
+  const latest = committedLatest(runDir);
+  const step = Number(name.slice(5));
+  if (latest && step > latest.step) {
+    throw new InputError(`checkpoint ${dir} was written after the last committed checkpoint (${latest.name}): its save was interrupted, so it is not used`);
+  }
+  const fail = (what: string): never => {
+    throw new InputError(`checkpoint ${dir}: ${what}`);
+  };
+  const raw = readInputObject(infoFile, 'the checkpoint info');
+  if (raw['format'] !== CHECKPOINT_FORMAT) fail(`checkpoint.json: format ${JSON.stringify(raw['format'])} (expected '${CHECKPOINT_FORMAT}')`);
+  if (!Number.isSafeInteger(raw['step']) || (raw['step'] as number) < 0) fail(`checkpoint.json: "step" must be a non-negative integer (got ${JSON.stringify(raw['step'])})`);
+  if (raw['step'] !== step) fail(`checkpoint.json: "step" is ${String(raw['step'])} in the folder ${name}`);
+  if (!isObj(raw['model'])) fail('checkpoint.json: "model" must be an object (the model config)');
+  if (raw['extra'] !== undefined && !isObj(raw['extra'])) fail('checkpoint.json: "extra" must be an object');
+  if (raw['optimizer'] !== null && raw['optimizer'] !== undefined && !isObj(raw['optimizer'])) fail('checkpoint.json: "optimizer" must be an object or null');
+  const info = raw as unknown as CheckpointInfo;
+  try {
+    validateConfig(info.model);
+  } catch (err) {
+    fail(`checkpoint.json: ${(err as Error).message}`);
+  }
   const specs = paramSpecs(info.model);
-  const w = decodeSafetensors(fs.readFileSync(path.join(dir, 'model.safetensors')));
+  const tensorsOf = (file: string): ReturnType<typeof decodeSafetensors> => {
+    const bytes = readInputBytes(path.join(dir, file), `the ${file === 'model.safetensors' ? 'weights' : 'optimizer state'}`, INPUT_LIMITS.tensors);
+    try {
+      return decodeSafetensors(bytes);
+    } catch (err) {
+      return fail(`${file}: ${(err as Error).message}`);
+    }
+  };
+  const w = tensorsOf('model.safetensors');
   const weights: Record<string, Float32Array> = {};
   for (const s of specs) {
     const t = w.tensors[s.name];
-    if (!t || t.dtype !== 'F32' || t.shape.join() !== s.shape.join()) throw new Error(`checkpoint ${dir}: weight ${s.name} missing or of the wrong shape`);
-    weights[s.name] = t.data as Float32Array;
+    if (!t || t.dtype !== 'F32' || t.shape.join() !== s.shape.join()) fail(`model.safetensors: weight ${s.name} missing or of the wrong shape (the model config in checkpoint.json wants [${s.shape}])`);
+    weights[s.name] = t!.data as Float32Array;
+  }
+  const bad = firstNonFinite(weights);
+  if (bad) {
+    const earlier = listCheckpoints(runDir).filter((c) => c.step < step).map((c) => c.name);
+    fail(
+      `model.safetensors: weight ${bad.name} holds ${bad.count} NaN/Inf values: the run diverged before this checkpoint was written` +
+        (earlier.length ? `; an earlier checkpoint may be good (--checkpoint ${earlier[earlier.length - 1]})` : ''),
+    );
   }
   let optimizer: AdamState | null = null;
   if (info.optimizer) {
-    const o = decodeSafetensors(fs.readFileSync(path.join(dir, 'optimizer.safetensors')));
+    const t = info.optimizer.t;
+    if (!Number.isSafeInteger(t) || t < 0) fail(`checkpoint.json: optimizer.t must be a non-negative integer (got ${JSON.stringify(t)})`);
+    for (const k of ['lr', 'eps', 'weightDecay', 'clip', 'warmupSteps', 'minLrRatio'] as const) {
+      const v = (info.optimizer as unknown as Record<string, unknown>)[k];
+      if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v))) fail(`checkpoint.json: optimizer.${k} must be a finite number (got ${JSON.stringify(v)})`);
+    }
+    const betas = info.optimizer.betas as unknown;
+    if (betas !== undefined && !(Array.isArray(betas) && betas.length === 2 && betas.every((b) => typeof b === 'number' && Number.isFinite(b)))) {
+      fail(`checkpoint.json: optimizer.betas must be two numbers (got ${JSON.stringify(betas)})`);
+    }
+    const o = tensorsOf('optimizer.safetensors');
     const m: Record<string, Float32Array> = {};
     const v: Record<string, Float32Array> = {};
     for (const s of specs) {
       const mt = o.tensors[`m.${s.name}`];
       const vt = o.tensors[`v.${s.name}`];
-      if (!mt || !vt) throw new Error(`checkpoint ${dir}: optimizer state for ${s.name} missing`);
-      m[s.name] = mt.data as Float32Array;
-      v[s.name] = vt.data as Float32Array;
+      if (!mt || !vt || mt.dtype !== 'F32' || vt.dtype !== 'F32' || mt.shape.join() !== s.shape.join() || vt.shape.join() !== s.shape.join()) {
+        fail(`optimizer.safetensors: optimizer state for ${s.name} missing or of the wrong shape`);
+      }
+      m[s.name] = mt!.data as Float32Array;
+      v[s.name] = vt!.data as Float32Array;
     }
-    optimizer = { t: Number(o.metadata['t'] ?? info.optimizer.t), m, v };
+    const badM = firstNonFinite(m) ?? firstNonFinite(v);
+    if (badM) fail(`optimizer.safetensors: the AdamW state of ${badM.name} holds ${badM.count} NaN/Inf values`);
+    for (const [k, a] of Object.entries(v)) if (a.some((x) => x < 0)) fail(`optimizer.safetensors: the second moment of ${k} holds negative values`);
+    const tMeta = Number(o.metadata['t'] ?? t);
+    optimizer = { t: Number.isSafeInteger(tMeta) && tMeta >= 0 ? tMeta : t, m, v };
   }
-  return { dir, name, step: info.step, config: info.model, weights, optimizer, info, extra: info.extra ?? {} };
+  return { dir, name, step, config: info.model, weights, optimizer, info, extra: info.extra ?? {} };
 }
 
-/** Delete all but the newest `keep` complete checkpoints (never the one `latest` names). */
-export function pruneCheckpoints(runDir: string, keep: number): string[] {
+/**
+ * Delete all but the newest `keep` complete checkpoints, never the one `latest` names nor
+ * any in `protect` (e.g. the checkpoints an evaluation used). Returns the removed names.
+ */
+export function pruneCheckpoints(runDir: string, keep: number, protect: ReadonlySet<string> = new Set()): string[] {
+  if (!(keep >= 1)) return [];
   const all = listCheckpoints(runDir);
   const latest = latestCheckpoint(runDir);
   const removed: string[] = [];
   for (const c of all.slice(0, Math.max(0, all.length - keep))) {
-    if (c.name === latest) continue;
+    if (c.name === latest || protect.has(c.name)) continue;
     fs.rmSync(path.join(checkpointsDir(runDir), c.name), { recursive: true, force: true });
     removed.push(c.name);
   }

@@ -10,6 +10,22 @@ export interface DataOrderState {
   buckets: Record<string, { order: number[]; at: number }>;
 }
 
+/** Null when `x` is a well-formed saved order, else what is wrong with it (a checkpoint is user input). */
+export function dataOrderStateProblem(x: unknown): string | null {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return 'must be an object';
+  const s = x as Record<string, unknown>;
+  if (!Number.isSafeInteger(s['a'])) return 'a must be an integer (the generator state)';
+  const buckets = s['buckets'];
+  if (typeof buckets !== 'object' || buckets === null || Array.isArray(buckets)) return 'buckets must be an object';
+  for (const [k, b] of Object.entries(buckets as Record<string, unknown>)) {
+    if (typeof b !== 'object' || b === null) return `buckets.${k} must be an object`;
+    const { order, at } = b as Record<string, unknown>;
+    if (!Array.isArray(order) || !order.every((i) => Number.isSafeInteger(i) && (i as number) >= 0)) return `buckets.${k}.order must be a list of indices`;
+    if (!Number.isSafeInteger(at) || (at as number) < 0 || (at as number) > order.length) return `buckets.${k}.at must be a position in its order`;
+  }
+  return null;
+}
+
 export class DataOrder {
   private a: number;
   private readonly buckets = new Map<string, { order: number[]; at: number }>();

@@ -26,12 +26,13 @@ import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
 import { EvalSummary } from './eval';
-import { writeJsonAtomic } from './files';
+import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from './files';
 import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from './model';
 import { Trainer } from './optim';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
-import { dataFiles, loadTokenizer, readJsonl } from './prepare';
+import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadWorldTasks, startBackend } from './sft';
 import type { AdapterInfo } from './backend';
@@ -98,6 +99,8 @@ export interface GrpoOptions {
   dynamicSampling?: boolean;
   /** Tasks drawn per step at most under dynamic sampling. */
   maxDraws?: number;
+  /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
+  keepCheckpoints?: number;
 }
 
 export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities'] as const;
@@ -172,6 +175,8 @@ interface GrpoConfig {
     scaleRewards?: ScaleRewards;
     dynamicSampling?: boolean;
     maxDraws?: number;
+    /** --eval-limit as given at the start (a resume keeps it unless given again). */
+    evalLimit?: number;
   };
   optimiser: Record<string, unknown>;
   data: { rlTasks: number; pool: RlPool; rlWorlds: number; taskCounts: Record<string, number>; heldoutTasks: number };
@@ -244,10 +249,12 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   const runDir = path.resolve(o.runDir);
   const configFile = path.join(runDir, CONFIG_FILE);
   let previous: GrpoConfig | null = null;
-  if (fs.existsSync(configFile)) {
-    const c = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Partial<GrpoConfig>;
-    if (c.kind !== 'grpo') throw new UserError(`${runDir} already holds a run of kind ${String(c.kind)}; choose another --run for GRPO`);
-    previous = c as GrpoConfig;
+  const existing = readRunConfig(runDir);
+  if (existing) {
+    const c = existing.config;
+    if (c['kind'] !== 'grpo') throw new UserError(`${runDir} already holds a run of kind ${String(c['kind'])}; choose another --run for GRPO`);
+    checkGrpoConfig(c, configFile);
+    previous = c as unknown as GrpoConfig;
   }
   if (o.resume && !previous) throw new UserError(`--resume: ${runDir} has no GRPO run to resume (no ${CONFIG_FILE} of kind grpo)`);
   if (!o.resume && previous) throw new UserError(`${runDir} already holds a GRPO run; pass --resume to continue it, or choose another --run`);
@@ -269,6 +276,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     scaleRewards: o.scaleRewards ?? GRPO_DEFAULTS.scaleRewards,
     dynamicSampling: o.dynamicSampling ?? GRPO_DEFAULTS.dynamicSampling,
     maxDraws: o.maxDraws ?? GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep),
+    ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
   };
   // Runs written before these settings existed keep the behaviour they had.
   const pool: RlPool = g.pool ?? 'train';
@@ -297,19 +305,24 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   const fromRun = previous ? previous.from.run : o.from ? path.resolve(o.from) : null;
   if (!fromRun) throw new UserError('GRPO needs --from SFT_RUN (the SFT run folder whose student it starts from)');
   const fromConfigFile = path.join(fromRun, CONFIG_FILE);
-  if (!fs.existsSync(fromConfigFile)) throw new UserError(`--from ${fromRun}: not a run folder (no ${CONFIG_FILE})`);
-  const fromConfig = JSON.parse(fs.readFileSync(fromConfigFile, 'utf8')) as { kind?: string; model?: ModelConfig; preset?: string; tokenizer?: { sha256?: string } };
-  if (!fromConfig.model) throw new UserError(`--from ${fromRun}: ${CONFIG_FILE} describes no trained model (kind ${fromConfig.kind ?? 'unknown'})`);
+  const fromRead = readRunConfig(fromRun);
+  if (!fromRead) throw new UserError(`--from ${fromRun}: not a run folder (no ${CONFIG_FILE})`);
+  const fromConfig = fromRead.config as { kind?: string; model?: ModelConfig; preset?: string; tokenizer?: { sha256?: string } };
+  const fromModel = configModel(fromRead.config, fromConfigFile);
+  if (!fromModel) throw new UserError(`--from ${fromRun}: ${CONFIG_FILE} describes no trained model (kind ${String(fromConfig.kind ?? 'unknown')})`);
+  const fromWhich = previous ? `step-${previous.from.step}` : (o.fromCheckpoint ?? 'latest');
+  if (fromWhich !== 'latest' && !/^step-\d+$/.test(fromWhich)) throw new UserError(`--from-checkpoint must be 'latest' or 'step-N' (got '${fromWhich}')`);
   let refCk;
   try {
-    refCk = loadCheckpoint(fromRun, previous ? `step-${previous.from.step}` : (o.fromCheckpoint ?? 'latest'));
+    refCk = loadCheckpoint(fromRun, fromWhich);
   } catch (err) {
-    throw new UserError(`--from ${fromRun}: cannot load its checkpoint: ${(err as Error).message}`);
+    throw new InputError(`--from ${fromRun}: cannot load its checkpoint: ${(err as Error).message}`);
   }
-  const cfg = fromConfig.model;
   const fromFiles = dataFiles(fromRun);
   const files = dataFiles(runDir);
   const tokenizer = loadTokenizer(fromRun);
+  // The model is the checkpoint's (its validated header); config.json must agree.
+  const cfg = checkpointModelConfig(refCk, { model: fromModel, what: fromConfigFile }, tokenizer);
   const sha = tokenizerHash(tokenizer);
 
   // Pre-flight, before any rollout (and before anything is written).
@@ -331,17 +344,19 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
 
   // The run folder carries the SFT run's tokenizer and data so eval and the panels read it alone.
   if (!previous) {
-    fs.mkdirSync(path.join(runDir, 'data'), { recursive: true });
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
-      if (fs.existsSync(path.join(fromRun, f))) fs.copyFileSync(path.join(fromRun, f), path.join(runDir, f));
-    }
-    for (const [src, dst] of [
-      [fromFiles.trainTasks, files.trainTasks],
-      [fromFiles.trainTraces, files.trainTraces],
-      [fromFiles.heldoutTraces, files.heldoutTraces],
-    ] as const) {
-      if (fs.existsSync(src)) fs.copyFileSync(src, dst);
-    }
+    // Copied through the checked reader: a FIFO or a device in the SFT run must not hang the copy.
+    // Every source is read before anything is written: a refused copy leaves no half-made run folder.
+    const copies = (
+      [
+        ...['tokenizer.json', 'tokenizer_config.json'].map((f) => [path.join(fromRun, f), path.join(runDir, f)]),
+        [fromFiles.trainTasks, files.trainTasks],
+        [fromFiles.trainTraces, files.trainTraces],
+        [fromFiles.heldoutTraces, files.heldoutTraces],
+      ] as [string, string][]
+    )
+      .filter(([src]) => fs.existsSync(src))
+      .map(([src, dst]) => [dst, readInputBytes(src, 'the SFT run file', INPUT_LIMITS.data)] as const);
+    for (const [dst, bytes] of copies) writeFileAtomic(dst, bytes);
   }
 
   const split = makeTaskPool(0);
@@ -361,7 +376,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   }
   const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
   if (leaked.length) throw new UserError(`the RL task pool overlaps the held-out split (${leaked.length} tasks, e.g. ${JSON.stringify(leaked[0]!.question)})`);
-  const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ text: string }>(files.heldoutTraces) : [];
+  const heldRows = fs.existsSync(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [];
   const heldExamples = heldRows
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
@@ -382,12 +397,12 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     hooks.log('warn', 'the run had no checkpoint yet: GRPO starts again from the SFT policy at step 0');
   } else if (previous) {
     const ck = loadCheckpoint(runDir, 'latest');
-    model = StackModel.fromWeights(cfg, ck.weights);
+    model = StackModel.fromWeights(checkpointModelConfig(ck, { model: cfg, what: `the SFT checkpoint ${refCk.dir}` }, tokenizer), ck.weights);
     opt = makeTrainer(model);
     if (ck.optimizer) opt.importState(ck.optimizer);
-    const st = ck.extra[RESUME_STATE] as { step: number; elapsed: number } | undefined;
-    step = st?.step ?? ck.step;
-    elapsedBefore = st?.elapsed ?? 0;
+    const st = resumeStateOf(ck, RESUME_STATE);
+    step = st.step;
+    elapsedBefore = st.elapsed;
     metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), step);
     hooks.log('info', `resumed GRPO at step ${step}`);
   } else {
@@ -433,7 +448,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   );
 
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(SEED_WORLD), tokenizerCallMask(tokenizer));
-  const evalLimit = o.evalLimit;
+  const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
   const startedAt = Date.now();
   let runMs = 0;
   const elapsed = () => elapsedBefore + runMs / 1000;
@@ -447,10 +462,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   const curve: { step: number; accuracy: number }[] = [];
   let lastRecord: Record<string, unknown> = {};
 
+  const divergence = new DivergenceGuard(runDir);
   const checkpoint = async () => {
-    const p = await saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed() } });
+    const p = await saveGuarded(runDir, () => saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed() } }), hooks, o.keepCheckpoints ?? DEFAULT_KEEP_CHECKPOINTS);
     lastCheckpoint = Date.now();
-    hooks.checkpoint(step, p);
+    if (p) hooks.checkpoint(step, p);
   };
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
@@ -585,6 +601,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
           loss = r.loss;
           gradNorm = r.gradNorm;
           lr = r.lr;
+          divergence.observe(r, step + 1); // throws after MAX_NONFINITE_STEPS non-finite updates in a row
         }
         update = {
           loss,

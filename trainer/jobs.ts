@@ -9,9 +9,10 @@ import { SEED_WORLD, WorldTask, splitManifest, worldEnv } from '../core/worlds';
 import { BackendAsk, initBackend } from './backend';
 import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
-import { writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
-import { ModelConfig, StackModel } from './model';
-import { dataFiles, loadTokenizer, readJsonl } from './prepare';
+import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
+import { StackModel } from './model';
+import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
 import { runGrpo } from './grpo';
@@ -56,9 +57,17 @@ export async function runEval(
 ): Promise<JobResult> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
-  if (!fs.existsSync(configFile)) throw new UserError(`${runDir} is not a run folder (no ${CONFIG_FILE})`);
-  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { kind?: string; model?: ModelConfig };
-  if (!config.model) throw new UserError(`${configFile} describes no trained model (kind ${config.kind ?? 'unknown'}); train one first`);
+  const run = readRunConfig(runDir);
+  if (!run) throw new UserError(`${runDir} is not a run folder (no ${CONFIG_FILE})`);
+  // Where the result goes is checked first: a metrics.jsonl that is a FIFO or a folder fails before eval/ is written.
+  checkWritableTarget(path.join(runDir, METRICS_FILE));
+  const configured = configModel(run.config, configFile);
+  if (!configured) throw new UserError(`${configFile} describes no trained model (kind ${String(run.config['kind'] ?? 'unknown')}); train one first`);
+  if (which !== 'latest' && !/^step-\d+$/.test(which)) throw new UserError(`--checkpoint must be 'latest' or 'step-N' (got '${which}')`);
+  // The files first (a damaged one fails in a fraction of a second), then the backend.
+  const ck = loadCheckpoint(runDir, which); // a damaged or NaN checkpoint: an InputError naming it
+  const tokenizer = loadTokenizer(runDir);
+  const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
   let backend;
   try {
     backend = await initBackend(backendAsk as BackendAsk);
@@ -66,14 +75,7 @@ export async function runEval(
     throw new UserError((err as Error).message);
   }
   hooks.started(backend.used);
-  let ck;
-  try {
-    ck = loadCheckpoint(runDir, which);
-  } catch (err) {
-    throw new UserError(`cannot load checkpoint '${which}' of ${runDir}: ${(err as Error).message}`);
-  }
-  const tokenizer = loadTokenizer(runDir);
-  const model = StackModel.fromWeights(config.model, ck.weights);
+  const model = StackModel.fromWeights(cfg, ck.weights);
   try {
     const files = dataFiles(runDir);
     const pool = makeTaskPool(0);
@@ -87,13 +89,13 @@ export async function runEval(
     let traceTexts: string[];
     if (split === 'heldout' || split === 'train') {
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
-      traceTexts = fs.existsSync(traceFile) ? readJsonl<{ text: string }>(traceFile).map((r) => r.text) : [];
+      traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
       traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task]), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
-      .map((text) => toExample(tokenizeTrace(text, tokenizer), config.model!.maxSeq, { copyWeight: 1 }))
+      .map((text) => toExample(tokenizeTrace(text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
       .filter((e): e is TrainExample => e !== null);
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks);
     const rows = evaluated.rows;

@@ -63,7 +63,7 @@ export function checkPromptDrift(sftTracesFile: string, systemPrompt: string | u
   const rows = readJsonl<{ task?: unknown; text?: unknown }>(sftTracesFile);
   let checked = 0;
   for (const [i, row] of rows.entries()) {
-    if (typeof row.task !== 'string' || typeof row.text !== 'string') continue;
+    if (typeof row !== 'object' || row === null || typeof row.task !== 'string' || typeof row.text !== 'string') continue;
     const at = row.text.indexOf(ASST);
     const sftPrefix = at < 0 ? row.text : row.text.slice(0, at);
     const rlPrefix = systemPrompt === undefined ? renderPrompt(row.task) : renderPrompt(row.task, systemPrompt);

@@ -2,7 +2,6 @@
 // (the training pool minus every task that overlaps the held-out split), the held-out
 // teacher transcripts (for held-out loss and span accuracy), and the tokenizer. Every
 // file is written atomically, so a killed preparation leaves nothing half-written.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
 import { findOverlaps } from '../core/overlap';
@@ -13,7 +12,8 @@ import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/worl
 import { TRAINING_SEEDS, WorldId, freshTrainingTasks, topHitHolds, worldEnv, worldName } from '../core/worlds';
 import { overlapKey } from '../core/overlap';
 import type { Recipe } from './recipes';
-import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { rowToPassage } from '../core/worldRows';
+import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 
 export const WORLD_SEED = 0;
 export const SAMPLES_PER_TASK = 4;
@@ -36,13 +36,31 @@ export const dataFiles = (runDir: string) => ({
   tokenizer: path.join(runDir, 'tokenizer.json'),
 });
 
-/** Builds the default world and distills it with the stub teacher into `runDir`. */
+/** The files prepareRunData writes, relative to the run folder. */
+const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'tokenizer.json'];
+
+/** Throws (naming what is there and what is missing) when any file prepareRunData writes exists. */
+function refuseToOverwriteData(runDir: string): void {
+  const present = PREPARED_FILES.filter((f) => exists(path.join(runDir, f)));
+  if (present.length === 0) return;
+  throw new InputError(
+    `${runDir} already holds ${present.join(', ')}: refusing to build the default data over it` +
+      (present.includes('data/train.traces.jsonl') ? '' : ' (it has no data/train.traces.jsonl, the transcripts to train on: add it, or use an empty folder)'),
+  );
+}
+
+/**
+ * Builds the default world and distills it with the stub teacher into `runDir`. Never
+ * writes over a file that is there (data brought by hand, e.g. distilled with a paid
+ * teacher): such a folder is refused, naming what it holds and what it lacks.
+ */
 export function prepareRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {},
 ): PreparedData {
+  refuseToOverwriteData(runDir);
   const augment = recipe.augment;
   const teacherFor = (tasks: Task[], env: ToolEnv) => makeStubTeacher(tasks, recipe.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {});
   log(`building the world (seed ${WORLD_SEED})`);
@@ -116,21 +134,103 @@ export function prepareRunData(
   };
 }
 
-export function readJsonl<T>(file: string): T[] {
-  const text = fs.readFileSync(file, 'utf8');
-  const out: T[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    try {
-      out.push(JSON.parse(line) as T);
-    } catch (err) {
-      throw new Error(`${file}:${i + 1}: not JSON (${(err as Error).message})`);
+/**
+ * The data a run trains on, there or made: with `data/train.traces.jsonl` present the data
+ * is used as it is (a missing tokenizer.json is trained from it; nothing in data/ is ever
+ * rewritten); with no data at all the default world is built and distilled with the stub
+ * teacher; anything in between is refused (prepareRunData says what is missing).
+ */
+export function ensureRunData(
+  runDir: string,
+  pool: PoolName,
+  log: (line: string) => void = () => {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {},
+): 'present' | 'tokenizer-trained' | 'prepared' {
+  const files = dataFiles(runDir);
+  if (exists(files.trainTraces)) {
+    if (exists(files.tokenizer)) return 'present';
+    log(`${runDir} has data/train.traces.jsonl but no tokenizer.json: training the tokenizer from the data there (data/ is left as it is)`);
+    trainTokenizerFromRunData(runDir, log);
+    return 'tokenizer-trained';
+  }
+  refuseToOverwriteData(runDir);
+  log(`${runDir} has no data/: building the default world and distilling it with the stub teacher`);
+  prepareRunData(runDir, pool, log, recipe);
+  return 'prepared';
+}
+
+/**
+ * tokenizer.json (and tokenizer_config.json) from the data in a run folder: the world's
+ * passages (world/corpus.jsonl, else the default world's), the training and held-out
+ * transcripts. For data the stub teacher made this is the tokenizer prepareRunData trains.
+ */
+export function trainTokenizerFromRunData(runDir: string, log: (line: string) => void = () => {}): BpeTokenizer {
+  const files = dataFiles(runDir);
+  const corpusFile = path.join(runDir, 'world', 'corpus.jsonl');
+  const passages = exists(corpusFile)
+    ? readJsonlRows(corpusFile).map(({ value, where }) => {
+        try {
+          return rowToPassage(value, where).text;
+        } catch (err) {
+          throw new InputError((err as Error).message);
+        }
+      })
+    : buildCorpus(WORLD_SEED).map((p) => p.text);
+  const traces = [...readTraceRows(files.trainTraces), ...(exists(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [])];
+  const t0 = Date.now();
+  const tokenizer = trainBpe([...passages, ...traces.map((r) => r.text)]);
+  log(`trained the tokenizer on ${passages.length} passages and ${traces.length} transcripts in ${((Date.now() - t0) / 1000).toFixed(1)} s (${tokenizer.vocabSize} tokens)`);
+  writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
+  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  return tokenizer;
+}
+
+/** JSONL rows of a data file with where each came from ("file:line"); damage is an InputError. */
+export function readJsonlRows(file: string): { value: unknown; where: string }[] {
+  const text = readInputText(file, 'the data file', INPUT_LIMITS.data);
+  const out: { value: unknown; where: string }[] = [];
+  let at = 0;
+  let line = 0;
+  while (at <= text.length) {
+    let nl = text.indexOf('\n', at);
+    if (nl === -1) nl = text.length;
+    line++;
+    const s = text.slice(at, nl);
+    if (s.trim() !== '') {
+      try {
+        out.push({ value: JSON.parse(s) as unknown, where: `${file}:${line}` });
+      } catch (err) {
+        throw new InputError(`${file}:${line}: not JSON (${(err as Error).message.split('\n')[0]})`);
+      }
     }
-  });
+    at = nl + 1;
+  }
   return out;
+}
+
+export function readJsonl<T>(file: string): T[] {
+  return readInputJsonl(file, 'the data file') as T[];
+}
+
+/** Trace rows ({"task", "text", "kind"}, plus "world" in a fresh world's row): each must be an object with a string "text". */
+export function readTraceRows(file: string): { task: string; text: string; kind: string; world?: string }[] {
+  return readJsonlRows(file).map(({ value, where }) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InputError(`${where}: expected a trace row {"task", "text", "kind"}`);
+    const r = value as Record<string, unknown>;
+    if (typeof r['text'] !== 'string') throw new InputError(`${where}: "text" must be a string (the transcript)`);
+    for (const k of ['task', 'kind', 'world']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new InputError(`${where}: "${k}" must be a string`);
+    const world = r['world'] as string | undefined;
+    return { task: (r['task'] as string | undefined) ?? '', text: r['text'], kind: (r['kind'] as string | undefined) ?? '', ...(world !== undefined ? { world } : {}) };
+  });
 }
 
 export function loadTokenizer(runDir: string): BpeTokenizer {
   const file = dataFiles(runDir).tokenizer;
-  return tokenizerFromJsonText(fs.readFileSync(file, 'utf8'));
+  if (!exists(file)) throw new InputError(`${file} is missing: the run folder has no tokenizer`);
+  const text = readInputText(file, 'the tokenizer', INPUT_LIMITS.tokenizer);
+  try {
+    return tokenizerFromJsonText(text);
+  } catch (err) {
+    throw new InputError(`${file}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
+  }
 }

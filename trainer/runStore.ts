@@ -4,6 +4,7 @@
 // never rewrites a line (a resume only cuts a torn last line and appends a marker).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { InputError, checkWritableTarget, ensureDir, errnoText, exists, readInputText } from './files';
 
 // The line types and the tolerant parsing are shared with the panels (no Node there).
 import { MetricRecord, MetricsLine, latestRecords, parseMetricsText } from '../core/protocol/metrics';
@@ -19,8 +20,14 @@ export class MetricsWriter {
   private fd: number;
 
   constructor(readonly file: string) {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    this.fd = fs.openSync(file, 'a');
+    // Never open a FIFO or a device for appending (the open would block, or write elsewhere).
+    checkWritableTarget(file);
+    ensureDir(path.dirname(file));
+    try {
+      this.fd = fs.openSync(file, 'a');
+    } catch (err) {
+      throw new InputError(`cannot write ${file}: ${errnoText(err)}`);
+    }
   }
 
   /** One line, one write(2) on an O_APPEND descriptor: readers never see half a record from us. */
@@ -39,8 +46,9 @@ export class MetricsWriter {
  * appends `{"event": "resume", "step": N}`.
  */
 export function reopenMetricsForResume(file: string, step: number): MetricsWriter {
-  if (fs.existsSync(file)) {
-    const text = fs.readFileSync(file, 'utf8');
+  if (exists(file)) {
+    checkWritableTarget(file);
+    const text = readInputText(file, 'the metrics', 1024 * 1024 * 1024, () => undefined);
     if (text.length > 0 && !text.endsWith('\n')) {
       fs.truncateSync(file, Buffer.byteLength(text.slice(0, text.lastIndexOf('\n') + 1), 'utf8'));
     }
@@ -51,6 +59,6 @@ export function reopenMetricsForResume(file: string, step: number): MetricsWrite
 }
 
 export function readMetricsFile(file: string): MetricRecord[] {
-  if (!fs.existsSync(file)) return [];
-  return latestRecords(parseMetrics(fs.readFileSync(file, 'utf8')).lines);
+  if (!exists(file)) return [];
+  return latestRecords(parseMetrics(readInputText(file, 'the metrics', 1024 * 1024 * 1024, () => undefined)).lines);
 }

@@ -12,18 +12,19 @@ import { makeTaskPool } from '../core/world';
 import { SEED_WORLD, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
 import { AgentRuntime } from './agentRuntime';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
-import { loadCheckpoint, saveCheckpoint } from './checkpoint';
+import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import * as tf from '@tensorflow/tfjs-core';
 import { EvalRow, EvalSummary, summarize } from './eval';
 import { evaluateItems, startEvalShard } from './evalWorker';
 import { autoThreads } from './parallel';
-import { writeJsonAtomic } from './files';
+import { InputError, writeJsonAtomic } from './files';
 import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './model';
 import { Trainer } from './optim';
 import { DataOrder, DataOrderState } from './dataOrder';
 import { modelPolicy, tokenizerCallMask } from './policy';
-import { dataFiles, loadTokenizer, prepareRunData, readJsonl } from './prepare';
+import { dataFiles, ensureRunData, loadTokenizer, readJsonlRows, readTraceRows } from './prepare';
+import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkSftConfig, checkpointModelConfig, ignoredOnResume, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
 import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { taskFromRow, type TaskRowLike } from './taskRows';
@@ -58,6 +59,8 @@ export interface SftOptions {
   heldoutEvery?: number;
   /** Data-parallel worker threads ('auto' default). */
   parallel?: number | 'auto';
+  /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
+  keepCheckpoints?: number;
 }
 
 export const CODE_VERSION = typeof __AGENT_LAB_VERSION__ === 'string' ? __AGENT_LAB_VERSION__ : 'dev';
@@ -78,6 +81,8 @@ interface RunConfig {
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
   data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number };
   tokenizer: { sha256: string; vocabSize: number };
+  /** --eval-limit as given at the start (a resume keeps it unless given again). */
+  evalLimit?: number;
   codeVersion: string;
   created: string;
 }
@@ -99,7 +104,12 @@ const TASK_KINDS = ['lookup', 'double', 'sum', 'compare'] as const;
  */
 export function trainingKeysOf(tasksFile: string, tasks: readonly Task[]): Set<string> {
   const keys = new Set<string>();
-  const worlds = fs.existsSync(tasksFile) ? readJsonl<{ world?: unknown }>(tasksFile).map((r) => (typeof r.world === 'string' ? r.world : 'seed:0')) : [];
+  const worlds = fs.existsSync(tasksFile)
+    ? readJsonlRows(tasksFile).map(({ value }) => {
+        const w = (value as { world?: unknown } | null)?.world;
+        return typeof w === 'string' ? w : 'seed:0';
+      })
+    : [];
   tasks.forEach((t, i) => {
     const k = overlapKey(t);
     keys.add(k);
@@ -143,22 +153,33 @@ export async function heldoutLoss(model: StackModel, examples: readonly TrainExa
 }
 
 export function loadTasks(file: string): Task[] {
-  return readJsonl<TaskRowLike>(file).map((row, i) => taskFromRow(row, `${file}:${i + 1}`));
+  return readJsonlRows(file).map(({ value, where }) => {
+    try {
+      return taskFromRow(value as TaskRowLike, where);
+    } catch (err) {
+      throw new InputError((err as Error).message);
+    }
+  });
 }
 
 /** Task rows with the world each lives in (a "world" key; absent: the seed's). */
 export function loadWorldTasks(file: string): WorldTask[] {
-  return readJsonl<TaskRowLike & { world?: unknown }>(file).map((row, i) => {
-    const where = `${file}:${i + 1}`;
+  return readJsonlRows(file).map(({ value, where }) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InputError(`${where}: expected a task row`);
+    const row = value as TaskRowLike & { world?: unknown };
     let world = SEED_WORLD;
     if (row.world !== undefined) {
       try {
         world = parseWorldName(String(row.world));
       } catch (err) {
-        throw new UserError(`${where}: "world": ${(err as Error).message}`);
+        throw new InputError(`${where}: "world": ${(err as Error).message}`);
       }
     }
-    return { task: taskFromRow(row, where), world };
+    try {
+      return { task: taskFromRow(row, where), world };
+    } catch (err) {
+      throw new InputError((err as Error).message);
+    }
   });
 }
 
@@ -231,9 +252,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const configFile = path.join(runDir, CONFIG_FILE);
   const files = dataFiles(runDir);
   let previous: RunConfig | null = null;
-  if (fs.existsSync(configFile)) {
-    const c = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Partial<RunConfig>;
-    if (c.kind === 'sft') previous = c as RunConfig;
+  const existing = readRunConfig(runDir);
+  if (existing && existing.config['kind'] === 'sft') {
+    checkSftConfig(existing.config, configFile);
+    previous = existing.config as unknown as RunConfig;
   }
   if (o.resume && !previous) throw new UserError(`--resume: ${runDir} has no SFT run to resume (no ${CONFIG_FILE} of kind sft)`);
   if (!o.resume && previous) {
@@ -271,18 +293,23 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   }
   const seed = previous?.seed ?? o.seed ?? 0;
 
-  if (!fs.existsSync(files.trainTraces) || !fs.existsSync(files.tokenizer)) {
-    hooks.log('info', `${runDir} has no data/: building the default world and distilling it with the stub teacher`);
-    prepareRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe);
+  if (o.resume && previous) {
+    const ignored = ignoredOnResume(o as unknown as Record<string, unknown>, ['preset', 'recipe', 'steps', 'minutes', 'seed']);
+    if (ignored.length) hooks.log('warn', `--resume keeps the run's own ${ignored.join(', ')} (config.json); the ones given are ignored`);
   }
+  // Never writes over data/: data brought by hand is trained on as it is.
+  ensureRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe);
   const tokenizer = loadTokenizer(runDir);
+  const cfg = presetConfig(presetName, tokenizer.vocabSize);
+  // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
+  const resumeFrom = o.resume && latestCheckpoint(runDir) !== null ? loadCheckpoint(runDir, 'latest') : null;
+  if (resumeFrom) checkpointModelConfig(resumeFrom, { model: cfg, what: `the run's preset ${presetName} with its tokenizer` }, tokenizer);
   const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
 
-  const cfg = presetConfig(presetName, tokenizer.vocabSize);
   const maxLen = cfg.maxSeq;
   const weights = { copyWeight: recipe.copyWeight, kindWeights: recipe.kindWeights };
-  const trainRows = readJsonl<{ task: string; text: string; kind: string; world?: string }>(files.trainTraces);
-  const heldRows = fs.existsSync(files.heldoutTraces) ? readJsonl<{ task: string; text: string; kind: string }>(files.heldoutTraces) : [];
+  const trainRows = readTraceRows(files.trainTraces);
+  const heldRows = fs.existsSync(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [];
   // Pools by curriculum turns, origin (the seed world or a fresh training world) and shape,
   // so that the recipe's shape weights and augmentation share act at sampling time.
   const pools = new Map<string, TrainExample[]>();
@@ -313,7 +340,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       for (const cut of cutAfterEachTurn(r.text)) addTo(poolKey('each', origin, r.kind), toExample(tokenizeTrace(cut, tokenizer), maxLen, weights));
     }
   }
-  if (fullCount === 0) throw new UserError(`no training example fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
+  if (trainRows.length === 0) throw new InputError(`${files.trainTraces} holds no transcript to train on`);
+  if (fullCount === 0) throw new InputError(`no training example of ${files.trainTraces} fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
   const heldExamples = heldRows
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
@@ -364,16 +392,22 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     });
   let opt: Trainer;
   let metrics: MetricsWriter;
-  if (o.resume) {
-    const ck = loadCheckpoint(runDir, 'latest');
-    model = StackModel.fromWeights(cfg, ck.weights);
+  if (o.resume && resumeFrom === null) {
+    // Killed before its first checkpoint: nothing to continue from, so start again at step 0.
+    model = StackModel.create(cfg, seed);
+    opt = trainer(model);
+    metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), 0);
+    hooks.log('warn', `${runDir} has no checkpoint yet (the run stopped before its first): starting again from step 0`);
+  } else if (resumeFrom) {
+    const ck = resumeFrom;
+    model = StackModel.fromWeights(ck.config, ck.weights);
     opt = trainer(model);
     if (ck.optimizer) opt.importState(ck.optimizer);
     else hooks.log('warn', 'the checkpoint holds no optimiser state: AdamW restarts from zero moments');
-    const st = ck.extra[RESUME_STATE] as { step: number; elapsed: number; order?: DataOrderState } | undefined;
-    startStep = st?.step ?? ck.step;
-    elapsedBefore = st?.elapsed ?? 0;
-    orderState = st?.order ?? null;
+    const st = resumeStateOf(ck, RESUME_STATE);
+    startStep = st.step;
+    elapsedBefore = st.elapsed;
+    orderState = st.order;
     if (!orderState) hooks.log('warn', 'the checkpoint holds no data order (written by an older version): the order restarts from the seed');
     metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), startStep);
     hooks.log('info', `resumed from step ${startStep} (${(elapsedBefore / 60).toFixed(1)} min trained)`);
@@ -414,6 +448,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       },
       splits: { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize },
+      ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
       codeVersion: CODE_VERSION,
       created: new Date().toISOString(),
     };
@@ -455,7 +490,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   };
 
   // evalLimit 0: no accuracy points (a smoke run); otherwise that many held-out tasks each.
-  const evalPoints = o.evalLimit === 0 ? [] : [...(o.evalPoints ?? [0.5, 1])].sort((a, b) => a - b);
+  const evalLimit = o.evalLimit ?? previous?.evalLimit;
+  const evalPoints = evalLimit === 0 ? [] : [...(o.evalPoints ?? [0.5, 1])].sort((a, b) => a - b);
   let nextEval = 0;
   const startedAt = Date.now();
   let trainMs = 0; // time spent in optimiser steps this session (eval time excluded from the budget)
@@ -472,15 +508,22 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const curve: { step: number; time: number; accuracy: number }[] = [];
   const devCurve: { step: number; time: number; accuracy: number }[] = [];
 
+  const divergence = new DivergenceGuard(runDir);
   const checkpoint = async () => {
-    const p = await saveCheckpoint(runDir, step, model, opt, {
-      [RESUME_STATE]: { step, elapsed: elapsed(), order: order.exportState() },
-    });
+    const p = await saveGuarded(
+      runDir,
+      () =>
+        saveCheckpoint(runDir, step, model, opt, {
+          [RESUME_STATE]: { step, elapsed: elapsed(), order: order.exportState() },
+        }),
+      hooks,
+      o.keepCheckpoints ?? DEFAULT_KEEP_CHECKPOINTS,
+    );
     lastCheckpoint = Date.now();
-    hooks.checkpoint(step, p);
+    if (p) hooks.checkpoint(step, p);
   };
   const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
-    const tasks = o.evalLimit ? split.heldout.slice(0, o.evalLimit) : split.heldout;
+    const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
     const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
     const rec = {
       phase: 'eval' as const,
@@ -499,7 +542,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     curve.push({ step, time: elapsed(), accuracy: summary.accuracy });
     hooks.log('info', `held-out exact match at step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
     // Beside it, the first world of the dev split (fresh values: read, or remembered?).
-    const devTasks = freshSplitTasks('dev').slice(0, Math.min(o.evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
+    const devTasks = freshSplitTasks('dev').slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
     const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks)).summary;
     const devRec = { phase: 'eval' as const, step, time: elapsed(), split: 'dev', accuracy: dev.accuracy, by_kind: dev.by_kind, failures: dev.failures, n: dev.n, final };
     metrics.append(devRec);
@@ -544,6 +587,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       metrics.append(rec as { phase: 'sft'; step: number; time: number });
       hooks.metrics(rec);
       lastRecord = rec;
+      divergence.observe(r, step); // throws after MAX_NONFINITE_STEPS in a row (no checkpoint of NaN weights)
       if (totalSteps !== undefined) hooks.progress('sft', step, totalSteps, `loss ${r.loss.toFixed(3)}`);
       else hooks.progress('sft', Math.round(elapsed()), Math.round(budgetMs / 1000), `step ${step}, loss ${r.loss.toFixed(3)}`);
       if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();

@@ -10,7 +10,10 @@ import { mulberry32 } from '../core/mulberry32';
 import { AsyncTeacher, TeacherConfigError, TeacherError, canonicalStep } from '../core/teachers/teacher';
 import { AgentRuntime } from './agentRuntime';
 import { BackendAsk, initBackend } from './backend';
-import { loadCheckpoint, restoreModel } from './checkpoint';
+import { loadCheckpoint } from './checkpoint';
+import { InputError } from './files';
+import { StackModel } from './model';
+import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { dataFiles, loadTokenizer } from './prepare';
 
@@ -68,23 +71,24 @@ export async function makeStudentTeacher(o: StudentTeacherOptions): Promise<Stud
     throw new TeacherConfigError(`student temperature must be a number from 0 to 5 (got ${temperature})`);
   }
   if (!fs.existsSync(dataFiles(runDir).tokenizer)) throw new TeacherConfigError(`${runDir} is not a run folder with a student (no tokenizer.json)`);
+  const which = o.checkpoint ?? 'latest';
+  if (which !== 'latest' && !/^step-\d+$/.test(which)) throw new TeacherConfigError(`--checkpoint must be 'latest' or 'step-N' (got '${which}')`);
   let ck;
   try {
-    ck = loadCheckpoint(runDir, o.checkpoint ?? 'latest');
+    ck = loadCheckpoint(runDir, which); // checked: shapes, finiteness (a NaN student would print <|bos|> forever)
   } catch (err) {
-    throw new TeacherConfigError(`cannot load the student's checkpoint '${o.checkpoint ?? 'latest'}' of ${runDir}: ${(err as Error).message}`);
+    throw new InputError(`cannot load the student's checkpoint '${which}' of ${runDir}: ${(err as Error).message}`);
   }
   const tokenizer = loadTokenizer(runDir);
-  if (ck.config.vocab < tokenizer.vocabSize) {
-    throw new TeacherConfigError(`checkpoint ${ck.name} has ${ck.config.vocab} embedding rows but the run's tokenizer ${tokenizer.vocabSize} tokens`);
-  }
+  const run = readRunConfig(runDir);
+  const cfg = checkpointModelConfig(ck, run ? { model: configModel(run.config, run.file), what: run.file } : null, tokenizer);
   let backend;
   try {
     backend = await initBackend(o.backend ?? 'auto');
   } catch (err) {
     throw new TeacherConfigError((err as Error).message);
   }
-  const model = restoreModel(ck);
+  const model = StackModel.fromWeights(cfg, ck.weights);
   // continueTurn never runs a tool: the runtime's environment is unused here.
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv([]), tokenizerCallMask(tokenizer));
   const teacher = runtimeTeacher(runtime, {

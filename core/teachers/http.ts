@@ -11,10 +11,12 @@ import { AGENT_TOOLS } from '../tools/schemas';
 import type { Task } from '../types';
 import { ASST, END, SYS, TOOL_RESULT, USER } from '../wire';
 import { AsyncTeacher, TeacherConfigError, TeacherError, TeacherReply, canonicalStep } from './teacher';
+import { API_KEY_ENV, redactSecrets } from './redact';
 
 export { TeacherConfigError } from './teacher';
+export { redactSecrets } from './redact';
 
-export const API_KEY_ENV = 'AGENT_LAB_TEACHER_API_KEY';
+export { API_KEY_ENV };
 export const BASE_URL_ENV = 'AGENT_LAB_TEACHER_BASE_URL';
 export const MODEL_ENV = 'AGENT_LAB_TEACHER_MODEL';
 
@@ -199,7 +201,75 @@ function serverMessage(body: string): string {
 // A bad key, a forbidden model, an unknown model or path: every later request fails the same way.
 const FATAL_STATUS = new Set([401, 403, 404]);
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Bytes of reply a request may read: 64 KiB of envelope plus 64 bytes per max token (JSON-escaped text, generously). */
+export function replyCapBytes(maxTokens: number): number {
+  return 64 * 1024 + 64 * maxTokens;
+}
+/** An error reply (4xx/5xx) is read up to this many bytes; the rest is dropped. */
+const ERROR_BODY_CAP = 64 * 1024;
+/** Longest wait a Retry-After header may ask for. */
+export const RETRY_AFTER_CAP_MS = 30_000;
+/** Longest backoff between attempts without a Retry-After. */
+export const BACKOFF_CAP_MS = 8_000;
+
+/**
+ * The wait before the next attempt: a Retry-After header (seconds or an HTTP date, at most
+ * 30 s) wins; otherwise `backoffMs * 2^attempt`, at most 8 s. A missing or unreadable header
+ * is not a wait of 0.
+ */
+export function retryDelayMs(retryAfter: string | null, attempt: number, backoffMs: number, now: number = Date.now()): number {
+  const fromHeader = parseRetryAfter(retryAfter, now);
+  if (fromHeader !== null) return Math.min(fromHeader, RETRY_AFTER_CAP_MS);
+  return Math.min(backoffMs * 2 ** attempt, BACKOFF_CAP_MS);
+}
+
+/** Retry-After in ms: delta-seconds or an HTTP date (RFC 9110 10.2.3); null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | null {
+  if (value === null) return null;
+  const v = value.trim();
+  if (v === '') return null;
+  if (/^[0-9]+(\.[0-9]+)?$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  if (Number.isFinite(at) && /[a-z]/i.test(v)) return Math.max(0, at - now);
+  return null;
+}
+
+/** Reads a reply body up to `cap` bytes; past it, reading stops (the connection is dropped). */
+async function readCapped(res: Response, cap: number, abort: () => void): Promise<{ text: string; over: boolean; bytes: number }> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > cap) {
+    abort();
+    return { text: '', over: true, bytes: declared };
+  }
+  if (!res.body) return { text: '', over: false, bytes: 0 };
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > cap) {
+      abort();
+      await reader.cancel().catch(() => undefined);
+      return { text: new TextDecoder().decode(Buffer.concat(chunks)), over: true, bytes };
+    }
+    chunks.push(value);
+  }
+  return { text: new TextDecoder().decode(Buffer.concat(chunks)), over: false, bytes };
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 /** The HTTP teacher as an AsyncTeacher (options checked here: TeacherConfigError). */
 export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
@@ -210,8 +280,10 @@ export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
   const exemplars = options.exemplars ?? defaultExemplars();
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (apiKey) headers['authorization'] = `Bearer ${apiKey}`;
+  const redact = (t: string): string => redactSecrets(t, apiKey);
+  const cap = replyCapBytes(o.maxTokens);
 
-  return async (prompt: string): Promise<TeacherReply> => {
+  return async (prompt: string, signal?: AbortSignal): Promise<TeacherReply> => {
     const body = JSON.stringify({
       model: o.model,
       messages: chatMessages(prompt, exemplars),
@@ -220,29 +292,51 @@ export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
       stop: [END],
     });
     for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw new TeacherError('cancelled', 'stopped before the request was sent');
       let failure: TeacherError;
-      let retryAfterMs: number | null = null;
+      let retryAfter: string | null = null;
       const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), o.timeoutMs);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, o.timeoutMs);
+      // Ctrl-C (the caller's signal) ends the request in flight at once.
+      const onAbort = (): void => controller.abort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let reading = false;
       try {
         const res = await fetchFn(o.url, { method: 'POST', headers, body, signal: controller.signal });
-        const text = await res.text();
-        if (res.ok) return interpretCompletion(text);
+        reading = true;
+        if (res.ok) {
+          const reply = await readCapped(res, cap, () => controller.abort());
+          if (reply.over) {
+            throw new TeacherError('over-long', `the reply is over ${cap} bytes (the cap for max_tokens ${o.maxTokens}); it was not read further`);
+          }
+          const r = interpretCompletion(reply.text);
+          return { text: redact(r.text), raw: redact(r.raw) };
+        }
         const reason = `http ${res.status}`;
-        if (res.status !== 429 && res.status < 500) throw new TeacherError(reason, serverMessage(text), FATAL_STATUS.has(res.status));
-        failure = new TeacherError(reason, serverMessage(text));
-        const ra = Number(res.headers.get('retry-after'));
-        if (Number.isFinite(ra) && ra >= 0) retryAfterMs = Math.min(ra * 1000, 30_000);
+        const text = (await readCapped(res, ERROR_BODY_CAP, () => controller.abort())).text;
+        if (res.status !== 429 && res.status < 500) throw new TeacherError(reason, redact(serverMessage(text)), FATAL_STATUS.has(res.status));
+        failure = new TeacherError(reason, redact(serverMessage(text)));
+        retryAfter = res.headers.get('retry-after');
       } catch (err) {
-        if (err instanceof TeacherError) throw err;
-        failure = controller.signal.aborted
+        if (err instanceof TeacherError) {
+          throw err.reason === 'malformed' || err.reason === 'refusal' || err.reason === 'off-grammar' ? new TeacherError(err.reason, redact(err.detail), err.fatal) : err;
+        }
+        if (signal?.aborted && !timedOut) throw new TeacherError('cancelled', 'stopped (the request in flight was aborted)');
+        failure = timedOut
           ? new TeacherError('timeout', `no complete reply within ${o.timeoutMs} ms`)
-          : new TeacherError('network', networkMessage(err));
+          : reading
+            ? new TeacherError('truncated', redact(`the reply was cut off before its end (${networkMessage(err)})`))
+            : new TeacherError('network', redact(networkMessage(err)));
       } finally {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
       }
       if (attempt >= o.retries) throw failure;
-      await sleep(retryAfterMs ?? Math.min(o.backoffMs * 2 ** attempt, 8000));
+      await sleep(retryDelayMs(retryAfter, attempt, o.backoffMs), signal);
     }
   };
 }

@@ -20,10 +20,24 @@ export interface TeacherReply {
  * teacher gets); the result is one assistant step. Throwing a TeacherError fails the
  * rollout (counted by its reason); any other exception is a bug and propagates.
  */
-export type AsyncTeacher = (prompt: string) => Promise<string | TeacherReply>;
+export type AsyncTeacher = (prompt: string, signal?: AbortSignal) => Promise<string | TeacherReply>;
 
-/** Short, countable reasons; anything else a teacher reports is kept as given. */
-export type TeacherFailure = 'timeout' | 'refusal' | 'malformed' | 'off-grammar' | 'network' | 'context' | `http ${number}`;
+/**
+ * Short, countable reasons; anything else a teacher reports is kept as given. `over-long`:
+ * a reply over the cap for max_tokens (not read further); `truncated`: a reply cut off
+ * mid-body; `cancelled`: the caller's signal stopped the request in flight (not counted).
+ */
+export type TeacherFailure =
+  | 'timeout'
+  | 'refusal'
+  | 'malformed'
+  | 'off-grammar'
+  | 'network'
+  | 'truncated'
+  | 'over-long'
+  | 'cancelled'
+  | 'context'
+  | `http ${number}`;
 
 export class TeacherError extends Error {
   constructor(

@@ -16,11 +16,22 @@ const KNOWN = new Set<string>(SPECIAL_TOKENS);
 const CANDIDATE = /<\|[A-Za-z_]{1,24}\|>|<\|[A-Za-z_]{1,24}(?:\||>)?|<[A-Za-z_]{1,24}\|>/g;
 
 export function scanSpecials(text: string): SpecialHit[] {
+  const steps = scanSpecialsSteps(text);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** scanSpecials as a generator that yields every 1,024 hits (a caller may pause there). */
+export function* scanSpecialsSteps(text: string): Generator<void, SpecialHit[]> {
   const out: SpecialHit[] = [];
-  CANDIDATE.lastIndex = 0;
-  for (let m = CANDIDATE.exec(text); m !== null; m = CANDIDATE.exec(text)) {
+  // Its own RegExp: a paused scan must not share lastIndex with another one.
+  const re = new RegExp(CANDIDATE.source, 'g');
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
     const raw = m[0];
     out.push({ start: m.index, end: m.index + raw.length, token: KNOWN.has(raw) ? (raw as SpecialToken) : null, raw });
+    if ((out.length & 1023) === 0) yield;
   }
   return out;
 }

@@ -11,7 +11,7 @@ import { calc } from '../../core/tools/calc';
 import { normalize } from '../../core/distill';
 import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep, renderCallBody } from '../../core/wire';
 import { CallVerdict, incompleteMessage, rejectionMessage, runGrammar } from './grammarText';
-import { describeNearMiss, scanSpecials, SpecialHit, suggestSpecial } from './specials';
+import { describeNearMiss, scanSpecialsSteps, SpecialHit, suggestSpecial } from './specials';
 import type { SpanRole } from '../../core/protocol/lsp';
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool_result';
@@ -134,9 +134,32 @@ const ROLE_WORDS: Record<Role, string> = {
 
 const WS = /^[\s]*$/;
 
+/** One transcript analysed in one go (small documents, dataset rows, tests). */
 export function analyseTranscript(text: string): TranscriptAnalysis {
+  return runSteps(analyseTranscriptSteps(text));
+}
+
+/** Runs a step generator to its end. */
+export function runSteps<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Work units between the points where the analysis may pause (a yield every so many loop turns). */
+const STEP_EVERY = 256;
+
+/**
+ * The analysis as a generator that yields every few hundred loop turns, so a caller can
+ * work in time slices and give the message loop a turn between them (a 20 MB transcript
+ * takes seconds; the server must stay responsive and drop the work when a newer version
+ * arrives). Same result as analyseTranscript.
+ */
+export function* analyseTranscriptSteps(text: string): Generator<void, TranscriptAnalysis> {
   const diagnostics: TDiagnostic[] = [];
-  const specials = scanSpecials(text);
+  const specials = yield* scanSpecialsSteps(text);
+  let work = 0;
   const turns: Turn[] = [];
   let open: Turn | null = null;
   let openCallHit: SpecialHit | null = null;
@@ -199,6 +222,7 @@ export function analyseTranscript(text: string): TranscriptAnalysis {
   };
 
   for (const hit of specials) {
+    if (++work % STEP_EVERY === 0) yield;
     if (hit.token === null) {
       const suggestion = suggestSpecial(hit.raw);
       diagnostics.push({
@@ -271,18 +295,56 @@ export function analyseTranscript(text: string): TranscriptAnalysis {
   else gap(lastEnd, text.length);
 
   const steps = buildSteps(turns);
-  const finalAnswer = checkOrder(text, turns, diagnostics);
+  yield;
+  const finalAnswer = yield* checkOrder(text, turns, diagnostics);
   checkCallArguments(turns, diagnostics);
+  yield;
 
   const spans: Span[] = [];
   let at = 0;
-  for (const [piece, supervised] of segment(text)) {
+  for (const [piece, supervised] of yield* segmentSteps(text, specials)) {
     spans.push({ start: at, end: at + piece.length, supervised });
     at += piece.length;
   }
+  yield;
   checkMaskCoverage(text, spans, turns, diagnostics);
-  diagnostics.sort((a, b) => a.start - b.start || a.end - b.end);
-  return { text, specials, turns, steps, spans, finalAnswer, diagnostics };
+  const sorted = yield* sortSteps(diagnostics, (a, b) => a.start - b.start || a.end - b.end);
+  return { text, specials, turns, steps, spans, finalAnswer, diagnostics: sorted };
+}
+
+/**
+ * A stable merge sort that yields between runs (a 20 MB transcript has ~100,000
+ * diagnostics: one sort call would be a 100 ms pause). Same order as Array.prototype.sort.
+ */
+export function* sortSteps<T>(xs: T[], cmp: (a: T, b: T) => number): Generator<void, T[]> {
+  if (xs.length <= 4096) return xs.sort(cmp);
+  const RUN = 2048;
+  let a = xs.slice();
+  for (let i = 0; i < a.length; i += RUN) {
+    const run = a.slice(i, i + RUN).sort(cmp);
+    for (let k = 0; k < run.length; k++) a[i + k] = run[k]!;
+    yield;
+  }
+  let b = new Array<T>(a.length);
+  for (let width = RUN; width < a.length; width *= 2) {
+    let work = 0;
+    for (let lo = 0; lo < a.length; lo += 2 * width) {
+      const mid = Math.min(lo + width, a.length);
+      const hi = Math.min(lo + 2 * width, a.length);
+      let i = lo;
+      let j = mid;
+      let k = lo;
+      while (i < mid && j < hi) {
+        b[k++] = cmp(a[j]!, a[i]!) < 0 ? a[j++]! : a[i++]!;
+        if ((++work & 8191) === 0) yield;
+      }
+      while (i < mid) b[k++] = a[i++]!;
+      while (j < hi) b[k++] = a[j++]!;
+    }
+    [a, b] = [b, a];
+    yield;
+  }
+  return a;
 }
 
 function buildSteps(turns: readonly Turn[]): Step[] {
@@ -314,7 +376,36 @@ export function findAnswer(text: string, from: number, to: number): FinalAnswer 
   return null;
 }
 
-function checkOrder(text: string, turns: readonly Turn[], diagnostics: TDiagnostic[]): FinalAnswer | null {
+/**
+ * `segment` (the seed's _segment) in pieces: the text is cut just before marker
+ * occurrences (a marker sets the whole state, so segmenting the pieces one by one gives
+ * exactly segment(text)), with a pause between pieces.
+ */
+function* segmentSteps(text: string, specials: readonly SpecialHit[]): Generator<void, ReturnType<typeof segment>> {
+  const PIECE = 64 * 1024;
+  if (text.length <= PIECE) return segment(text);
+  const out: ReturnType<typeof segment> = [];
+  let from = 0;
+  let i = 0;
+  while (from < text.length) {
+    // The first boundary marker at or after from + PIECE starts the next piece.
+    let cut = text.length;
+    while (i < specials.length && specials[i]!.start < from + PIECE) i++;
+    for (; i < specials.length; i++) {
+      const t = specials[i]!.token;
+      if (t === SYS || t === USER || t === ASST || t === TOOL_RESULT || t === END) {
+        cut = specials[i]!.start;
+        break;
+      }
+    }
+    for (const seg of segment(text.slice(from, cut))) out.push(seg);
+    from = cut;
+    yield;
+  }
+  return out;
+}
+
+function* checkOrder(text: string, turns: readonly Turn[], diagnostics: TDiagnostic[]): Generator<void, FinalAnswer | null> {
   // What may come next: start -> system|user; system -> user; user -> assistant;
   // assistant(call) -> tool_result; tool_result -> assistant; assistant(answer) -> nothing.
   let prev: Turn | null = null;
@@ -327,8 +418,16 @@ function checkOrder(text: string, turns: readonly Turn[], diagnostics: TDiagnost
     if (p.role === 'tool_result') return ['assistant'];
     return p.call ? ['tool_result'] : [];
   };
-  const lastAssistant = [...turns].reverse().find((t) => t.role === 'assistant') ?? null;
+  let lastAssistant: Turn | null = null;
+  for (let i = turns.length - 1; i >= 0; i--) {
+    if (turns[i]!.role === 'assistant') {
+      lastAssistant = turns[i]!;
+      break;
+    }
+  }
+  let work = 0;
   for (const t of turns) {
+    if (++work % STEP_EVERY === 0) yield;
     const marker = { start: t.start, end: t.contentStart };
     const expected = expectedAfter(prev);
     if (finalSeen !== null) {

@@ -1,0 +1,12 @@
+// The API key never leaves the Authorization header: every text that came from a server or
+// a failure is passed through redactSecrets before it is logged, summarised or written
+// (a server that echoes the request's headers must not put the key anywhere).
+
+export const API_KEY_ENV = 'AGENT_LAB_TEACHER_API_KEY';
+
+/** Replaces the API key (keys of 8 characters or more) and any `Bearer <token>` with `[redacted]`. */
+export function redactSecrets(text: string, apiKey: string | undefined = typeof process !== 'undefined' ? process.env[API_KEY_ENV] : undefined): string {
+  let out = text;
+  if (apiKey && apiKey.length >= 8) out = out.split(apiKey).join('[redacted]');
+  return out.replace(/\b(Bearer)\s+(?!\[redacted\])[^\s"',;]+/gi, '$1 [redacted]');
+}
