@@ -11,7 +11,8 @@ import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
 import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
 import { StackModel } from './model';
-import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { dataFiles, loadTokenizer, readTraceRows, stubTeacherOptions } from './prepare';
+import type { Recipe } from './recipes';
 import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
@@ -91,7 +92,9 @@ export async function runEval(
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
       traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
-      traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task]), worldEnv(world)).transcript);
+      // The teacher the run's recipe trained with (its k and thoughts), in the task's own world.
+      const recipe = (typeof run.config['recipe'] === 'object' && run.config['recipe'] !== null ? run.config['recipe'] : {}) as Pick<Recipe, 'teacherTopHit' | 'teacherNotes'>;
+      traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(recipe, worldEnv(world))), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)

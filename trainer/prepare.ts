@@ -4,6 +4,7 @@
 // file is written atomically, so a killed preparation leaves nothing half-written.
 import * as path from 'node:path';
 import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
+import type { StubTeacherOptions } from '../core/stubTeacher';
 import { findOverlaps } from '../core/overlap';
 import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJsonText, trainBpe } from '../core/tokenizer';
 import { PoolName, trainingPool } from '../core/trainingPool';
@@ -36,6 +37,14 @@ export const dataFiles = (runDir: string) => ({
   tokenizer: path.join(runDir, 'tokenizer.json'),
 });
 
+/** The stub teacher a recipe asks for, in a world's tool environment. */
+export function stubTeacherOptions(recipe: Pick<Recipe, 'teacherTopHit' | 'teacherNotes'>, env: ToolEnv): StubTeacherOptions {
+  return {
+    ...(recipe.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {}),
+    ...(recipe.teacherNotes ? { restateFacts: true } : {}),
+  };
+}
+
 /** The files prepareRunData writes, relative to the run folder. */
 const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'tokenizer.json'];
 
@@ -58,11 +67,11 @@ export function prepareRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
 ): PreparedData {
   refuseToOverwriteData(runDir);
   const augment = recipe.augment;
-  const teacherFor = (tasks: Task[], env: ToolEnv) => makeStubTeacher(tasks, recipe.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {});
+  const teacherFor = (tasks: Task[], env: ToolEnv) => makeStubTeacher(tasks, stubTeacherOptions(recipe, env));
   log(`building the world (seed ${WORLD_SEED})`);
   const corpus = buildCorpus(WORLD_SEED);
   const split = makeTaskPool(WORLD_SEED);
@@ -144,7 +153,7 @@ export function ensureRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
 ): 'present' | 'tokenizer-trained' | 'prepared' {
   const files = dataFiles(runDir);
   if (exists(files.trainTraces)) {

@@ -49,6 +49,8 @@ export interface Recipe {
   augment?: Augmentation;
   /** The stub teacher searches with k = 1 when the top hit states the fact (else k = 2). */
   teacherTopHit?: boolean;
+  /** The stub teacher restates each fact it found at the start of its next thought (core/stubTeacher.ts). */
+  teacherNotes?: boolean;
 }
 
 const COPY_ENLARGED: Recipe = {
@@ -113,6 +115,20 @@ export const RECIPES: Record<string, Recipe> = {
     shapeWeights: BALANCED,
     augment: { share: 0.5, worlds: 40, perShape: 40 },
     teacherTopHit: true,
+  },
+  notes: {
+    ...COPY_ENLARGED,
+    name: 'notes',
+    description: 'copy-enlarged, the teacher restating each fact it found ("The X of Y is V.") before its next step',
+    teacherNotes: true,
+  },
+  'reader-notes': {
+    ...COPY_ENLARGED,
+    name: 'reader-notes',
+    description: 'reader (balanced, half counterfactual-value worlds), the teacher restating each fact it found',
+    shapeWeights: BALANCED,
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+    teacherNotes: true,
   },
 };
 export const RECIPE_NAMES = Object.keys(RECIPES);
