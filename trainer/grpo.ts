@@ -18,10 +18,10 @@ import {
   parseRewardSpec,
   scoreCompletion,
 } from '../core/reward';
-import { tokenizerHash } from '../core/tokenizer';
+import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
-import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, splitManifest, worldEnv, worldName } from '../core/worlds';
+import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -29,6 +29,7 @@ import { EvalSummary } from './eval';
 import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from './files';
 import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from './model';
 import { Trainer } from './optim';
+import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
@@ -448,6 +449,30 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   );
 
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(SEED_WORLD), tokenizerCallMask(tokenizer));
+  const tokenizerJson = canonicalTokenizerJson(tokenizer);
+  /**
+   * Samples a round's rollouts on every core: item i goes to thread i mod (workers + 1), so
+   * each thread holds part of every group; each item's random stream is its own seed, so
+   * the split does not change what is sampled.
+   */
+  const sampleRollouts = async (items: readonly RolloutItem[]): Promise<Episode[]> => {
+    const local = (xs: readonly RolloutItem[]) =>
+      runtime.runBatchAsync(xs.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
+    const pool = opt.pool;
+    if (!pool || items.length < 2) return local(items);
+    const parts = Math.min(pool.size + 1, items.length);
+    const shards = Array.from({ length: parts }, (_, p) => items.filter((_, i) => i % parts === p));
+    pool.startRollouts(model, tokenizerJson, shards.slice(1));
+    let mine: Episode[];
+    try {
+      mine = await local(shards[0]!);
+    } catch (err) {
+      pool.finishRollouts(); // leave no worker pending
+      throw err;
+    }
+    const all = [mine, ...pool.finishRollouts()];
+    return items.map((_, i) => all[i % parts]![Math.floor(i / parts)]!);
+  };
   const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
   const startedAt = Date.now();
   let runMs = 0;
@@ -514,22 +539,22 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
           round.push(ti);
         }
         if (round.length === 0) break;
-        const items = round.flatMap((ti, r) =>
+        const items: RolloutItem[] = round.flatMap((ti, r) =>
           Array.from({ length: g.groupSize }, (_, k) => ({
             task: rlTasks[ti]!.task,
-            env: worldEnv(rlTasks[ti]!.world),
+            world: worldName(rlTasks[ti]!.world),
             options: {
               maxSteps: g.maxSteps,
               temperature: g.temperature,
               constrained: true,
               maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
-              random: makeRng(seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729).uniform,
               ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
             },
+            randomSeed: seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729,
           })),
         );
         hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}, ${drawn + round.length} tasks drawn`);
-        const episodes = await runtime.runBatchAsync(items);
+        const episodes = await sampleRollouts(items);
         round.forEach((ti, group) => {
           const task = rlTasks[ti]!.task;
           const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
