@@ -29,6 +29,7 @@ import { EvalSummary } from './eval';
 import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from './files';
 import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from './model';
 import { Trainer } from './optim';
+import { teacherKnobsOf } from './recipes';
 import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
@@ -496,7 +497,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
-    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobsOf(fromRead.config['recipe']));
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
     metrics.append(rec);
     hooks.metrics(rec);

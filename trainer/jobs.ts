@@ -11,8 +11,8 @@ import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
 import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
 import { StackModel } from './model';
-import { dataFiles, loadTokenizer, readTraceRows, stubTeacherOptions } from './prepare';
-import type { Recipe } from './recipes';
+import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { stubTeacherOptions, teacherKnobsOf } from './recipes';
 import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
@@ -87,20 +87,20 @@ export async function runEval(
     const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks.map((t) => t.task));
     // Span accuracy is teacher-forced on the teacher's transcripts: the run's own for the
     // seed world's splits, the stub teacher's (against each world's corpus) for fresh ones.
+    const teacher = teacherKnobsOf(run.config['recipe']);
     let traceTexts: string[];
     if (split === 'heldout' || split === 'train') {
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
       traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
       // The teacher the run's recipe trained with (its k and thoughts), in the task's own world.
-      const recipe = (typeof run.config['recipe'] === 'object' && run.config['recipe'] !== null ? run.config['recipe'] : {}) as Pick<Recipe, 'teacherTopHit' | 'teacherNotes'>;
-      traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(recipe, worldEnv(world))), worldEnv(world)).transcript);
+      traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
       .map((text) => toExample(tokenizeTrace(text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
       .filter((e): e is TrainExample => e !== null);
-    const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks);
+    const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
     const manifest = split === 'heldout' ? { kind: 'seed', seeds: [0], tasks: pool.heldout.length } : split === 'train' ? undefined : splitManifest()[split];
     const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}) };

@@ -4,15 +4,14 @@
 // file is written atomically, so a killed preparation leaves nothing half-written.
 import * as path from 'node:path';
 import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
-import type { StubTeacherOptions } from '../core/stubTeacher';
 import { findOverlaps } from '../core/overlap';
 import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJsonText, trainBpe } from '../core/tokenizer';
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { TRAINING_SEEDS, WorldId, freshTrainingTasks, topHitHolds, worldEnv, worldName } from '../core/worlds';
+import { TRAINING_SEEDS, WorldId, freshTrainingTasks, worldEnv, worldName } from '../core/worlds';
 import { overlapKey } from '../core/overlap';
-import type { Recipe } from './recipes';
+import { stubTeacherOptions, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 
@@ -36,14 +35,6 @@ export const dataFiles = (runDir: string) => ({
   trainTasks: path.join(runDir, 'data', 'train.tasks.jsonl'),
   tokenizer: path.join(runDir, 'tokenizer.json'),
 });
-
-/** The stub teacher a recipe asks for, in a world's tool environment. */
-export function stubTeacherOptions(recipe: Pick<Recipe, 'teacherTopHit' | 'teacherNotes'>, env: ToolEnv): StubTeacherOptions {
-  return {
-    ...(recipe.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {}),
-    ...(recipe.teacherNotes ? { restateFacts: true } : {}),
-  };
-}
 
 /** The files prepareRunData writes, relative to the run folder. */
 const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'tokenizer.json'];

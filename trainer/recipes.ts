@@ -5,6 +5,9 @@
 import type { SpanKind } from '../core/spans';
 import type { PoolName } from '../core/trainingPool';
 import type { TaskKind } from '../core/types';
+import type { ToolEnv } from '../core/env';
+import type { StubTeacherOptions } from '../core/stubTeacher';
+import { topHitHolds } from '../core/worlds';
 
 /**
  * Counterfactual-value augmentation: training worlds with the seed's entities and
@@ -132,6 +135,24 @@ export const RECIPES: Record<string, Recipe> = {
   },
 };
 export const RECIPE_NAMES = Object.keys(RECIPES);
+
+/** The recipe's knobs on the stub teacher (its k, its thoughts). */
+export type TeacherKnobs = Pick<Recipe, 'teacherTopHit' | 'teacherNotes'>;
+
+/** The stub teacher a recipe asks for, in a world's tool environment. */
+export function stubTeacherOptions(knobs: TeacherKnobs, env: ToolEnv): StubTeacherOptions {
+  return {
+    ...(knobs.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {}),
+    ...(knobs.teacherNotes ? { restateFacts: true } : {}),
+  };
+}
+
+/** The teacher knobs of a run's config.json "recipe" (absent or old: the seed's teacher). */
+export function teacherKnobsOf(recipe: unknown): TeacherKnobs {
+  if (typeof recipe !== 'object' || recipe === null) return {};
+  const r = recipe as Record<string, unknown>;
+  return { ...(r['teacherTopHit'] === true ? { teacherTopHit: true } : {}), ...(r['teacherNotes'] === true ? { teacherNotes: true } : {}) };
+}
 /**
  * Picked by measurement (tiny preset, 20 minutes, wasm, 2 cores): 'copy' reached 0.28
  * held-out exact match, 'copy-enlarged' 0.68 (the seed split's 189 tasks are memorised

@@ -25,7 +25,7 @@ import { DataOrder, DataOrderState } from './dataOrder';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { dataFiles, ensureRunData, loadTokenizer, readJsonlRows, readTraceRows } from './prepare';
 import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkSftConfig, checkpointModelConfig, ignoredOnResume, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
-import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
+import { DEFAULT_RECIPE, Recipe, TeacherKnobs, getRecipe, phaseAt } from './recipes';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { taskFromRow, type TaskRowLike } from './taskRows';
 
@@ -196,6 +196,7 @@ export async function evaluateModel(
   spanExamples: readonly TrainExample[],
   hooks: Pick<JobHooks, 'progress' | 'isCancelled'>,
   threads: number | 'auto' = 'auto',
+  teacher: TeacherKnobs = {},
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary; threads: number }> {
   const items: WorldTask[] = tasks.map((t) => ('task' in t ? t : { task: t, world: SEED_WORLD }));
   const policy = modelPolicy(model, tokenizer.vocabSize);
@@ -204,7 +205,7 @@ export async function evaluateModel(
   // Both cores: the second half of the tasks in a worker thread while this one does the first.
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
-  const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys) : null;
+  const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys, teacher) : null;
   const mine = await evaluateItems(
     runtimeFor,
     shard ? items.slice(0, cut) : items,
@@ -212,6 +213,7 @@ export async function evaluateModel(
     trainingKeys,
     (done) => hooks.progress(`eval ${split}`, done, shard ? cut : items.length, shard ? `(the other ${items.length - cut} tasks in a second thread)` : undefined),
     hooks.isCancelled,
+    teacher,
   );
   const rows = [...mine.rows];
   let contaminated = mine.contaminated;
@@ -524,7 +526,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   };
   const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
     const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
-    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks, 'auto', recipe);
     const rec = {
       phase: 'eval' as const,
       step,
@@ -543,7 +545,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     hooks.log('info', `held-out exact match at step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
     // Beside it, the first world of the dev split (fresh values: read, or remembered?).
     const devTasks = freshSplitTasks('dev').slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
-    const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks)).summary;
+    const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks, 'auto', recipe)).summary;
     const devRec = { phase: 'eval' as const, step, time: elapsed(), split: 'dev', accuracy: dev.accuracy, by_kind: dev.by_kind, failures: dev.failures, n: dev.n, final };
     metrics.append(devRec);
     hooks.metrics(devRec);
