@@ -8,8 +8,8 @@ import { SPAN_KINDS, SpanKind } from '../core/spans';
 import type { BpeTokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
-import { makeTaskPool } from '../core/world';
-import { SEED_WORLD, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
+import { TASK_FACTS, makeTaskPool } from '../core/world';
+import { SEED_WORLD, allTasksOf, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
 import { AgentRuntime } from './agentRuntime';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -348,14 +348,25 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
   const split = makeTaskPool(0);
-  const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : split.train;
+  // Without a tasks file (data brought by hand), the training tasks are those the rows name:
+  // every question the seed world's table can ask is known; others cannot be checked.
+  const hasTasksFile = fs.existsSync(files.trainTasks);
+  let trainingTasks: Task[];
+  if (hasTasksFile) trainingTasks = loadTasks(files.trainTasks);
+  else {
+    const byQuestion = new Map(allTasksOf(TASK_FACTS).map((t) => [t.question, t] as const));
+    const named = [...new Set(trainRows.filter((r) => r.world === undefined || r.world === 'seed:0').map((r) => r.task))];
+    trainingTasks = named.flatMap((q) => byQuestion.get(q) ?? []);
+    const unknown = named.length - trainingTasks.length;
+    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the default world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
+  }
   const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks);
   // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped
   // twin) is in the training data. prepareRunData guarantees it; data brought by hand may not.
   const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
   if (leaked.length > 0) {
     throw new UserError(
-      `${files.trainTasks} holds ${leaked.length} task(s) that overlap the held-out split (e.g. ${JSON.stringify(leaked[0]!.question)}); ` +
+      `${hasTasksFile ? files.trainTasks : files.trainTraces} holds ${leaked.length} task(s) that overlap the held-out split (e.g. ${JSON.stringify(leaked[0]!.question)}); ` +
         'training on them would contaminate evaluation',
     );
   }
