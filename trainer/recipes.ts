@@ -119,6 +119,12 @@ export const RECIPES: Record<string, Recipe> = {
     augment: { share: 0.5, worlds: 40, perShape: 40 },
     teacherTopHit: true,
   },
+  'answer-heavy': {
+    ...COPY_ENLARGED,
+    name: 'answer-heavy',
+    description: 'copy-enlarged with the answer span weighted x3 more (x15 in all): the held-out misses are answers not copied from the calculator',
+    kindWeights: { answer: 3 },
+  },
   notes: {
     ...COPY_ENLARGED,
     name: 'notes',
