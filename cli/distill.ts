@@ -11,6 +11,7 @@ import { TeacherConfigError, TeacherError } from '../core/teachers/teacher';
 import type { Passage, Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
+import { isHinted } from '../core/worldSource';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
 import type { BackendAsk } from '../trainer/backend';
 import { makeStudentTeacher } from '../trainer/studentTeacher';
@@ -21,7 +22,7 @@ type Options = Record<string, string | number | boolean | undefined>;
 export class DistillFailure extends Error {}
 
 export const DISTILL_USAGE =
-  'agent-lab distill --split train|heldout [--seed N] [--distractors N | --world DIR] [--teacher stub|http|student] [--samples N]\n' +
+  'agent-lab distill --split train|heldout|dev [--seed N] [--distractors N | --world DIR] [--teacher stub|http|student] [--samples N]\n' +
   '                  [--teacher-url URL --teacher-model M] [--temperature T] [--max-tokens N] [--timeout-ms N] [--retries N] [--concurrency N]\n' +
   '                  [--run DIR] [--checkpoint latest|step-N] [--backend B] --out FILE';
 
@@ -39,19 +40,30 @@ export async function runDistillCommand(o: Options): Promise<void> {
   if (teacherName === 'stub') wrong(['temperature'], 'http or student');
   if (o['world'] !== undefined && o['distractors'] !== undefined) throw new UsageError('--distractors builds a world; --world reads one: give one of them');
 
-  const split = o['split'] as 'train' | 'heldout';
+  const split = o['split'] as 'train' | 'heldout' | 'dev';
+  if (split === 'dev' && o['world'] === undefined) throw new UsageError("--split dev is a user's world's split: give --world DIR (agent-lab world --facts|--docs writes one)");
   const seed = typeof o['seed'] === 'number' ? o['seed'] : 0;
   const samples = typeof o['samples'] === 'number' ? o['samples'] : 4;
   const out = o['out'] as string;
   // The output is checked before any rollout: a teacher paid by the token must not be wasted on a file that cannot be written.
   checkWritableTarget(out);
   checkDirCreatable(path.dirname(path.resolve(out)));
-  const { corpus, tasks } = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split);
+  const world = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split as 'train' | 'heldout');
+  const corpus = world.corpus;
   const env = new ToolEnv(corpus);
+  // Unsolved tasks are counted by reason, never silently lost (docs/worlds.md).
+  const unsolved: Record<string, number> = {};
+  let tasks = world.tasks;
 
   if (teacherName === 'stub') {
     // The seed's path, unchanged: its output is compared byte for byte with the reference.
     const stats: DistillStats = { perKind: {} };
+    // A question without hints has no answer key for the stub teacher to follow.
+    const hintless = tasks.filter((t) => !isHinted(t));
+    if (hintless.length) {
+      unsolved['no_hints'] = hintless.length;
+      tasks = tasks.filter(isHinted);
+    }
     const teacher = makeStubTeacher(tasks);
     const rows: ReturnType<typeof distill> = [];
     // Task by task (distill is per task, so the rows are the same), with progress every 2 s.
@@ -70,6 +82,10 @@ export async function runDistillCommand(o: Options): Promise<void> {
     writeJsonlAtomic(out, rows);
     const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
     console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
+    const solvedQuestions = new Set(rows.map((r) => r.task));
+    const wrong = tasks.filter((t) => !solvedQuestions.has(t.question)).length;
+    if (wrong) unsolved['wrong_answer'] = wrong;
+    if (Object.keys(unsolved).length) console.log(unsolvedLine(unsolved, world.tasks.length));
     return;
   }
 
@@ -129,6 +145,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
   const started = Date.now();
   let lastProgress = 0;
   const shown: Record<string, number> = {};
+  const firstFailure = new Map<string, string>();
   let rows;
   try {
     rows = await distillAsync(tasks, teacher, env, {
@@ -143,6 +160,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
         console.error(`[agent-lab] distill ${done}/${total} tasks (${((now - started) / 1000).toFixed(0)} s)`);
       },
       onFailure: (task, err) => {
+        if (!firstFailure.has(task.question)) firstFailure.set(task.question, err.reason);
         // The first few of each reason, so a broken setup shows itself early.
         if ((shown[err.reason] = (shown[err.reason] ?? 0) + 1) <= 3) console.error(`[agent-lab] failed rollout (${JSON.stringify(task.question)}): ${err.message}`);
       },
@@ -157,6 +175,21 @@ export async function runDistillCommand(o: Options): Promise<void> {
   }
   writeJsonlAtomic(out, rows);
   for (const line of summaryLines(out, stats, tasks.length)) console.log(line);
+  if (!stats.cancelled) {
+    const solvedQuestions = new Set(rows.map((r) => r.task));
+    for (const t of tasks) {
+      if (solvedQuestions.has(t.question)) continue;
+      const reason = firstFailure.get(t.question) ?? 'wrong_answer';
+      unsolved[reason] = (unsolved[reason] ?? 0) + 1;
+    }
+    if (Object.keys(unsolved).length) console.log(unsolvedLine(unsolved, tasks.length));
+  }
+}
+
+/** "unsolved 7 of 40 tasks: no_hints 4, wrong_answer 3": the reasons, so no task is silently lost. */
+export function unsolvedLine(unsolved: Record<string, number>, total: number): string {
+  const n = Object.values(unsolved).reduce((a, b) => a + b, 0);
+  return `  unsolved ${n} of ${total} tasks: ${Object.entries(unsolved).map(([r, k]) => `${r} ${k}`).join(', ')}`;
 }
 
 /** The summary: totals, failures by reason (with what the teacher said), and per kind. */
@@ -189,7 +222,7 @@ function defaultWorld(seed: number, distractors: string | number | boolean | und
 }
 
 /** A world folder as `agent-lab world --out DIR` (or Build World) writes it. */
-function readWorld(dir: string, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[] } {
+function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: Passage[]; tasks: Task[] } {
   const rows = (file: string): unknown[] => {
     if (!exists(file)) throw new UsageError(`cannot read ${file}: ENOENT (is ${dir} a world folder?)`);
     // A regular file under the size cap (a FIFO or a link to /dev/zero would hang).

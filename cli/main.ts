@@ -2,7 +2,7 @@
 // rely on (DESIGN.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
 // bad usage, 1 for anything else. User errors never print a stack trace.
 import * as path from 'node:path';
-import { CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
+import { BadInputError, CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
 import { DEFAULT_REWARD_TEXT, RewardSpecError, auditReward, formatAudit, parseRewardSpec } from '../core/reward';
 import { checkCall } from '../core/grammar';
 import { findOverlaps } from '../core/overlap';
@@ -10,9 +10,11 @@ import { segment } from '../core/lossMask';
 import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { WorldFileError } from '../core/worldSource';
 import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/files';
 import { runDemoWithTraining } from './demo';
 import { runExportCommand } from './export';
+import { WORLD_USAGE, isSourceWorld, runSourceWorldCommand } from './world';
 import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
 import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from './train';
 import { PRESET_NAMES } from '../trainer/model';
@@ -54,13 +56,18 @@ const COMMANDS: Record<
 > = {
   world: {
     name: 'world',
-    summary: 'build the corpus and the task pool and write them as JSONL',
-    usage: 'agent-lab world [--seed N] [--distractors N] [--train N] [--heldout N] --out DIR',
+    summary: "build a world's corpus and task splits and write them as JSONL: the textbook's, or yours from a fact table or documents and questions",
+    usage: WORLD_USAGE,
     options: {
       seed: SEED_OPTION,
       distractors: { kind: 'int', min: 0, max: 100000 },
       train: { kind: 'int', min: 0 },
       heldout: { kind: 'int', min: 0 },
+      facts: { kind: 'string', path: true },
+      docs: { kind: 'string', path: true },
+      tasks: { kind: 'string', path: true },
+      shapes: { kind: 'string' },
+      split: { kind: 'string' },
       out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -71,7 +78,7 @@ const COMMANDS: Record<
     summary: 'run the teacher through the ReAct loop and keep solved trajectories',
     usage: DISTILL_USAGE,
     options: {
-      split: { kind: 'string', choices: ['train', 'heldout'], required: true },
+      split: { kind: 'string', choices: ['train', 'heldout', 'dev'], required: true },
       seed: SEED_OPTION,
       distractors: { kind: 'int', min: 0, max: 100000 },
       world: { kind: 'string', path: true },
@@ -367,6 +374,11 @@ function intOpt(a: ParsedArgs, name: string, fallback: number): number {
 }
 
 function cmdWorld(a: ParsedArgs): void {
+  if (isSourceWorld(a.options) || a.options['shapes'] !== undefined || a.options['split'] !== undefined) {
+    if (!isSourceWorld(a.options)) throw new UsageError('--shapes and --split describe a world from --facts FILE or --docs DIR --tasks FILE');
+    runSourceWorldCommand(a.options);
+    return;
+  }
   const seed = intOpt(a, 'seed', 0);
   const out = a.options['out'] as string;
   const corpus = buildCorpus(seed, intOpt(a, 'distractors', 120));
@@ -475,6 +487,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(`agent-lab ${name}: ${err.message}\nusage: ${err.usage ?? command.usage}`);
+      return 2;
+    }
+    if (err instanceof BadInputError || err instanceof WorldFileError) {
+      console.error(`agent-lab ${name}: ${err.message}`);
       return 2;
     }
     if (err instanceof CliError || err instanceof InputError) {
