@@ -155,6 +155,7 @@ const COMMANDS: Record<
     summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
       'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN] [--resume] [--eval-limit N]\n' +
+      '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
@@ -172,6 +173,8 @@ const COMMANDS: Record<
       'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
       threads: { kind: 'int', min: 1, max: 64 },
       'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
+      world: { kind: 'string', path: true },
+      traces: { kind: 'string', path: true },
       run: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -189,13 +192,14 @@ const COMMANDS: Record<
   eval: {
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
-    usage: 'agent-lab eval --run DIR [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
+    usage: 'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },
       split: { kind: 'string', choices: [...EVAL_SPLITS] },
       limit: { kind: 'int', min: 1, max: 100000 },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
+      world: { kind: 'string', path: true },
       json: { kind: 'flag' },
     },
     positionals: 'none',
@@ -204,9 +208,10 @@ const COMMANDS: Record<
   run: {
     name: 'run',
     summary: 'the student answers one question through the real loop and prints its trajectory',
-    usage: 'agent-lab run --run DIR [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
+    usage: 'agent-lab run --run DIR [--world DIR] [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
     options: {
       run: { kind: 'string', required: true, path: true },
+      world: { kind: 'string', path: true },
       checkpoint: { kind: 'string' },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
       json: { kind: 'flag' },
@@ -330,11 +335,15 @@ async function cmdTrain(a: ParsedArgs): Promise<void> {
     // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
     const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
-    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from']);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces']);
+    if (a.options['from'] !== undefined && a.options['world'] !== undefined) throw new UsageError("--from continues on that run's data and world: drop --world");
     await runTrainCommand(a.options);
     return;
   }
   notOnResume([...Object.keys(GRPO_OPTIONS), 'steps', 'minutes']);
+  if (a.options['world'] !== undefined || a.options['traces'] !== undefined) {
+    throw new UsageError("'train grpo' takes the world of its --from run (recorded in its config.json): drop --world/--traces");
+  }
   const wrong = misplaced(['preset', 'recipe']);
   if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
   if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");

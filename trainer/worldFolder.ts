@@ -6,9 +6,9 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
-import { passageToRow, taskToRow } from '../core/world';
+import { makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { WorldId, registerCustomWorld } from '../core/worlds';
+import { SEED_WORLD, WorldId, registerCustomWorld } from '../core/worlds';
 import { INPUT_LIMITS, InputError, exists, readInputBytes, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { readJsonlRows } from './prepare';
 
@@ -87,6 +87,8 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
 
 /** The world files a folder holds; writing a world refuses a folder holding anything else. */
 const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', WORLD_MANIFEST];
+/** What a run folder's world/ holds, copied with the run (train grpo --from). */
+export const WORLD_COPY: readonly string[] = WORLD_FILES;
 
 /**
  * Throws unless `dir` is absent, empty, or a world folder made by `agent-lab world` (it
@@ -125,4 +127,26 @@ export function runWorld(runDir: string): LoadedWorld | null {
 /** What config.json records of a custom world. */
 export function worldRecord(w: LoadedWorld): { name: string; dir: string; id: string; source: WorldManifest['source'] | null } {
   return { name: w.manifest?.name ?? path.basename(w.dir), dir: w.dir, id: `custom:${w.id.seed}`, source: w.manifest?.source ?? null };
+}
+
+/** The tasks a run evaluates on and the world they live in: the run's own world, or the textbook's. */
+export interface WorldSplits {
+  id: WorldId;
+  train: Task[];
+  heldout: Task[];
+  /** A user's world's dev split ([] for the textbook world, whose dev split is fresh worlds). */
+  dev: Task[];
+  world: LoadedWorld | null;
+}
+
+export function splitsOfWorld(w: LoadedWorld): WorldSplits {
+  return { id: w.id, train: w.train, heldout: w.heldout, dev: w.dev, world: w };
+}
+
+/** The run's world (its world/ with a world.json), else the textbook world (seed 0). */
+export function runSplits(runDir: string): WorldSplits {
+  const w = runWorld(runDir);
+  if (w) return splitsOfWorld(w);
+  const pool = makeTaskPool(0);
+  return { id: SEED_WORLD, train: pool.train, heldout: pool.heldout, dev: [], world: null };
 }
