@@ -13,7 +13,7 @@ import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/worl
 import { WorldFileError } from '../core/worldSource';
 import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/files';
 import { runDemoWithTraining } from './demo';
-import { runExportCommand } from './export';
+import { EXPORT_USAGE, runExportCommand } from './export';
 import { WORLD_USAGE, isSourceWorld, runSourceWorldCommand } from './world';
 import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
 import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from './train';
@@ -140,12 +140,13 @@ const COMMANDS: Record<
   demo: {
     name: 'demo',
     summary: 'the main job on the embedded default: world, distillation, tokenizer, SFT data, a short training',
-    usage: 'agent-lab demo [--minutes M] [--run DIR]',
-    options: { run: { kind: 'string', path: true }, minutes: { kind: 'int', min: 0, max: 10000 } },
+    usage: 'agent-lab demo [--minutes M] [--world DIR] [--run DIR]',
+    options: { run: { kind: 'string', path: true }, minutes: { kind: 'int', min: 0, max: 10000 }, world: { kind: 'string', path: true } },
     positionals: 'none',
     run: (a) =>
       runDemoWithTraining({
         runDir: a.options['run'] as string | undefined,
+        world: a.options['world'] as string | undefined,
         ...(typeof a.options['minutes'] === 'number' ? { minutes: a.options['minutes'] } : {}),
       }),
   },
@@ -224,12 +225,13 @@ const COMMANDS: Record<
   export: {
     name: 'export',
     summary: "write a run's data for Hugging Face TRL: SFTTrainer datasets (trl-sft) or GRPOTrainer prompts and reward (trl-grpo)",
-    usage: 'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE) --out OUTDIR',
+    usage: EXPORT_USAGE,
     options: {
       format: { kind: 'string', choices: ['trl-sft', 'trl-grpo'], required: true },
       run: { kind: 'string', path: true },
-      split: { kind: 'string', choices: ['train', 'heldout'] },
+      split: { kind: 'string', choices: ['train', 'heldout', 'dev'] },
       data: { kind: 'string', path: true },
+      world: { kind: 'string', path: true },
       out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
