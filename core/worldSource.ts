@@ -4,7 +4,9 @@
 // chunk_words plus a tasks file. Parsing checks every row and names the file, the line and
 // the field of the first problem; building is pure (the CLI writes the files), so a bad
 // input writes nothing. Pure TypeScript: no Node, no vscode.
+import { checkCall } from './grammar';
 import { findOverlaps, overlapKey } from './overlap';
+import { renderCallBody } from './wire';
 import { PyRandom } from './pyrandom';
 import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
 import { Fact, buildCorpus, chunkWords, doubleTask, isNum, lookupTask, makeTasks } from './world';
@@ -364,7 +366,12 @@ export interface BuiltWorld {
   overlap: { excluded: number; exact: number; swapped: number };
   /** Per split and shape, the task counts written. */
   counts: Record<'train' | 'heldout' | 'dev', Record<string, number>>;
-  /** Tasks the stub teacher cannot solve, by reason (docs worlds): no_hints, fact_not_in_corpus, gold_differs. */
+  /**
+   * Tasks the stub teacher cannot solve, by reason (docs worlds): no_hints, fact_not_in_corpus,
+   * gold_differs; and `outside_grammar`: the teacher's call is one the tool-call grammar
+   * (core/grammar.ts: a query of 1-64 letters, digits, space and ._,()-; an expression of
+   * 1-40 digits and +-*\/.() ) does not accept, so a constrained student cannot make it.
+   */
   unsolvable: Record<string, number>;
   warnings: string[];
 }
@@ -376,6 +383,28 @@ function countByShape(tasks: readonly Task[]): Record<string, number> {
     if (n > 0) out[shape] = n;
   }
   return out;
+}
+
+/** The first call of a task's answer key that the grammar refuses (its body), or null when all fit. */
+function callOutsideGrammar(task: Task, values: ReadonlyMap<string, string> | null): string | null {
+  const bodies = task.hints.queries.map((query) => renderCallBody('search', { query, k: 2 }));
+  if (values && task.hints.op !== null) {
+    const v = task.hints.facts.map(([e, a]) => values.get(`${e}\u0000${a}`) ?? '');
+    const expr = task.hints.op === 'double' ? `${v[0]}*2` : task.hints.op === 'sum' ? `${v[0]}+${v[1]}` : `${v[0]}-${v[1]}`;
+    bodies.push(renderCallBody('calc', { expr }));
+  }
+  return bodies.find((b) => !checkCall(b).complete) ?? null;
+}
+
+function noteGrammar(tasks: readonly Task[], values: ReadonlyMap<string, string> | null, unsolvable: Record<string, number>, warnings: string[]): void {
+  let n = 0;
+  for (const t of tasks) {
+    const bad = callOutsideGrammar(t, values);
+    if (bad === null) continue;
+    n++;
+    if (n <= 3) warnings.push(`the tool-call grammar refuses ${bad} (for ${JSON.stringify(t.question)}): a constrained student cannot make this call (docs/worlds.md)`);
+  }
+  if (n > 0) unsolvable['outside_grammar'] = n;
 }
 
 /**
@@ -430,7 +459,11 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
     }
   }
   if (tasks.length < 2) throw new Error(`the table makes ${tasks.length} task(s): a world needs at least 2 (one to train on, one to hold out)`);
-  return { corpus, ...splitPool(tasks, seed, options.split ?? {}), unsolvable: {}, warnings };
+  const unsolvable: Record<string, number> = {};
+  const split = splitPool(tasks, seed, options.split ?? {});
+  // Counted over the tasks written (after the split and the overlap exclusion).
+  noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings);
+  return { corpus, ...split, unsolvable, warnings };
 }
 
 export interface DocsWorldOptions {
@@ -472,6 +505,7 @@ export function buildDocsWorld(corpus: Passage[], tasks: readonly SourceTask[], 
       if (stated !== undefined && stated !== st.task.gold) note('gold_differs', `${file}:${st.line}: field "gold": ${JSON.stringify(st.task.gold)} but the corpus says ${JSON.stringify(stated)}`);
     }
   }
-  const pool = tasks.map((t) => t.task);
-  return { corpus, ...splitPool(pool, seed, options.split ?? {}), unsolvable, warnings };
+  const split = splitPool(tasks.map((t) => t.task), seed, options.split ?? {});
+  noteGrammar([...split.train, ...split.heldout, ...split.dev].filter(isHinted), null, unsolvable, warnings);
+  return { corpus, ...split, unsolvable, warnings };
 }

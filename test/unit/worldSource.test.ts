@@ -161,6 +161,16 @@ describe('fact tables: the world they make', () => {
     assert.ok(small.warnings.some((w2) => /no sum tasks/.test(w2)));
   });
 
+  it("calls the tool-call grammar refuses are counted (outside_grammar): none in the textbook's or the elements table", () => {
+    assert.deepEqual(buildFactWorld(parseFactTable(seedCsv(), 'seed.csv')).unsolvable, {});
+    assert.deepEqual(buildFactWorld(parseFactTable(fs.readFileSync(ELEMENTS, 'utf8'), ELEMENTS)).unsolvable, {});
+    const odd = buildFactWorld(parseFactTable('entity,attribute,value\nÅngström,unit exponent,-10\nBohr,radius in picometres,53\n', 'odd.csv'));
+    // Every task with Ångström in its query, and nothing else.
+    const all = [...odd.train, ...odd.heldout, ...odd.dev];
+    assert.equal(odd.unsolvable['outside_grammar'], all.filter((t) => t.hints.facts.some(([e]) => e === 'Ångström')).length);
+    assert.ok(odd.warnings.some((w) => /grammar refuses .*Ångström/.test(w)));
+  });
+
   it('split specs: counts as asked, defaults 20% held-out and 10% dev, more than the pool refused', () => {
     assert.deepEqual(parseSplitSpec('train=10,dev=0'), { train: 10, dev: 0 });
     assert.throws(() => parseSplitSpec('test=3'), /not NAME=COUNT/);
