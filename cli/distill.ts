@@ -12,6 +12,7 @@ import type { Passage, Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { isHinted } from '../core/worldSource';
+import { splitRoles } from '../core/roles';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
 import type { BackendAsk } from '../trainer/backend';
 import { makeStudentTeacher } from '../trainer/studentTeacher';
@@ -24,7 +25,7 @@ export class DistillFailure extends Error {}
 export const DISTILL_USAGE =
   'agent-lab distill --split train|heldout|dev [--seed N] [--distractors N | --world DIR] [--teacher stub|http|student] [--samples N]\n' +
   '                  [--teacher-url URL --teacher-model M] [--temperature T] [--max-tokens N] [--timeout-ms N] [--retries N] [--concurrency N]\n' +
-  '                  [--run DIR] [--checkpoint latest|step-N] [--backend B] --out FILE';
+  '                  [--run DIR] [--checkpoint latest|step-N] [--backend B] [--roles] --out FILE   (--roles: also the query-writer and synthesizer sets)';
 
 const HTTP_ONLY = ['teacher-url', 'teacher-model', 'max-tokens', 'timeout-ms', 'retries', 'concurrency'];
 const STUDENT_ONLY = ['run', 'checkpoint', 'backend'];
@@ -48,6 +49,8 @@ export async function runDistillCommand(o: Options): Promise<void> {
   // The output is checked before any rollout: a teacher paid by the token must not be wasted on a file that cannot be written.
   checkWritableTarget(out);
   checkDirCreatable(path.dirname(path.resolve(out)));
+  const roles = o['roles'] === true ? roleFiles(out) : null;
+  if (roles) for (const f of Object.values(roles)) checkWritableTarget(f);
   const world = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split as 'train' | 'heldout');
   const corpus = world.corpus;
   const env = new ToolEnv(corpus);
@@ -80,6 +83,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
       }
     }
     writeJsonlAtomic(out, rows);
+    if (roles) writeRoleFiles(roles, rows);
     const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
     console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
     const solvedQuestions = new Set(rows.map((r) => r.task));
@@ -174,6 +178,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
     dispose();
   }
   writeJsonlAtomic(out, rows);
+  if (roles) writeRoleFiles(roles, rows);
   for (const line of summaryLines(out, stats, tasks.length)) console.log(line);
   if (!stats.cancelled) {
     const solvedQuestions = new Set(rows.map((r) => r.task));
@@ -184,6 +189,26 @@ export async function runDistillCommand(o: Options): Promise<void> {
     }
     if (Object.keys(unsolved).length) console.log(unsolvedLine(unsolved, tasks.length));
   }
+}
+
+/** Beside FILE (X.traces.jsonl or X.jsonl): X.query_writer.jsonl and X.synthesizer.jsonl. */
+export function roleFiles(out: string): { queryWriter: string; synthesizer: string } {
+  const base = out.replace(/\.traces\.jsonl$|\.jsonl$/, '');
+  return { queryWriter: `${base}.query_writer.jsonl`, synthesizer: `${base}.synthesizer.jsonl` };
+}
+
+/** The seed's split_roles over every kept transcript: rows {"prefix", "target", "task", "kind"}. */
+function writeRoleFiles(files: { queryWriter: string; synthesizer: string }, rows: readonly { task: string; text: string; kind: string }[]): void {
+  const qw: unknown[] = [];
+  const syn: unknown[] = [];
+  for (const r of rows) {
+    const split = splitRoles(r.text);
+    for (const p of split.queryWriter) qw.push({ prefix: p.prefix, target: p.target, task: r.task, kind: r.kind });
+    for (const p of split.synthesizer) syn.push({ prefix: p.prefix, target: p.target, task: r.task, kind: r.kind });
+  }
+  writeJsonlAtomic(files.queryWriter, qw);
+  writeJsonlAtomic(files.synthesizer, syn);
+  console.log(`wrote the role split (split_roles): ${files.queryWriter} (${qw.length} query-writer pairs), ${files.synthesizer} (${syn.length} synthesizer pairs)`);
 }
 
 /** "unsolved 7 of 40 tasks: no_hints 4, wrong_answer 3": the reasons, so no task is silently lost. */

@@ -84,6 +84,7 @@ const COMMANDS: Record<
       world: { kind: 'string', path: true },
       teacher: { kind: 'string', choices: ['stub', 'http', 'student'] },
       samples: { kind: 'int', min: 1, max: 1000 },
+      roles: { kind: 'flag' },
       out: { kind: 'string', required: true, path: true },
       // --teacher http (the key comes from AGENT_LAB_TEACHER_API_KEY only)
       'teacher-url': { kind: 'string' },
