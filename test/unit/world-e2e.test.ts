@@ -18,6 +18,7 @@ import { ASST, END, SYS, TOOL_RESULT, USER, renderCall } from '../../core/wire';
 import { worldEnv } from '../../core/worlds';
 import { parseTasksFile } from '../../core/worldSource';
 import { runSplits } from '../../trainer/worldFolder';
+import { prepareSftRunData } from '../../extension/sftData';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -244,3 +245,22 @@ describe('a documents+questions world with the HTTP teacher (a loopback test dou
     assert.equal(wrongOrRight, 8, 'every held-out task is either solved or has a failure kind');
   });
 });
+
+describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", () => {
+  it("a traces file inside a world folder with world.json makes a run of that world, evaluated on the world's held-out split", async () => {
+    const world = path.join(tmp, 'world-elements');
+    const quiet = (args: string[]) => capture(() => main(args));
+    assert.equal((await quiet(['world', '--facts', ELEMENTS, '--shapes', 'lookup,sum', '--out', world])).code, 0);
+    const traces = path.join(world, 'train.traces.jsonl');
+    assert.equal((await quiet(['distill', '--world', world, '--split', 'train', '--samples', '1', '--out', traces])).code, 0);
+    const run = path.join(tmp, 'run-from-editor');
+    const prepared = prepareSftRunData(run, traces);
+    assert.equal(prepared.world, 'folder');
+    assert.equal(prepared.trainRows, rows(traces).length);
+    const splits = runSplits(run);
+    assert.deepEqual(splits.heldout.map((t) => t.question), rows(path.join(world, 'heldout.jsonl')).map((r) => r['question']));
+    assert.ok(fs.existsSync(path.join(run, 'tokenizer.json')));
+    assert.throws(() => prepareSftRunData(run, traces), /not empty/);
+  });
+});
+
