@@ -11,6 +11,8 @@ import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { WorldFileError } from '../core/worldSource';
+import { templatesFor } from '../core/worldTools';
+import { readWorldFolder } from '../trainer/worldFolder';
 import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/files';
 import { runDemoWithTraining } from './demo';
 import { EXPORT_USAGE, runExportCommand } from './export';
@@ -68,6 +70,7 @@ const COMMANDS: Record<
       tasks: { kind: 'string', path: true },
       shapes: { kind: 'string' },
       split: { kind: 'string' },
+      tools: { kind: 'string', path: true },
       out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -114,8 +117,8 @@ const COMMANDS: Record<
   grammar: {
     name: 'grammar',
     summary: 'check a tool-call JSON body against the call grammar',
-    usage: 'agent-lab grammar [--json] [--] TEXT',
-    options: { json: { kind: 'flag' } },
+    usage: "agent-lab grammar [--json] [--world DIR] [--] TEXT      (--world: that world's tool list narrows the grammar)",
+    options: { json: { kind: 'flag' }, world: { kind: 'string', path: true } },
     positionals: 'one-or-more',
     positionalName: 'TEXT',
     run: cmdGrammar,
@@ -386,8 +389,8 @@ function intOpt(a: ParsedArgs, name: string, fallback: number): number {
 }
 
 function cmdWorld(a: ParsedArgs): void {
-  if (isSourceWorld(a.options) || a.options['shapes'] !== undefined || a.options['split'] !== undefined) {
-    if (!isSourceWorld(a.options)) throw new UsageError('--shapes and --split describe a world from --facts FILE or --docs DIR --tasks FILE');
+  if (isSourceWorld(a.options) || a.options['shapes'] !== undefined || a.options['split'] !== undefined || a.options['tools'] !== undefined) {
+    if (!isSourceWorld(a.options)) throw new UsageError('--shapes, --split and --tools describe a world from --facts FILE or --docs DIR --tasks FILE');
     runSourceWorldCommand(a.options);
     return;
   }
@@ -445,7 +448,8 @@ function cmdMask(a: ParsedArgs): void {
 }
 
 function cmdGrammar(a: ParsedArgs): void {
-  const verdict = checkCall(a.positional!);
+  const world = a.options['world'] !== undefined ? readWorldFolder(a.options['world'] as string) : null;
+  const verdict = checkCall(a.positional!, world?.tools ? templatesFor(world.tools) : undefined);
   if (a.options['json']) {
     console.log(JSON.stringify(verdict));
     return;

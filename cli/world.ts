@@ -20,6 +20,8 @@ import {
   parseTasksFile,
 } from '../core/worldSource';
 import { INPUT_LIMITS, InputError, readInputText } from '../trainer/files';
+import { McpTool, toolsLine } from '../core/tools/schemas';
+import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
 import { WORLD_FORMAT, WorldManifest, checkWorldTarget, sha256File, writeWorldFiles } from '../trainer/worldFolder';
 
 type Options = Record<string, string | number | boolean | undefined>;
@@ -27,7 +29,8 @@ type Options = Record<string, string | number | boolean | undefined>;
 export const WORLD_USAGE =
   'agent-lab world [--seed N] [--distractors N] [--train N] [--heldout N] --out DIR          (the textbook world)\n' +
   '  agent-lab world --facts FILE [--shapes lookup,double,sum,compare] [--distractors N] [--split train=N,heldout=N,dev=N] [--seed N] --out DIR\n' +
-  '  agent-lab world --docs DIR --tasks FILE [--split train=N,heldout=N,dev=N] [--seed N] --out DIR      (formats: docs/worlds.md)';
+  '  agent-lab world --docs DIR --tasks FILE [--split train=N,heldout=N,dev=N] [--seed N] --out DIR      (formats: docs/worlds.md)\n' +
+  '      either with [--tools FILE]: an MCP tool list narrowing search/calc (docs/worlds.md, "Tools")';
 
 /** True when the options ask for a user's world rather than the textbook's. */
 export function isSourceWorld(o: Options): boolean {
@@ -83,6 +86,18 @@ export function runSourceWorldCommand(o: Options): void {
     const wrong = given(o, ['shapes', 'distractors']);
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: fact-table options, not for --docs`);
   }
+  // The world's tool list (docs/worlds.md, "Tools"): checked first, it decides the grammar.
+  let tools: McpTool[] | null = null;
+  if (o['tools'] !== undefined) {
+    const file = path.resolve(o['tools'] as string);
+    try {
+      tools = parseToolList(readInputText(file, 'the tool list', INPUT_LIMITS.json), file);
+    } catch (err) {
+      if (err instanceof InputError) throw new BadInputError(err.message);
+      throw err;
+    }
+  }
+  const templates = tools ? templatesFor(tools) : undefined;
   let split: Partial<SplitSizes> = {};
   if (o['split'] !== undefined) {
     try {
@@ -111,7 +126,7 @@ export function runSourceWorldCommand(o: Options): void {
         ...(o['shapes'] !== undefined ? { shapes: parseShapes(String(o['shapes'])) } : {}),
         ...(typeof o['distractors'] === 'number' ? { distractors: o['distractors'] } : {}),
       };
-      built = buildFactWorld(table, { seed, split, settings });
+      built = buildFactWorld(table, { seed, split, settings, ...(templates ? { templates } : {}) });
       factCount = table.facts.length;
       manifestSource = { kind: 'facts', files: [{ path: file, sha256: sha256File(file) }] };
       made = { distractors: settings.distractors ?? table.settings.distractors ?? 0, shapes: settings.shapes ?? table.settings.shapes ?? [...TASK_SHAPES] };
@@ -119,7 +134,7 @@ export function runSourceWorldCommand(o: Options): void {
       const read = readDocsFolder(docs!);
       const file = path.resolve(tasksFile!);
       const tasks = parseTasksFile(readInputText(file, 'the tasks file', INPUT_LIMITS.data), file);
-      built = buildDocsWorld(chunkDocuments(read.docs), tasks, file, { seed, split });
+      built = buildDocsWorld(chunkDocuments(read.docs), tasks, file, { seed, split, ...(templates ? { templates } : {}) });
       manifestSource = { kind: 'docs', files: [...read.files, file].map((f) => ({ path: f, sha256: sha256File(f) })) };
     }
   } catch (err) {
@@ -130,6 +145,11 @@ export function runSourceWorldCommand(o: Options): void {
     throw new BadInputError((err as Error).message);
   }
 
+  if (tools && !tools.some((t) => t.name === 'calc')) {
+    const arithmetic = [...built.train, ...built.heldout, ...built.dev].filter((t) => t.kind !== 'lookup').length;
+    if (arithmetic > 0) throw new BadInputError(`${path.resolve(o['tools'] as string)}:1: the list has no calc, but the world has ${arithmetic} double, sum or compare task(s): add calc or use --shapes lookup`);
+  }
+  if (tools) manifestSource = { ...manifestSource, files: [...manifestSource.files, { path: path.resolve(o['tools'] as string), sha256: sha256File(path.resolve(o['tools'] as string)) }] };
   const manifest: WorldManifest = {
     format: WORLD_FORMAT,
     name: path.basename(out),
@@ -138,8 +158,9 @@ export function runSourceWorldCommand(o: Options): void {
     counts: { passages: built.corpus.length, ...(factCount !== undefined ? { facts: factCount } : {}), tasks: built.counts },
     overlap: built.overlap,
     unsolvable: built.unsolvable,
+    ...(tools ? { tools: { line: toolsLine(tools), system_prompt: systemPromptFor(tools) } } : {}),
   };
-  writeWorldFiles(out, built, manifest);
+  writeWorldFiles(out, built, manifest, tools);
   for (const w of built.warnings) console.error(`[agent-lab] warning: ${w}`);
   const shapes = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
   console.log(

@@ -4,7 +4,7 @@
 // chunk_words plus a tasks file. Parsing checks every row and names the file, the line and
 // the field of the first problem; building is pure (the CLI writes the files), so a bad
 // input writes nothing. Pure TypeScript: no Node, no vscode.
-import { checkCall } from './grammar';
+import { Template, checkCall } from './grammar';
 import { findOverlaps, overlapKey } from './overlap';
 import { renderCallBody } from './wire';
 import { PyRandom } from './pyrandom';
@@ -386,20 +386,20 @@ function countByShape(tasks: readonly Task[]): Record<string, number> {
 }
 
 /** The first call of a task's answer key that the grammar refuses (its body), or null when all fit. */
-function callOutsideGrammar(task: Task, values: ReadonlyMap<string, string> | null): string | null {
+function callOutsideGrammar(task: Task, values: ReadonlyMap<string, string> | null, templates?: readonly Template[]): string | null {
   const bodies = task.hints.queries.map((query) => renderCallBody('search', { query, k: 2 }));
   if (values && task.hints.op !== null) {
     const v = task.hints.facts.map(([e, a]) => values.get(`${e}\u0000${a}`) ?? '');
     const expr = task.hints.op === 'double' ? `${v[0]}*2` : task.hints.op === 'sum' ? `${v[0]}+${v[1]}` : `${v[0]}-${v[1]}`;
     bodies.push(renderCallBody('calc', { expr }));
   }
-  return bodies.find((b) => !checkCall(b).complete) ?? null;
+  return bodies.find((b) => !checkCall(b, templates).complete) ?? null;
 }
 
-function noteGrammar(tasks: readonly Task[], values: ReadonlyMap<string, string> | null, unsolvable: Record<string, number>, warnings: string[]): void {
+function noteGrammar(tasks: readonly Task[], values: ReadonlyMap<string, string> | null, unsolvable: Record<string, number>, warnings: string[], templates?: readonly Template[]): void {
   let n = 0;
   for (const t of tasks) {
-    const bad = callOutsideGrammar(t, values);
+    const bad = callOutsideGrammar(t, values, templates);
     if (bad === null) continue;
     n++;
     if (n <= 3) warnings.push(`the tool-call grammar refuses ${bad} (for ${JSON.stringify(t.question)}): a constrained student cannot make this call (docs/worlds.md)`);
@@ -435,6 +435,8 @@ export interface FactWorldOptions {
   split?: Partial<SplitSizes>;
   /** Overrides the table's own settings. */
   settings?: FactSettings;
+  /** The world's call grammar (core/worldTools.ts templatesFor); default the textbook's. */
+  templates?: readonly Template[];
 }
 
 /**
@@ -462,13 +464,14 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
   const unsolvable: Record<string, number> = {};
   const split = splitPool(tasks, seed, options.split ?? {});
   // Counted over the tasks written (after the split and the overlap exclusion).
-  noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings);
+  noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings, options.templates);
   return { corpus, ...split, unsolvable, warnings };
 }
 
 export interface DocsWorldOptions {
   seed?: number;
   split?: Partial<SplitSizes>;
+  templates?: readonly Template[];
 }
 
 /**
@@ -506,6 +509,6 @@ export function buildDocsWorld(corpus: Passage[], tasks: readonly SourceTask[], 
     }
   }
   const split = splitPool(tasks.map((t) => t.task), seed, options.split ?? {});
-  noteGrammar([...split.train, ...split.heldout, ...split.dev].filter(isHinted), null, unsolvable, warnings);
+  noteGrammar([...split.train, ...split.heldout, ...split.dev].filter(isHinted), null, unsolvable, warnings, options.templates);
   return { corpus, ...split, unsolvable, warnings };
 }

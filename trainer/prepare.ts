@@ -278,7 +278,7 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
     overlap: { excluded: 0, exact: 0, swapped: 0 },
     unsolvable: {},
   };
-  writeWorldFiles(path.join(runDir, 'world'), w, manifest);
+  writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools);
   const training = trainingPool('seed', w.train, w.heldout);
   const env = new ToolEnv(w.corpus);
   const stubRun = (tasks: Task[]) => {

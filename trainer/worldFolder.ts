@@ -9,6 +9,8 @@ import type { Passage, Task } from '../core/types';
 import { makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { SEED_WORLD, WorldId, registerCustomWorld } from '../core/worlds';
+import type { McpTool } from '../core/tools/schemas';
+import { parseToolList } from '../core/worldTools';
 import { INPUT_LIMITS, InputError, exists, readInputBytes, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { readJsonlRows } from './prepare';
 
@@ -23,8 +25,10 @@ export interface WorldManifest {
   made: { by: string; seed: number; distractors?: number; shapes?: string[]; split: { train: number; heldout: number; dev: number }; created: string };
   counts: { passages: number; facts?: number; tasks: Record<string, Record<string, number>> };
   overlap: { excluded: number; exact: number; swapped: number };
-  /** Tasks the stub teacher cannot solve, by reason (no_hints, fact_not_in_corpus, gold_differs). */
+  /** Tasks the stub teacher cannot solve, by reason (no_hints, fact_not_in_corpus, gold_differs, outside_grammar). */
   unsolvable: Record<string, number>;
+  /** With a tool list (tools.json): its tool line and the system prompt it makes. */
+  tools?: { line: string; system_prompt: string };
 }
 
 /** A world read back from a folder, registered as a custom world of this thread. */
@@ -36,6 +40,8 @@ export interface LoadedWorld {
   train: Task[];
   heldout: Task[];
   dev: Task[];
+  /** The world's tool list (tools.json), or null for the textbook's search and calc. */
+  tools: McpTool[] | null;
 }
 
 export function sha256File(file: string): string {
@@ -81,12 +87,22 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
     }
     manifest = v as WorldManifest;
   }
+  const toolsFile = path.join(dir, TOOLS_FILE);
+  let tools: McpTool[] | null = null;
+  if (exists(toolsFile)) {
+    try {
+      tools = parseToolList(fs.readFileSync(toolsFile, 'utf8'), toolsFile);
+    } catch (err) {
+      throw new InputError((err as Error).message);
+    }
+  }
   const id = registerCustomWorld({ corpus, train, heldout, dev });
-  return { dir, manifest, id, corpus, train, heldout, dev };
+  return { dir, manifest, id, corpus, train, heldout, dev, tools };
 }
 
 /** The world files a folder holds; writing a world refuses a folder holding anything else. */
-const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', WORLD_MANIFEST];
+export const TOOLS_FILE = 'tools.json';
+const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', TOOLS_FILE, WORLD_MANIFEST];
 /** What a run folder's world/ holds, copied with the run (train grpo --from). */
 export const WORLD_COPY: readonly string[] = WORLD_FILES;
 
@@ -109,11 +125,14 @@ export function checkWorldTarget(dir: string): void {
 }
 
 /** Writes the world files (each atomically) and world.json last. */
-export function writeWorldFiles(dir: string, w: { corpus: Passage[]; train: Task[]; heldout: Task[]; dev: Task[] }, manifest: WorldManifest): void {
+export function writeWorldFiles(dir: string, w: { corpus: Passage[]; train: Task[]; heldout: Task[]; dev: Task[] }, manifest: WorldManifest, tools: readonly McpTool[] | null = null): void {
   writeJsonlAtomic(path.join(dir, 'corpus.jsonl'), w.corpus.map(passageToRow));
   writeJsonlAtomic(path.join(dir, 'train.jsonl'), w.train.map(taskToRow));
   writeJsonlAtomic(path.join(dir, 'heldout.jsonl'), w.heldout.map(taskToRow));
   writeJsonlAtomic(path.join(dir, 'dev.jsonl'), w.dev.map(taskToRow));
+  const toolsFile = path.join(dir, TOOLS_FILE);
+  if (tools) writeJsonAtomic(toolsFile, tools);
+  else if (exists(toolsFile)) fs.rmSync(toolsFile); // a rebuild without --tools: the world's own (rewritten) folder
   writeJsonAtomic(path.join(dir, WORLD_MANIFEST), manifest);
 }
 
