@@ -434,7 +434,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         heldoutTasks: split.heldout.length,
       },
       splits: split.world ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length } } : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
-      ...(split.world ? { world: worldRecord(split.world) } : {}),
+      // The SFT run's record of its world (the folder it came from), else this run's copy.
+      ...(split.world ? { world: (fromRead.config['world'] as ReturnType<typeof worldRecord> | undefined) ?? worldRecord(split.world) } : {}),
       tokenizer: { sha256: sha, vocabSize: tokenizer.vocabSize },
       preflight: preflight.checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
       codeVersion: CODE_VERSION,

@@ -127,6 +127,19 @@ describe('a fact table of another domain through the CLI: world → distill → 
     assert.match(r2.stderr, /built from the world in .*elements/);
     assert.deepEqual(fs.readFileSync(path.join(run, 'data', 'train.traces.jsonl')), before);
 
+    // train grpo --from: the RL run takes the SFT run's world (its copy, its record) and evaluates on its held-out split.
+    const grpoRun = path.join(tmp, 'grpo-elements');
+    const g = await cli(['train', 'grpo', '--from', run, '--steps', '1', '--group', '2', '--tasks', '1', '--eval-limit', '2', '--run', grpoRun]);
+    assert.equal(g.code, 0, g.stderr);
+    assert.deepEqual(rows(path.join(grpoRun, 'world', 'heldout.jsonl')), heldout);
+    const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8')) as Record<string, any>;
+    assert.equal(grpoConfig['world'].dir, world);
+    assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
+    assert.match(g.stderr, /\d+ RL tasks \(pool train\)/);
+    const gw = await cli(['train', 'grpo', '--from', run, '--world', world, '--run', path.join(tmp, 'never')]);
+    assert.equal(gw.code, 2);
+    assert.match(gw.stderr, /takes the world of its --from run/);
+
     // demo --world: the data report of the world (no training with --minutes 0).
     const demoRun = path.join(tmp, 'demo-elements');
     const dm = await cli(['demo', '--minutes', '0', '--world', world, '--run', demoRun]);
