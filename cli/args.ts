@@ -15,6 +15,17 @@ export class UsageError extends Error {
 /** A failure that is not bad usage: the command prints its message and exits 1. */
 export class CliError extends Error {}
 
+/**
+ * A user's input file that fails its format (a world file, docs/worlds.md): one line
+ * naming the file, the line and the field, exit 2, and nothing written.
+ */
+export class BadInputError extends Error {
+  constructor(message: string) {
+    super(message.replace(/\r?\n/g, '\\n'));
+    this.name = 'BadInputError';
+  }
+}
+
 export type OptionKind = 'string' | 'int' | 'number' | 'flag';
 export interface OptionSpec {
   kind: OptionKind;

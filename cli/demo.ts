@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { DEFAULT_MAX_LEN, buildDataset, encodeWithMask } from '../core/sftFormat';
 import { tokenizerHash } from '../core/tokenizer';
 import { writeJsonAtomic } from '../trainer/files';
-import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData } from '../trainer/prepare';
+import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData, prepareWorldRunData } from '../trainer/prepare';
+import { readWorldFolder } from '../trainer/worldFolder';
 import { runSft } from '../trainer/sft';
 import { PRESETS } from '../trainer/model';
 import { DEFAULT_RECIPE, getRecipe } from '../trainer/recipes';
@@ -19,6 +20,8 @@ export interface DemoOptions {
   /** The training pool (default: the default recipe's). */
   pool?: PoolName;
   log?: (line: string) => void;
+  /** A user's world folder (docs/worlds.md) instead of the textbook world. */
+  world?: string | undefined;
 }
 
 /** The demo's training budget (optimiser minutes): "a few minutes" (DESIGN.md). */
@@ -58,7 +61,11 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
 
   let stage = 0;
   const recipe = getRecipe(DEFAULT_RECIPE);
-  const data = prepareRunData(runDir, options.pool ?? recipe.pool, (line) => log(`[${++stage}/5] ${line}`), recipe);
+  const stageLog = (line: string) => log(`[${++stage}/5] ${line}`);
+  const data =
+    options.world !== undefined
+      ? prepareWorldRunData(runDir, { world: readWorldFolder(options.world) }, stageLog, recipe)
+      : prepareRunData(runDir, options.pool ?? recipe.pool, stageLog, recipe);
   const tokenizer = data.tokenizer;
 
   log(`[5/5] formatting the SFT data`);
@@ -164,7 +171,7 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   log('');
   log(`Training the default student (tiny preset, ${DEFAULT_RECIPE} recipe) for ${minutes} minute(s); progress on stderr.`);
   const hooks = trainJobHooks();
-  const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1] }, hooks);
+  const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1], ...(options.world !== undefined ? { world: options.world } : {}) }, hooks);
   const s = result.summary as {
     steps: number;
     backend: string;
@@ -175,7 +182,8 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   const pctOf = (x: number | undefined) => (x === undefined ? 'n/a' : `${(100 * x).toFixed(1)}%`);
   log('');
   log(`Student after ${minutes} minute(s) (${s.steps} optimiser steps on ${s.backend}):`);
-  log(`  held-out exact match   ${pctOf(s.heldout_accuracy)} of 50 (chance is about 18%: a coin flip on the 18 compare tasks)`);
+  if (options.world === undefined) log(`  held-out exact match   ${pctOf(s.heldout_accuracy)} of 50 (chance is about 18%: a coin flip on the 18 compare tasks)`);
+  else log(`  held-out exact match   ${pctOf(s.heldout_accuracy)} of ${Object.values(report.tasks.heldout).reduce((a, b) => a + b, 0)}`);
   if (s.by_kind) log(`  per shape              ${Object.entries(s.by_kind).map(([k, v]) => `${k} ${pctOf(v.accuracy)} of ${v.n}`).join(', ')}`);
   if (s.span_accuracy) log(`  teacher-forced spans   ${Object.entries(s.span_accuracy).map(([k, v]) => `${k} ${pctOf(v)}`).join(', ')}`);
   log('');

@@ -11,6 +11,8 @@ import { TeacherConfigError, TeacherError } from '../core/teachers/teacher';
 import type { Passage, Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
+import { isHinted } from '../core/worldSource';
+import { splitRoles } from '../core/roles';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
 import type { BackendAsk } from '../trainer/backend';
 import { makeStudentTeacher } from '../trainer/studentTeacher';
@@ -21,9 +23,9 @@ type Options = Record<string, string | number | boolean | undefined>;
 export class DistillFailure extends Error {}
 
 export const DISTILL_USAGE =
-  'agent-lab distill --split train|heldout [--seed N] [--distractors N | --world DIR] [--teacher stub|http|student] [--samples N]\n' +
+  'agent-lab distill --split train|heldout|dev [--seed N] [--distractors N | --world DIR] [--teacher stub|http|student] [--samples N]\n' +
   '                  [--teacher-url URL --teacher-model M] [--temperature T] [--max-tokens N] [--timeout-ms N] [--retries N] [--concurrency N]\n' +
-  '                  [--run DIR] [--checkpoint latest|step-N] [--backend B] --out FILE';
+  '                  [--run DIR] [--checkpoint latest|step-N] [--backend B] [--roles] --out FILE   (--roles: also the query-writer and synthesizer sets)';
 
 const HTTP_ONLY = ['teacher-url', 'teacher-model', 'max-tokens', 'timeout-ms', 'retries', 'concurrency'];
 const STUDENT_ONLY = ['run', 'checkpoint', 'backend'];
@@ -39,19 +41,32 @@ export async function runDistillCommand(o: Options): Promise<void> {
   if (teacherName === 'stub') wrong(['temperature'], 'http or student');
   if (o['world'] !== undefined && o['distractors'] !== undefined) throw new UsageError('--distractors builds a world; --world reads one: give one of them');
 
-  const split = o['split'] as 'train' | 'heldout';
+  const split = o['split'] as 'train' | 'heldout' | 'dev';
+  if (split === 'dev' && o['world'] === undefined) throw new UsageError("--split dev is a user's world's split: give --world DIR (agent-lab world --facts|--docs writes one)");
   const seed = typeof o['seed'] === 'number' ? o['seed'] : 0;
   const samples = typeof o['samples'] === 'number' ? o['samples'] : 4;
   const out = o['out'] as string;
   // The output is checked before any rollout: a teacher paid by the token must not be wasted on a file that cannot be written.
   checkWritableTarget(out);
   checkDirCreatable(path.dirname(path.resolve(out)));
-  const { corpus, tasks } = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split);
+  const roles = o['roles'] === true ? roleFiles(out) : null;
+  if (roles) for (const f of Object.values(roles)) checkWritableTarget(f);
+  const world = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split as 'train' | 'heldout');
+  const corpus = world.corpus;
   const env = new ToolEnv(corpus);
+  // Unsolved tasks are counted by reason, never silently lost (docs/worlds.md).
+  const unsolved: Record<string, number> = {};
+  let tasks = world.tasks;
 
   if (teacherName === 'stub') {
     // The seed's path, unchanged: its output is compared byte for byte with the reference.
     const stats: DistillStats = { perKind: {} };
+    // A question without hints has no answer key for the stub teacher to follow.
+    const hintless = tasks.filter((t) => !isHinted(t));
+    if (hintless.length) {
+      unsolved['no_hints'] = hintless.length;
+      tasks = tasks.filter(isHinted);
+    }
     const teacher = makeStubTeacher(tasks);
     const rows: ReturnType<typeof distill> = [];
     // Task by task (distill is per task, so the rows are the same), with progress every 2 s.
@@ -68,8 +83,13 @@ export async function runDistillCommand(o: Options): Promise<void> {
       }
     }
     writeJsonlAtomic(out, rows);
+    if (roles) writeRoleFiles(roles, rows);
     const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
     console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
+    const solvedQuestions = new Set(rows.map((r) => r.task));
+    const wrong = tasks.filter((t) => !solvedQuestions.has(t.question)).length;
+    if (wrong) unsolved['wrong_answer'] = wrong;
+    if (Object.keys(unsolved).length) console.log(unsolvedLine(unsolved, world.tasks.length));
     return;
   }
 
@@ -129,6 +149,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
   const started = Date.now();
   let lastProgress = 0;
   const shown: Record<string, number> = {};
+  const firstFailure = new Map<string, string>();
   let rows;
   try {
     rows = await distillAsync(tasks, teacher, env, {
@@ -143,6 +164,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
         console.error(`[agent-lab] distill ${done}/${total} tasks (${((now - started) / 1000).toFixed(0)} s)`);
       },
       onFailure: (task, err) => {
+        if (!firstFailure.has(task.question)) firstFailure.set(task.question, err.reason);
         // The first few of each reason, so a broken setup shows itself early.
         if ((shown[err.reason] = (shown[err.reason] ?? 0) + 1) <= 3) console.error(`[agent-lab] failed rollout (${JSON.stringify(task.question)}): ${err.message}`);
       },
@@ -156,7 +178,43 @@ export async function runDistillCommand(o: Options): Promise<void> {
     dispose();
   }
   writeJsonlAtomic(out, rows);
+  if (roles) writeRoleFiles(roles, rows);
   for (const line of summaryLines(out, stats, tasks.length)) console.log(line);
+  if (!stats.cancelled) {
+    const solvedQuestions = new Set(rows.map((r) => r.task));
+    for (const t of tasks) {
+      if (solvedQuestions.has(t.question)) continue;
+      const reason = firstFailure.get(t.question) ?? 'wrong_answer';
+      unsolved[reason] = (unsolved[reason] ?? 0) + 1;
+    }
+    if (Object.keys(unsolved).length) console.log(unsolvedLine(unsolved, tasks.length));
+  }
+}
+
+/** Beside FILE (X.traces.jsonl or X.jsonl): X.query_writer.jsonl and X.synthesizer.jsonl. */
+export function roleFiles(out: string): { queryWriter: string; synthesizer: string } {
+  const base = out.replace(/\.traces\.jsonl$|\.jsonl$/, '');
+  return { queryWriter: `${base}.query_writer.jsonl`, synthesizer: `${base}.synthesizer.jsonl` };
+}
+
+/** The seed's split_roles over every kept transcript: rows {"prefix", "target", "task", "kind"}. */
+function writeRoleFiles(files: { queryWriter: string; synthesizer: string }, rows: readonly { task: string; text: string; kind: string }[]): void {
+  const qw: unknown[] = [];
+  const syn: unknown[] = [];
+  for (const r of rows) {
+    const split = splitRoles(r.text);
+    for (const p of split.queryWriter) qw.push({ prefix: p.prefix, target: p.target, task: r.task, kind: r.kind });
+    for (const p of split.synthesizer) syn.push({ prefix: p.prefix, target: p.target, task: r.task, kind: r.kind });
+  }
+  writeJsonlAtomic(files.queryWriter, qw);
+  writeJsonlAtomic(files.synthesizer, syn);
+  console.log(`wrote the role split (split_roles): ${files.queryWriter} (${qw.length} query-writer pairs), ${files.synthesizer} (${syn.length} synthesizer pairs)`);
+}
+
+/** "unsolved 7 of 40 tasks: no_hints 4, wrong_answer 3": the reasons, so no task is silently lost. */
+export function unsolvedLine(unsolved: Record<string, number>, total: number): string {
+  const n = Object.values(unsolved).reduce((a, b) => a + b, 0);
+  return `  unsolved ${n} of ${total} tasks: ${Object.entries(unsolved).map(([r, k]) => `${r} ${k}`).join(', ')}`;
 }
 
 /** The summary: totals, failures by reason (with what the teacher said), and per kind. */
@@ -189,7 +247,7 @@ function defaultWorld(seed: number, distractors: string | number | boolean | und
 }
 
 /** A world folder as `agent-lab world --out DIR` (or Build World) writes it. */
-function readWorld(dir: string, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[] } {
+function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: Passage[]; tasks: Task[] } {
   const rows = (file: string): unknown[] => {
     if (!exists(file)) throw new UsageError(`cannot read ${file}: ENOENT (is ${dir} a world folder?)`);
     // A regular file under the size cap (a FIFO or a link to /dev/zero would hang).

@@ -14,12 +14,14 @@ export interface ExportOptions {
   format: ExportFormat;
   run?: string | undefined;
   data?: string | undefined;
-  split?: 'train' | 'heldout' | undefined;
+  /** A world folder (docs/worlds.md): trl-grpo prompts from its split's tasks. */
+  world?: string | undefined;
+  split?: 'train' | 'heldout' | 'dev' | undefined;
   out: string;
 }
 
 export const EXPORT_USAGE =
-  'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE) --out OUTDIR';
+  'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE | --world DIR [--split train|heldout|dev]) --out OUTDIR';
 
 /** The CLI entry: options as parsed by cli/args.ts. */
 export function runExportCommand(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void = console.log): ExportResult {
@@ -28,12 +30,19 @@ export function runExportCommand(options: Record<string, string | number | boole
   const str = (k: string): string | undefined => (typeof options[k] === 'string' ? (options[k] as string) : undefined);
   const split = str('split');
   return exportToTrl(
-    { format: format as ExportFormat, run: str('run'), data: str('data'), split: split as ExportOptions['split'], out: str('out') ?? '' },
+    { format: format as ExportFormat, run: str('run'), data: str('data'), world: str('world'), split: split as ExportOptions['split'], out: str('out') ?? '' },
     log,
   );
 }
 
 export function exportToTrl(o: ExportOptions, log: (line: string) => void = () => {}): ExportResult {
+  if (o.world !== undefined) {
+    // A world's tasks are prompts with gold answers; transcripts come from a run (--run).
+    if (o.run !== undefined || o.data !== undefined) throw new UsageError('give one of --run DIR, --data FILE, --world DIR', EXPORT_USAGE);
+    if (o.format !== 'trl-grpo') throw new UsageError('--world exports a world\'s tasks: --format trl-grpo (transcripts come from a run: --run DIR)', EXPORT_USAGE);
+    return exportToTrl({ ...o, world: undefined, split: undefined, data: path.join(o.world, `${o.split ?? 'train'}.jsonl`) }, log);
+  }
+  if (o.split === 'dev') throw new UsageError("--split dev is a world folder's split: use --world DIR", EXPORT_USAGE);
   if ((o.run === undefined) === (o.data === undefined)) throw new UsageError('give --run DIR or --data FILE (one of them)', EXPORT_USAGE);
   if (o.data !== undefined && o.split !== undefined) throw new UsageError('--split picks a run folder\'s file; with --data the file is the split', EXPORT_USAGE);
   if (o.out === '') throw new UsageError('missing --out OUTDIR', EXPORT_USAGE);

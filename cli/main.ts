@@ -2,7 +2,7 @@
 // rely on (DESIGN.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
 // bad usage, 1 for anything else. User errors never print a stack trace.
 import * as path from 'node:path';
-import { CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
+import { BadInputError, CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
 import { DEFAULT_REWARD_TEXT, RewardSpecError, auditReward, formatAudit, parseRewardSpec } from '../core/reward';
 import { checkCall } from '../core/grammar';
 import { findOverlaps } from '../core/overlap';
@@ -10,9 +10,13 @@ import { segment } from '../core/lossMask';
 import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { WorldFileError } from '../core/worldSource';
+import { templatesFor } from '../core/worldTools';
+import { readWorldFolder } from '../trainer/worldFolder';
 import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/files';
 import { runDemoWithTraining } from './demo';
-import { runExportCommand } from './export';
+import { EXPORT_USAGE, runExportCommand } from './export';
+import { WORLD_USAGE, isSourceWorld, runSourceWorldCommand } from './world';
 import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
 import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from './train';
 import { PRESET_NAMES } from '../trainer/model';
@@ -54,13 +58,19 @@ const COMMANDS: Record<
 > = {
   world: {
     name: 'world',
-    summary: 'build the corpus and the task pool and write them as JSONL',
-    usage: 'agent-lab world [--seed N] [--distractors N] [--train N] [--heldout N] --out DIR',
+    summary: "build a world's corpus and task splits and write them as JSONL: the textbook's, or yours from a fact table or documents and questions",
+    usage: WORLD_USAGE,
     options: {
       seed: SEED_OPTION,
       distractors: { kind: 'int', min: 0, max: 100000 },
       train: { kind: 'int', min: 0 },
       heldout: { kind: 'int', min: 0 },
+      facts: { kind: 'string', path: true },
+      docs: { kind: 'string', path: true },
+      tasks: { kind: 'string', path: true },
+      shapes: { kind: 'string' },
+      split: { kind: 'string' },
+      tools: { kind: 'string', path: true },
       out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -71,12 +81,13 @@ const COMMANDS: Record<
     summary: 'run the teacher through the ReAct loop and keep solved trajectories',
     usage: DISTILL_USAGE,
     options: {
-      split: { kind: 'string', choices: ['train', 'heldout'], required: true },
+      split: { kind: 'string', choices: ['train', 'heldout', 'dev'], required: true },
       seed: SEED_OPTION,
       distractors: { kind: 'int', min: 0, max: 100000 },
       world: { kind: 'string', path: true },
       teacher: { kind: 'string', choices: ['stub', 'http', 'student'] },
       samples: { kind: 'int', min: 1, max: 1000 },
+      roles: { kind: 'flag' },
       out: { kind: 'string', required: true, path: true },
       // --teacher http (the key comes from AGENT_LAB_TEACHER_API_KEY only)
       'teacher-url': { kind: 'string' },
@@ -106,8 +117,8 @@ const COMMANDS: Record<
   grammar: {
     name: 'grammar',
     summary: 'check a tool-call JSON body against the call grammar',
-    usage: 'agent-lab grammar [--json] [--] TEXT',
-    options: { json: { kind: 'flag' } },
+    usage: "agent-lab grammar [--json] [--world DIR] [--] TEXT      (--world: that world's tool list narrows the grammar)",
+    options: { json: { kind: 'flag' }, world: { kind: 'string', path: true } },
     positionals: 'one-or-more',
     positionalName: 'TEXT',
     run: cmdGrammar,
@@ -133,12 +144,13 @@ const COMMANDS: Record<
   demo: {
     name: 'demo',
     summary: 'the main job on the embedded default: world, distillation, tokenizer, SFT data, a short training',
-    usage: 'agent-lab demo [--minutes M] [--run DIR]',
-    options: { run: { kind: 'string', path: true }, minutes: { kind: 'int', min: 0, max: 10000 } },
+    usage: 'agent-lab demo [--minutes M] [--world DIR] [--run DIR]',
+    options: { run: { kind: 'string', path: true }, minutes: { kind: 'int', min: 0, max: 10000 }, world: { kind: 'string', path: true } },
     positionals: 'none',
     run: (a) =>
       runDemoWithTraining({
         runDir: a.options['run'] as string | undefined,
+        world: a.options['world'] as string | undefined,
         ...(typeof a.options['minutes'] === 'number' ? { minutes: a.options['minutes'] } : {}),
       }),
   },
@@ -148,6 +160,7 @@ const COMMANDS: Record<
     summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
       'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN] [--resume] [--eval-limit N]\n' +
+      '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
@@ -165,6 +178,8 @@ const COMMANDS: Record<
       'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
       threads: { kind: 'int', min: 1, max: 64 },
       'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
+      world: { kind: 'string', path: true },
+      traces: { kind: 'string', path: true },
       run: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -182,13 +197,14 @@ const COMMANDS: Record<
   eval: {
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
-    usage: 'agent-lab eval --run DIR [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
+    usage: 'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },
       split: { kind: 'string', choices: [...EVAL_SPLITS] },
       limit: { kind: 'int', min: 1, max: 100000 },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
+      world: { kind: 'string', path: true },
       json: { kind: 'flag' },
     },
     positionals: 'none',
@@ -197,9 +213,10 @@ const COMMANDS: Record<
   run: {
     name: 'run',
     summary: 'the student answers one question through the real loop and prints its trajectory',
-    usage: 'agent-lab run --run DIR [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
+    usage: 'agent-lab run --run DIR [--world DIR] [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
     options: {
       run: { kind: 'string', required: true, path: true },
+      world: { kind: 'string', path: true },
       checkpoint: { kind: 'string' },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
       json: { kind: 'flag' },
@@ -212,12 +229,13 @@ const COMMANDS: Record<
   export: {
     name: 'export',
     summary: "write a run's data for Hugging Face TRL: SFTTrainer datasets (trl-sft) or GRPOTrainer prompts and reward (trl-grpo)",
-    usage: 'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE) --out OUTDIR',
+    usage: EXPORT_USAGE,
     options: {
       format: { kind: 'string', choices: ['trl-sft', 'trl-grpo'], required: true },
       run: { kind: 'string', path: true },
-      split: { kind: 'string', choices: ['train', 'heldout'] },
+      split: { kind: 'string', choices: ['train', 'heldout', 'dev'] },
       data: { kind: 'string', path: true },
+      world: { kind: 'string', path: true },
       out: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -323,11 +341,15 @@ async function cmdTrain(a: ParsedArgs): Promise<void> {
     // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
     const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
-    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from']);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces']);
+    if (a.options['from'] !== undefined && a.options['world'] !== undefined) throw new UsageError("--from continues on that run's data and world: drop --world");
     await runTrainCommand(a.options);
     return;
   }
   notOnResume([...Object.keys(GRPO_OPTIONS), 'steps', 'minutes']);
+  if (a.options['world'] !== undefined || a.options['traces'] !== undefined) {
+    throw new UsageError("'train grpo' takes the world of its --from run (recorded in its config.json): drop --world/--traces");
+  }
   const wrong = misplaced(['preset', 'recipe']);
   if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
   if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
@@ -367,6 +389,11 @@ function intOpt(a: ParsedArgs, name: string, fallback: number): number {
 }
 
 function cmdWorld(a: ParsedArgs): void {
+  if (isSourceWorld(a.options) || a.options['shapes'] !== undefined || a.options['split'] !== undefined || a.options['tools'] !== undefined) {
+    if (!isSourceWorld(a.options)) throw new UsageError('--shapes, --split and --tools describe a world from --facts FILE or --docs DIR --tasks FILE');
+    runSourceWorldCommand(a.options);
+    return;
+  }
   const seed = intOpt(a, 'seed', 0);
   const out = a.options['out'] as string;
   const corpus = buildCorpus(seed, intOpt(a, 'distractors', 120));
@@ -421,7 +448,8 @@ function cmdMask(a: ParsedArgs): void {
 }
 
 function cmdGrammar(a: ParsedArgs): void {
-  const verdict = checkCall(a.positional!);
+  const world = a.options['world'] !== undefined ? readWorldFolder(a.options['world'] as string) : null;
+  const verdict = checkCall(a.positional!, world?.tools ? templatesFor(world.tools) : undefined);
   if (a.options['json']) {
     console.log(JSON.stringify(verdict));
     return;
@@ -475,6 +503,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) {
       console.error(`agent-lab ${name}: ${err.message}\nusage: ${err.usage ?? command.usage}`);
+      return 2;
+    }
+    if (err instanceof BadInputError || err instanceof WorldFileError) {
+      console.error(`agent-lab ${name}: ${err.message}`);
       return 2;
     }
     if (err instanceof CliError || err instanceof InputError) {

@@ -18,6 +18,8 @@ import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError, runSft } from '../trainer/sft';
 import { PreflightRefusal, RlPool, ScaleRewards, runGrpo } from '../trainer/grpo';
 import type { EvalSplit } from '../core/protocol/worker';
+import { worldEnv } from '../core/worlds';
+import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -81,6 +83,8 @@ export async function runTrainCommand(o: Options): Promise<void> {
         ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
         ...(o['from'] !== undefined ? { from: o['from'] as string } : {}),
         ...(o['keep-checkpoints'] !== undefined ? { keepCheckpoints: o['keep-checkpoints'] as number } : {}),
+        ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
+        ...(o['traces'] !== undefined ? { traces: o['traces'] as string } : {}),
       },
       hooks,
     ),
@@ -153,6 +157,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
         ...(o['checkpoint'] !== undefined ? { checkpoint: o['checkpoint'] as string } : {}),
         ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
         ...(o['limit'] !== undefined ? { limit: o['limit'] as number } : {}),
+        ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
       },
       hooks,
     ),
@@ -211,7 +216,10 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
     if (promptTokens + 2 > context) {
       throw new CliError(`the question does not fit the student's context: the prompt is ${promptTokens} tokens, the context ${context} (shorten the question)`);
     }
-    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv(buildCorpus()), tokenizerCallMask(tokenizer));
+    // The tools search the run's own world (or the folder --world names); the textbook's by default.
+    const world = o['world'] !== undefined ? readWorldFolder(o['world'] as string) : runWorld(runDir);
+    const env = world ? worldEnv(world.id) : new ToolEnv(buildCorpus());
+    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer));
     const ep = await runtime.runAsync({ question });
     if (o['json']) {
       console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, contextFull: ep.contextFull, text: ep.text }));

@@ -50,12 +50,14 @@ export const unpackState = (s: State): { template: number; item: number; consume
   consumed: s & 0xff,
 });
 
-export function startStates(): StateSet {
-  return TEMPLATES.map((_, ti) => pack(ti, 0, 0));
+// Every function below takes the templates it runs (default: the textbook's two); a user's
+// world may narrow a tool's argument characters or length (core/worldTools.ts, docs/worlds.md).
+export function startStates(templates: readonly Template[] = TEMPLATES): StateSet {
+  return templates.map((_, ti) => pack(ti, 0, 0));
 }
 
-function successors(ti: number, ii: number, n: number, ch: string, out: Set<State>): void {
-  const items = TEMPLATES[ti]!.items;
+function successors(templates: readonly Template[], ti: number, ii: number, n: number, ch: string, out: Set<State>): void {
+  const items = templates[ti]!.items;
   if (ii >= items.length) return; // complete: nothing may follow
   const item = items[ii]!;
   if (typeof item === 'string') {
@@ -64,24 +66,24 @@ function successors(ti: number, ii: number, n: number, ch: string, out: Set<Stat
   }
   if (item.chars.has(ch) && n < item.maxLen) out.add(pack(ti, ii, n + 1));
   // Long enough: close the hole and hand `ch` to the next item.
-  if (n >= item.minLen) successors(ti, ii + 1, 0, ch, out);
+  if (n >= item.minLen) successors(templates, ti, ii + 1, 0, ch, out);
 }
 
 /** Consume one character (one code point). */
-export function step(states: StateSet, ch: string): StateSet {
+export function step(states: StateSet, ch: string, templates: readonly Template[] = TEMPLATES): StateSet {
   const out = new Set<State>();
-  for (const s of states) successors(s >> 16, (s >> 8) & 0xff, s & 0xff, ch, out);
+  for (const s of states) successors(templates, s >> 16, (s >> 8) & 0xff, s & 0xff, ch, out);
   return out.size === 0 ? EMPTY : [...out].sort((a, b) => a - b);
 }
 const EMPTY: StateSet = Object.freeze([]) as StateSet;
 
 /** True iff some live state sits at the end of its template: `<|end|>` is legal now. */
-export function accepts(states: StateSet): boolean {
-  return states.some((s) => (s >> 8 & 0xff) >= TEMPLATES[s >> 16]!.items.length);
+export function accepts(states: StateSet, templates: readonly Template[] = TEMPLATES): boolean {
+  return states.some((s) => (s >> 8 & 0xff) >= templates[s >> 16]!.items.length);
 }
 
-function collectAllowed(ti: number, ii: number, n: number, out: Set<string>): void {
-  const items = TEMPLATES[ti]!.items;
+function collectAllowed(templates: readonly Template[], ti: number, ii: number, n: number, out: Set<string>): void {
+  const items = templates[ti]!.items;
   if (ii >= items.length) return;
   const item = items[ii]!;
   if (typeof item === 'string') {
@@ -89,13 +91,13 @@ function collectAllowed(ti: number, ii: number, n: number, out: Set<string>): vo
     return;
   }
   if (n < item.maxLen) for (const c of item.chars) out.add(c);
-  if (n >= item.minLen) collectAllowed(ti, ii + 1, 0, out);
+  if (n >= item.minLen) collectAllowed(templates, ti, ii + 1, 0, out);
 }
 
 /** Every single character that keeps at least one state alive, sorted by code point. */
-export function allowedChars(states: StateSet): string[] {
+export function allowedChars(states: StateSet, templates: readonly Template[] = TEMPLATES): string[] {
   const out = new Set<string>();
-  for (const s of states) collectAllowed(s >> 16, (s >> 8) & 0xff, s & 0xff, out);
+  for (const s of states) collectAllowed(templates, s >> 16, (s >> 8) & 0xff, s & 0xff, out);
   return [...out].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
 }
 
@@ -111,19 +113,19 @@ export interface GrammarVerdict {
 }
 
 /** Run the acceptor over a call body (the JSON between `<|tool_call|>` and `<|end|>`). */
-export function checkCall(body: string): GrammarVerdict {
-  let states = startStates();
+export function checkCall(body: string, templates: readonly Template[] = TEMPLATES): GrammarVerdict {
+  let states = startStates(templates);
   let index = 0;
   for (const ch of body) {
-    const next = step(states, ch);
+    const next = step(states, ch, templates);
     if (next.length === 0) {
-      return { accepted: false, complete: false, rejectedAt: index, expected: allowedChars(states) };
+      return { accepted: false, complete: false, rejectedAt: index, expected: allowedChars(states, templates) };
     }
     states = next;
     index++;
   }
-  const complete = accepts(states);
-  return { accepted: true, complete, rejectedAt: null, expected: complete ? [] : allowedChars(states) };
+  const complete = accepts(states, templates);
+  return { accepted: true, complete, rejectedAt: null, expected: complete ? [] : allowedChars(states, templates) };
 }
 
 /** Which template item the live states are in, for messages ("in the value of k"). */

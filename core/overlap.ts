@@ -4,6 +4,9 @@
 import type { Task } from './types';
 
 export function overlapKey(task: Task): string {
+  // A task with no answer key (a docs world's question without hints, docs/worlds.md) has
+  // no facts to compare: it overlaps only the same question.
+  if (task.hints.facts.length === 0) return `${task.kind}\u0001\u0003${task.question}`;
   const facts = task.hints.facts.map(([e, a]) => `${e}\u0000${a}`).sort();
   return `${task.kind}\u0001${facts.join('\u0002')}`;
 }

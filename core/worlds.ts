@@ -12,8 +12,8 @@ import { PyRandom } from './pyrandom';
 import type { Passage, Task } from './types';
 import { Fact, TASK_FACTS, buildCorpus, compareTask, doubleTask, isNum, lookupTask, makeTaskPool, sumTask } from './world';
 
-/** How a world's table was made from the seed's. */
-export type WorldKind = 'seed' | 'values' | 'entities';
+/** How a world's table was made from the seed's; 'custom' is a user's world folder (docs/worlds.md). */
+export type WorldKind = 'seed' | 'values' | 'entities' | 'custom';
 
 /** A world is named by how it was made and its seed: "seed:0", "values:17", "entities:2000003". */
 export interface WorldId {
@@ -28,8 +28,8 @@ export function worldName(id: WorldId): string {
 }
 
 export function parseWorldName(name: string): WorldId {
-  const m = /^(seed|values|entities):(\d+)$/.exec(name);
-  if (!m) throw new Error(`not a world name: ${JSON.stringify(name)} (expected seed:N, values:N or entities:N)`);
+  const m = /^(seed|values|entities|custom):(\d+)$/.exec(name);
+  if (!m) throw new Error(`not a world name: ${JSON.stringify(name)} (expected seed:N, values:N, entities:N or custom:N)`);
   return { kind: m[1] as WorldKind, seed: Number(m[2]) };
 }
 
@@ -104,7 +104,53 @@ export interface World {
 
 const worldCache = new Map<string, World>();
 
+// ---- custom worlds (a user's world folder) --------------------------------------------
+
+/** A user's world as read from its folder: the corpus and the splits it was written with. */
+export interface CustomWorld {
+  corpus: Passage[];
+  train: Task[];
+  heldout: Task[];
+  dev: Task[];
+}
+
+const customWorlds = new Map<number, CustomWorld>();
+
+/** FNV-1a over the world's rows: the same folder content always gets the same id. */
+function contentId(w: CustomWorld): number {
+  let h = 0x811c9dc5;
+  const feed = (s: string) => {
+    for (let i = 0; i < s.length; i++) {
+      h ^= s.charCodeAt(i);
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+  };
+  for (const p of w.corpus) feed(`${p.docId}\u0000${p.text}\u0001`);
+  for (const split of [w.train, w.heldout, w.dev]) {
+    for (const t of split) feed(`${t.question}\u0000${t.gold}\u0000${t.kind}\u0001`);
+    feed('\u0002');
+  }
+  return h;
+}
+
+/** Registers a user's world for worldEnv/buildWorld (in this thread); its id is "custom:N". */
+export function registerCustomWorld(w: CustomWorld): WorldId {
+  const seed = contentId(w);
+  customWorlds.set(seed, w);
+  return { kind: 'custom', seed };
+}
+
+export function customWorld(id: WorldId): CustomWorld {
+  const w = id.kind === 'custom' ? customWorlds.get(id.seed) : undefined;
+  if (!w) throw new Error(`world ${worldName(id)} is not loaded (a custom world is read from its folder first)`);
+  return w;
+}
+
 export function buildWorld(id: WorldId, nTrain = 200, nHeldout = 50): World {
+  if (id.kind === 'custom') {
+    const w = customWorld(id);
+    return { id, facts: [], corpus: w.corpus, train: w.train, heldout: w.heldout };
+  }
   const key = `${worldName(id)}/${nTrain}/${nHeldout}`;
   const hit = worldCache.get(key);
   if (hit) return hit;
@@ -172,7 +218,7 @@ export class ReservedWorldError extends Error {}
 
 /** Throws when a training pool would use an evaluation split's world. */
 export function assertNotReserved(id: WorldId, purpose: string): void {
-  if (id.kind === 'seed') return;
+  if (id.kind === 'seed' || id.kind === 'custom') return;
   if (reservedWorlds().has(worldName(id))) {
     throw new ReservedWorldError(`${purpose}: world ${worldName(id)} is reserved for evaluation and may not be trained on`);
   }

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { distillAsync, newDistillStats } from '../core/distillAsync';
+import { isHinted } from '../core/worldSource';
 import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
 import type { Task } from '../core/types';
 import { log, reportError } from './log';
@@ -105,10 +106,15 @@ async function distillCommand(
       if (teacher.kind === 'student') return distillWithStudent(context, folder, chosen, runDir!, teacher.temperature, file, progress, token);
       progress.report({ message: 'reading the world' });
       const corpus = await readCorpus(folder);
-      const tasks = await readTasks(folder, chosen);
+      let tasks = await readTasks(folder, chosen);
       await yieldToUi();
       const env = new ToolEnv(corpus);
       if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token);
+      // Questions without hints (a user's documents world, docs/worlds.md) have no answer key
+      // for the stub teacher: they are counted and left to the HTTP teacher or a student.
+      const allTasks = tasks.length;
+      tasks = tasks.filter(isHinted);
+      const skipped = allTasks - tasks.length;
       const stub = makeStubTeacher(tasks);
       const rows: ReturnType<typeof distill> = [];
       for (let i = 0; i < tasks.length; i += CHUNK) {
@@ -122,7 +128,8 @@ async function distillCommand(
       await writeText(file, toJsonl(rows));
       log.info(
         `distilled ${chosen} of ${folder.fsPath}: ${rows.length} trajectories kept from ${tasks.length} tasks ` +
-          `x ${SAMPLES_PER_TASK} samples (${Date.now() - started} ms) -> ${file.fsPath}`,
+          `x ${SAMPLES_PER_TASK} samples (${Date.now() - started} ms) -> ${file.fsPath}` +
+          (skipped ? `; ${skipped} questions without hints left out (unsolved: no_hints; use the HTTP teacher)` : ''),
       );
       return { file, split: chosen, tasks: tasks.length, kept: rows.length };
     },

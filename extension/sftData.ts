@@ -17,6 +17,8 @@ import type { Passage, Task, TaskKind } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
+import { prepareWorldRunData } from '../trainer/prepare';
+import { WORLD_MANIFEST, readWorldFolder } from '../trainer/worldFolder';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
 const HELDOUT_SAMPLES = 4;
@@ -105,12 +107,45 @@ export function worldOf(tracesFile: string): World {
   return { corpus: buildCorpus(0), train: pool.train, heldout: pool.heldout, source: 'default' };
 }
 
+function prepareUserWorldRun(runDir: string, tracesFile: string, worldDir: string, rows: number): PreparedSftData {
+  let prepared;
+  try {
+    prepared = prepareWorldRunData(runDir, { world: readWorldFolder(worldDir), traces: path.resolve(tracesFile) });
+  } catch (err) {
+    throw new Error((err as Error).message);
+  }
+  writeJsonAtomic(path.join(runDir, 'data', 'source.json'), {
+    traces: path.resolve(tracesFile),
+    rows,
+    kept: prepared.train.rows.length,
+    excluded_overlapping_heldout: rows - prepared.train.rows.length,
+    world: worldDir,
+    heldout_traces: "stub teacher on the world's held-out split (tasks with hints)",
+    created: new Date().toISOString(),
+  });
+  return {
+    runDir,
+    tracesFile,
+    trainRows: prepared.train.rows.length,
+    excluded: rows - prepared.train.rows.length,
+    unknownTasks: 0,
+    heldoutRows: prepared.heldout.rows.length,
+    world: 'folder',
+    heldoutSource: 'stub teacher',
+    vocabSize: prepared.tokenizer.vocabSize,
+  };
+}
+
 export function prepareSftRunData(runDir: string, tracesFile: string): PreparedSftData {
   if (fs.existsSync(runDir) && fs.readdirSync(runDir).length > 0) {
     throw new Error(`${runDir} already exists and is not empty; a new run needs a new folder`);
   }
   const rows = readTraceRows(tracesFile);
   if (rows.length === 0) throw new Error(`${tracesFile} holds no trajectories`);
+  // A user's world (docs/worlds.md: its folder has a world.json): the run is that world's,
+  // evaluated on its own held-out split, as `agent-lab train sft --world DIR --traces FILE`.
+  const worldDir = path.dirname(path.resolve(tracesFile));
+  if (fs.existsSync(path.join(worldDir, WORLD_MANIFEST))) return prepareUserWorldRun(runDir, tracesFile, worldDir, rows.length);
   const world = worldOf(tracesFile);
   // The trainer evaluates on the default held-out split (trainer/jobs.ts, sft.ts); a world
   // folder's own held-out split is excluded too, so neither can leak into training.

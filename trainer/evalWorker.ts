@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { tokenizerFromJsonText } from '../core/tokenizer';
-import { parseWorldName, worldEnv, worldName, type WorldTask } from '../core/worlds';
+import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, type WorldTask } from '../core/worlds';
 import type { Task } from '../core/types';
 import { AgentRuntime } from './agentRuntime';
 import { initBackend } from './backend';
@@ -28,6 +28,8 @@ interface EvalShardRequest {
   trainingKeys: string[];
   items: { task: Task; world: string }[];
   teacher: TeacherKnobs;
+  /** The user's worlds among the items (docs/worlds.md): the worker registers them first. */
+  customWorlds: CustomWorld[];
 }
 
 /** What the worker answers. */
@@ -89,6 +91,7 @@ export function startEvalShard(
     trainingKeys: [...trainingKeys],
     items: items.map((x) => ({ task: x.task, world: worldName(x.world) })),
     teacher,
+    customWorlds: [...new Set(items.filter((x) => x.world.kind === 'custom').map((x) => x.world.seed))].map((seed) => customWorld({ kind: 'custom', seed })),
   };
   const worker = script.evalCode ? new Worker(script.evalCode, { eval: true, workerData: data }) : new Worker(script.file, { workerData: data });
   let stopped = false;
@@ -114,6 +117,7 @@ export function startEvalShard(
 async function workerMain(req: EvalShardRequest): Promise<void> {
   try {
     await initBackend(req.backend);
+    for (const w of req.customWorlds) registerCustomWorld(w);
     const model = StackModel.fromWeights(req.cfg, unflatten(req.cfg, req.flat));
     const tokenizer = tokenizerFromJsonText(req.tokenizerJson);
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));

@@ -21,6 +21,7 @@ import {
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
+import { WORLD_COPY, WORLD_MANIFEST, runSplits, worldRecord } from './worldFolder';
 import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -354,6 +355,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         [fromFiles.trainTasks, files.trainTasks],
         [fromFiles.trainTraces, files.trainTraces],
         [fromFiles.heldoutTraces, files.heldoutTraces],
+        // A user's world (docs/worlds.md) travels with the run, so eval finds it again.
+        ...(fs.existsSync(path.join(fromRun, 'world', WORLD_MANIFEST)) ? WORLD_COPY.map((f) => [path.join(fromRun, 'world', f), path.join(runDir, 'world', f)]) : []),
       ] as [string, string][]
     )
       .filter(([src]) => fs.existsSync(src))
@@ -361,7 +364,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     for (const [dst, bytes] of copies) writeFileAtomic(dst, bytes);
   }
 
-  const split = makeTaskPool(0);
+  // The SFT run's world: the textbook's, or a user's copied into world/ (registered here for the tools).
+  const split = runSplits(runDir);
+  if (split.world && pool !== 'train') throw new UserError(`--pool ${pool} draws fresh textbook worlds; this run's world is ${split.world.manifest?.name ?? split.world.dir}: use --pool train`);
   let rlTasks: WorldTask[];
   try {
     rlTasks = rlTaskPool(pool, files.trainTasks, split.heldout);
@@ -370,7 +375,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     throw err;
   }
   // Contamination is judged against everything the student was trained on: the SFT data and the RL pool.
-  const sftTasks = fs.existsSync(files.trainTasks) ? loadWorldTasks(files.trainTasks) : split.train.map((task) => ({ task, world: SEED_WORLD }));
+  const sftTasks = fs.existsSync(files.trainTasks) ? loadWorldTasks(files.trainTasks) : split.train.map((task) => ({ task, world: split.id }));
   const trainingKeys = new Set<string>();
   for (const { task, world } of [...sftTasks, ...rlTasks]) {
     trainingKeys.add(overlapKey(task));
@@ -430,7 +435,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         taskCounts,
         heldoutTasks: split.heldout.length,
       },
-      splits: { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
+      splits: split.world ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length } } : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
+      // The SFT run's record of its world (the folder it came from), else this run's copy.
+      ...(split.world ? { world: (fromRead.config['world'] as ReturnType<typeof worldRecord> | undefined) ?? worldRecord(split.world) } : {}),
       tokenizer: { sha256: sha, vocabSize: tokenizer.vocabSize },
       preflight: preflight.checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
       codeVersion: CODE_VERSION,
@@ -449,7 +456,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}, ${opt.workers.threads} extra worker thread(s)`,
   );
 
-  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(SEED_WORLD), tokenizerCallMask(tokenizer));
+  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer));
   const tokenizerJson = canonicalTokenizerJson(tokenizer);
   /**
    * Samples a round's rollouts on every core: item i goes to thread i mod (workers + 1), so
@@ -496,7 +503,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   };
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
-    const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
+    const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
     const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobsOf(fromRead.config['recipe']));
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
     metrics.append(rec);

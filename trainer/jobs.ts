@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import type { EvalSplit, JobSpec } from '../core/protocol/worker';
 import { rollout } from '../core/distill';
 import { makeStubTeacher } from '../core/stubTeacher';
-import { makeTaskPool } from '../core/world';
-import { SEED_WORLD, WorldTask, splitManifest, worldEnv } from '../core/worlds';
+import { WorldTask, splitManifest, worldEnv } from '../core/worlds';
+import { isHinted } from '../core/worldSource';
 import { BackendAsk, initBackend } from './backend';
 import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
@@ -17,6 +17,7 @@ import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
 import { runGrpo } from './grpo';
+import { readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
 
 export type { JobHooks } from './sft';
 
@@ -37,6 +38,7 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
         ...(spec.minutes !== undefined ? { minutes: spec.minutes } : {}),
         ...(spec.resume !== undefined ? { resume: spec.resume } : {}),
         ...(spec.evalLimit !== undefined ? { evalLimit: spec.evalLimit } : {}),
+        ...(spec.world !== undefined ? { world: spec.world } : {}),
       },
       hooks,
     );
@@ -45,7 +47,7 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
     const { kind: _kind, ...options } = spec;
     return runGrpo(options, hooks);
   }
-  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks);
+  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world);
 }
 
 export async function runEval(
@@ -55,6 +57,7 @@ export async function runEval(
   backendAsk: string,
   limit: number | undefined,
   hooks: JobHooks,
+  worldDir?: string,
 ): Promise<JobResult> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
@@ -79,22 +82,28 @@ export async function runEval(
   const model = StackModel.fromWeights(cfg, ck.weights);
   try {
     const files = dataFiles(runDir);
-    const pool = makeTaskPool(0);
+    // The run's own world (config.json's "world", its copy in world/), or the folder --world names.
+    const pool = worldDir !== undefined ? splitsOfWorld(readWorldFolder(worldDir)) : runSplits(runDir);
+    const ownWorld = runSplits(runDir);
     const trainingTasks: WorldTask[] = fs.existsSync(files.trainTasks)
       ? loadWorldTasks(files.trainTasks)
-      : pool.train.map((task) => ({ task, world: SEED_WORLD }));
-    const tasks = splitTasks(split, trainingTasks).slice(0, limit ?? undefined);
+      : ownWorld.train.map((task) => ({ task, world: ownWorld.id }));
+    if (split === 'train' && worldDir !== undefined) throw new UserError("--split train is the run's own training tasks: drop --world");
+    const tasks = splitTasks(split, trainingTasks, pool).slice(0, limit ?? undefined);
     const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks.map((t) => t.task));
     // Span accuracy is teacher-forced on the teacher's transcripts: the run's own for the
     // seed world's splits, the stub teacher's (against each world's corpus) for fresh ones.
     const teacher = teacherKnobsOf(run.config['recipe']);
     let traceTexts: string[];
-    if (split === 'heldout' || split === 'train') {
+    if ((split === 'heldout' && worldDir === undefined) || split === 'train') {
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
       traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
       // The teacher the run's recipe trained with (its k and thoughts), in the task's own world.
-      traceTexts = tasks.slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
+      traceTexts = tasks
+        .filter(({ task }) => isHinted(task))
+        .slice(0, 50)
+        .map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
@@ -102,7 +111,15 @@ export async function runEval(
       .filter((e): e is TrainExample => e !== null);
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
-    const manifest = split === 'heldout' ? { kind: 'seed', seeds: [0], tasks: pool.heldout.length } : split === 'train' ? undefined : splitManifest()[split];
+    const manifest = pool.world
+      ? split === 'train'
+        ? undefined
+        : { kind: 'custom', seeds: [pool.id.seed], tasks: (split === 'dev' ? pool.dev : pool.heldout).length, world: worldRecord(pool.world) }
+      : split === 'heldout'
+        ? { kind: 'seed', seeds: [0], tasks: pool.heldout.length }
+        : split === 'train'
+          ? undefined
+          : splitManifest()[split];
     const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}) };
     writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
     writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), summary);

@@ -34,7 +34,7 @@ import { initBackend } from './backend';
 import { findWorkerScript } from './workerScript';
 import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, makeRng, paramSpecs } from './model';
 import { tokenizerFromJsonText, type BpeTokenizer } from '../core/tokenizer';
-import { parseWorldName, worldEnv } from '../core/worlds';
+import { customWorld, parseWorldName, registerCustomWorld, worldEnv, type CustomWorld } from '../core/worlds';
 import { AgentRuntime, type Episode, type EpisodeOptions, type EpisodeTask } from './agentRuntime';
 import { modelPolicy, tokenizerCallMask } from './policy';
 
@@ -237,6 +237,7 @@ interface WorkerHandle {
   ctrl: Int32Array;
   sentVersion: number;
   sentTokenizer: string | null;
+  sentWorlds: Set<string>;
   ready: boolean;
   pending: boolean;
 }
@@ -273,7 +274,7 @@ export class GradientPool {
       worker.on('error', () => {
         /* reported through READY / the reply protocol; avoid an unhandled 'error' event */
       });
-      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, sentTokenizer: null, ready: false, pending: false });
+      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, sentTokenizer: null, sentWorlds: new Set(), ready: false, pending: false });
     }
   }
 
@@ -373,6 +374,13 @@ export class GradientPool {
       if (h.sentTokenizer !== tokenizerJson) {
         h.port.postMessage({ type: 'tokenizer', json: tokenizerJson });
         h.sentTokenizer = tokenizerJson;
+      }
+      // A user's world lives in the calling thread's registry: the worker gets it once.
+      for (const name of new Set(items.map((it) => it.world))) {
+        const id = parseWorldName(name);
+        if (id.kind !== 'custom' || h.sentWorlds.has(name)) continue;
+        h.port.postMessage({ type: 'world', world: customWorld(id) });
+        h.sentWorlds.add(name);
       }
       h.port.postMessage({ type: 'rollouts', items });
       h.pending = true;
@@ -477,7 +485,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
     for (;;) {
       const m = receiveMessageOnPort(port);
       if (!m) break;
-      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch; json?: string; items?: RolloutItem[] };
+      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch; json?: string; items?: RolloutItem[]; world?: CustomWorld };
       if (msg.type === 'stop') {
         model?.dispose();
         port.close();
@@ -489,6 +497,10 @@ async function workerMain(init: WorkerInit): Promise<void> {
           if (model) model.setWeights(w);
           else model = StackModel.fromWeights(cfg, w);
           runtime = null;
+          continue;
+        }
+        if (msg.type === 'world') {
+          registerCustomWorld(msg.world!);
           continue;
         }
         if (msg.type === 'tokenizer') {

@@ -13,6 +13,8 @@ import { TRAINING_SEEDS, WorldId, freshTrainingTasks, worldEnv, worldName } from
 import { overlapKey } from '../core/overlap';
 import { stubTeacherOptions, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
+import { isHinted } from '../core/worldSource';
+import { LoadedWorld, WORLD_FORMAT, WorldManifest, runWorld, sha256File, writeWorldFiles } from './worldFolder';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 
 export const WORLD_SEED = 0;
@@ -37,7 +39,7 @@ export const dataFiles = (runDir: string) => ({
 });
 
 /** The files prepareRunData writes, relative to the run folder. */
-const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'tokenizer.json'];
+const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'world/dev.jsonl', 'world/world.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'tokenizer.json'];
 
 /** Throws (naming what is there and what is missing) when any file prepareRunData writes exists. */
 function refuseToOverwriteData(runDir: string): void {
@@ -145,8 +147,22 @@ export function ensureRunData(
   pool: PoolName,
   log: (line: string) => void = () => {},
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
+  source?: WorldSource,
 ): 'present' | 'tokenizer-trained' | 'prepared' {
   const files = dataFiles(runDir);
+  if (source) {
+    if (exists(files.trainTraces)) {
+      // A run's data stays the world it was made from: another --world would mislead.
+      const mine = runWorld(runDir);
+      if (!mine) throw new InputError(`${runDir} holds data of the textbook world; --world ${source.world.dir} needs a new run folder`);
+      if (mine.id.seed !== source.world.id.seed) throw new InputError(`${runDir} was built from the world in ${mine.dir} (${mine.manifest?.name ?? 'unnamed'}), not ${source.world.dir}: use a new run folder`);
+      if (source.traces !== undefined) throw new InputError(`${runDir} already holds data/train.traces.jsonl: --traces needs a new run folder`);
+      return 'present';
+    }
+    refuseToOverwriteData(runDir);
+    prepareWorldRunData(runDir, source, log, recipe);
+    return 'prepared';
+  }
   if (exists(files.trainTraces)) {
     if (exists(files.tokenizer)) return 'present';
     log(`${runDir} has data/train.traces.jsonl but no tokenizer.json: training the tokenizer from the data there (data/ is left as it is)`);
@@ -233,4 +249,100 @@ export function loadTokenizer(runDir: string): BpeTokenizer {
   } catch (err) {
     throw new InputError(`${file}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
   }
+}
+
+// ---- a user's world (docs/worlds.md) ---------------------------------------------------
+
+/** The world a run is made from, and optionally trajectories distilled elsewhere to train on. */
+export interface WorldSource {
+  world: LoadedWorld;
+  /** A traces file (e.g. `distill --teacher http --world DIR`): trained on instead of the stub teacher's. */
+  traces?: string;
+}
+
+/**
+ * A run folder from a user's world: the world copied into world/ (with its world.json, so
+ * eval and run find it again), the train split's transcripts (the stub teacher's over the
+ * tasks with hints, or the given traces file), minus every task that overlaps held-out; the
+ * held-out transcripts (stub teacher, tasks with hints) and the tokenizer over it all.
+ */
+export function prepareWorldRunData(
+  runDir: string,
+  source: WorldSource,
+  log: (line: string) => void = () => {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
+): PreparedData {
+  const w = source.world;
+  if (recipe.augment && recipe.augment.worlds > 0) log("the recipe's augmentation draws counterfactual textbook worlds: not used with --world");
+  const manifest: WorldManifest = w.manifest ?? {
+    format: WORLD_FORMAT,
+    name: path.basename(w.dir),
+    source: { kind: 'folder', files: ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl'].map((f) => ({ path: path.join(w.dir, f), sha256: sha256File(path.join(w.dir, f)) })) },
+    made: { by: 'a world folder without world.json', seed: 0, split: { train: w.train.length, heldout: w.heldout.length, dev: w.dev.length }, created: new Date().toISOString() },
+    counts: { passages: w.corpus.length, tasks: {} },
+    overlap: { excluded: 0, exact: 0, swapped: 0 },
+    unsolvable: {},
+  };
+  writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools);
+  const training = trainingPool('seed', w.train, w.heldout);
+  const env = new ToolEnv(w.corpus);
+  const stubRun = (tasks: Task[]) => {
+    const hinted = tasks.filter(isHinted);
+    const stats: DistillStats = { perKind: {} };
+    const teacher = makeStubTeacher(hinted, stubTeacherOptions(recipe, env));
+    const rows = distill(hinted, teacher, env, SAMPLES_PER_TASK, stats);
+    const y: Record<string, { kept: number; tasks: number }> = {};
+    for (const [k, st] of Object.entries(stats.perKind)) y[k] = { kept: st.kept, tasks: st.tasks };
+    return { rows, y, hintless: tasks.length - hinted.length };
+  };
+  let trainRows: TraceRow[];
+  let trainYield: Record<string, { kept: number; tasks: number }> = {};
+  let trainTasks = training.tasks;
+  if (source.traces !== undefined) {
+    // Trajectories from another teacher: only those of this world's training tasks are kept.
+    const byQuestion = new Map(training.tasks.map((t) => [t.question, t]));
+    const excluded = new Set(training.excluded.map((t) => t.question));
+    const held = new Set(w.heldout.map((t) => t.question));
+    const rows = readTraceRows(source.traces);
+    let unknown = 0;
+    let overlapping = 0;
+    trainRows = [];
+    for (const r of rows) {
+      if (excluded.has(r.task) || held.has(r.task)) overlapping++;
+      else if (!byQuestion.has(r.task)) unknown++;
+      else trainRows.push({ task: r.task, text: r.text, kind: byQuestion.get(r.task)!.kind });
+    }
+    if (trainRows.length === 0) throw new InputError(`${source.traces}: none of its ${rows.length} trajectories is of a training task of ${w.dir} (${overlapping} overlap held-out, ${unknown} of other questions)`);
+    const kept = new Set(trainRows.map((r) => r.task));
+    trainTasks = training.tasks.filter((t) => kept.has(t.question));
+    log(`training on ${trainRows.length} trajectories of ${source.traces} (${kept.size} tasks; left out: ${overlapping} overlapping held-out, ${unknown} of questions not in the train split)`);
+  } else {
+    const tr = stubRun(training.tasks);
+    trainRows = tr.rows;
+    trainYield = tr.y;
+    const solved = new Set(tr.rows.map((r) => r.task));
+    trainTasks = training.tasks.filter((t) => solved.has(t.question));
+    log(`distilled ${w.manifest?.name ?? w.dir} with the stub teacher: ${tr.rows.length} transcripts from ${training.tasks.length} training tasks (${training.excluded.length} overlapping held-out excluded, ${tr.hintless} without hints left out)`);
+    if (tr.rows.length === 0) throw new InputError(`the stub teacher solved none of the training tasks of ${w.dir} (${tr.hintless} have no hints): distill with --teacher http and pass --traces FILE`);
+  }
+  const he = stubRun(w.heldout);
+  const files = dataFiles(runDir);
+  writeJsonlAtomic(files.trainTraces, trainRows);
+  writeJsonlAtomic(files.heldoutTraces, he.rows);
+  // Rows carry the world's id, so contamination is counted in this world (trainer/sft.ts trainingKeysOf).
+  writeJsonlAtomic(files.trainTasks, trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) })));
+  const t0 = Date.now();
+  const tokenizer = trainBpe([...w.corpus.map((p) => p.text), ...trainRows.map((r) => r.text), ...he.rows.map((r) => r.text)]);
+  const tokenizerSeconds = (Date.now() - t0) / 1000;
+  writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
+  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  const overlaps = findOverlaps(w.train, w.heldout);
+  return {
+    corpusSize: w.corpus.length,
+    train: { tasks: trainTasks, rows: trainRows, excluded: training.excluded.length, yield: trainYield },
+    heldout: { tasks: w.heldout, rows: he.rows, yield: he.y },
+    overlap: { exact: overlaps.exact.length, swapped: overlaps.swapped.length },
+    tokenizer,
+    tokenizerSeconds,
+  };
 }

@@ -9,7 +9,7 @@ import type { BpeTokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { TASK_FACTS, makeTaskPool } from '../core/world';
-import { SEED_WORLD, allTasksOf, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
+import { SEED_WORLD, allTasksOf, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv, worldName } from '../core/worlds';
 import { AgentRuntime } from './agentRuntime';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -28,6 +28,7 @@ import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkSftConfig, checkpointMo
 import { DEFAULT_RECIPE, Recipe, TeacherKnobs, getRecipe, phaseAt } from './recipes';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { taskFromRow, type TaskRowLike } from './taskRows';
+import { WorldSplits, readWorldFolder, runSplits, worldRecord } from './worldFolder';
 
 export interface JobHooks {
   started(backend: string): void;
@@ -61,6 +62,10 @@ export interface SftOptions {
   parallel?: number | 'auto';
   /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
   keepCheckpoints?: number;
+  /** A user's world folder (docs/worlds.md) to build the run from; the run keeps a copy. */
+  world?: string;
+  /** With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. */
+  traces?: string;
 }
 
 export const CODE_VERSION = typeof __AGENT_LAB_VERSION__ === 'string' ? __AGENT_LAB_VERSION__ : 'dev';
@@ -83,6 +88,8 @@ interface RunConfig {
   tokenizer: { sha256: string; vocabSize: number };
   /** --eval-limit as given at the start (a resume keeps it unless given again). */
   evalLimit?: number;
+  /** A user's world (docs/worlds.md): its copy is the run's world/. */
+  world?: ReturnType<typeof worldRecord>;
   codeVersion: string;
   created: string;
 }
@@ -228,9 +235,16 @@ export async function evaluateModel(
 }
 
 /** The tasks of an evaluation split: the seed world's heldout or train, or a fresh split's worlds. */
-export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[]): WorldTask[] {
-  if (split === 'heldout') return makeTaskPool(0).heldout.map((task) => ({ task, world: SEED_WORLD }));
+export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[], world?: WorldSplits): WorldTask[] {
+  if (split === 'heldout') return world ? world.heldout.map((task) => ({ task, world: world.id })) : makeTaskPool(0).heldout.map((task) => ({ task, world: SEED_WORLD }));
   if (split === 'train') return [...trainingTasks];
+  if (world?.world) {
+    if (split === 'dev') {
+      if (world.dev.length === 0) throw new UserError(`the world in ${world.world.dir} has no dev split (dev.jsonl is empty or missing)`);
+      return world.dev.map((task) => ({ task, world: world.id }));
+    }
+    throw new UserError(`--split ${split} is made of fresh textbook worlds; this run's world is ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, train)`);
+  }
   return freshSplitTasks(split);
 }
 
@@ -299,8 +313,11 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     const ignored = ignoredOnResume(o as unknown as Record<string, unknown>, ['preset', 'recipe', 'steps', 'minutes', 'seed']);
     if (ignored.length) hooks.log('warn', `--resume keeps the run's own ${ignored.join(', ')} (config.json); the ones given are ignored`);
   }
+  if (o.traces !== undefined && o.world === undefined) throw new UserError('--traces FILE trains on trajectories of a world: give --world DIR too');
+  const source = o.world !== undefined ? { world: readWorldFolder(o.world), ...(o.traces !== undefined ? { traces: path.resolve(o.traces) } : {}) } : undefined;
   // Never writes over data/: data brought by hand is trained on as it is.
-  ensureRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe);
+  ensureRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe, source);
+  const worldSplits = runSplits(runDir);
   const tokenizer = loadTokenizer(runDir);
   const cfg = presetConfig(presetName, tokenizer.vocabSize);
   // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
@@ -347,18 +364,20 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const heldExamples = heldRows
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
-  const split = makeTaskPool(0);
+  const split = worldSplits;
   // Without a tasks file (data brought by hand), the training tasks are those the rows name:
-  // every question the seed world's table can ask is known; others cannot be checked.
+  // every question the world can ask is known (the textbook's whole table); others cannot be checked.
   const hasTasksFile = fs.existsSync(files.trainTasks);
   let trainingTasks: Task[];
   if (hasTasksFile) trainingTasks = loadTasks(files.trainTasks);
   else {
-    const byQuestion = new Map(allTasksOf(TASK_FACTS).map((t) => [t.question, t] as const));
-    const named = [...new Set(trainRows.filter((r) => r.world === undefined || r.world === 'seed:0').map((r) => r.task))];
+    const known = split.world ? [...split.train, ...split.heldout, ...split.dev] : allTasksOf(TASK_FACTS);
+    const byQuestion = new Map(known.map((t) => [t.question, t] as const));
+    const own = new Set([undefined, 'seed:0', worldName(split.id)]);
+    const named = [...new Set(trainRows.filter((r) => own.has(r.world)).map((r) => r.task))];
     trainingTasks = named.flatMap((q) => byQuestion.get(q) ?? []);
     const unknown = named.length - trainingTasks.length;
-    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the default world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
+    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
   }
   const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks);
   // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped
@@ -459,7 +478,11 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
         taskCounts: kindCounts,
         heldoutTasks: split.heldout.length,
       },
-      splits: { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
+      splits: split.world
+        ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length }, dev: { kind: 'custom', seeds: [split.id.seed], tasks: split.dev.length } }
+        : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
+      // The folder the world came from (its copy is the run's world/).
+      ...(split.world ? { world: worldRecord(source?.world ?? split.world) } : {}),
       tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize },
       ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
       codeVersion: CODE_VERSION,
@@ -536,7 +559,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     if (p) hooks.checkpoint(step, p);
   };
   const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
-    const tasks = evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout;
+    const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
     const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks, 'auto', recipe);
     const rec = {
       phase: 'eval' as const,
@@ -554,8 +577,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     hooks.metrics(rec);
     curve.push({ step, time: elapsed(), accuracy: summary.accuracy });
     hooks.log('info', `held-out exact match at step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
-    // Beside it, the first world of the dev split (fresh values: read, or remembered?).
-    const devTasks = freshSplitTasks('dev').slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
+    // Beside it, the first world of the dev split (fresh values: read, or remembered?); a user's world has its own dev split.
+    const devPool: WorldTask[] = split.world ? split.dev.map((task) => ({ task, world: split.id })) : freshSplitTasks('dev');
+    const devTasks = devPool.slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
+    if (devTasks.length === 0) return summary;
     const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks, 'auto', recipe)).summary;
     const devRec = { phase: 'eval' as const, step, time: elapsed(), split: 'dev', accuracy: dev.accuracy, by_kind: dev.by_kind, failures: dev.failures, n: dev.n, final };
     metrics.append(devRec);

@@ -17,6 +17,8 @@ export interface SftJobSpec {
   resume?: boolean;
   /** Held-out tasks per accuracy point during training (default all 50). */
   evalLimit?: number;
+  /** A user's world folder to build the run from (docs/worlds.md). */
+  world?: string;
 }
 /**
  * Evaluation splits: the seed's 50 held-out tasks (reported first), the run's training
@@ -33,6 +35,8 @@ export interface EvalJobSpec {
   checkpoint?: string;
   backend?: string;
   limit?: number;
+  /** Evaluate on this world folder's split instead of the run's own world. */
+  world?: string;
 }
 /** GRPO from an SFT run (DESIGN.md, "GRPO defaults" for what is left out). */
 export interface GrpoJobSpec {
@@ -81,7 +85,7 @@ export function checkJobSpec(v: unknown): string | null {
   if (!isObj(v)) return 'job must be an object';
   if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
   if (v['kind'] === 'sft') {
-    for (const k of ['preset', 'recipe', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of ['preset', 'recipe', 'backend', 'world']) if (!optStr(v[k])) return `job.${k} must be a string`;
     for (const k of ['steps', 'minutes', 'evalLimit']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
     if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
     return null;
@@ -97,7 +101,7 @@ export function checkJobSpec(v: unknown): string | null {
   }
   if (v['kind'] === 'eval') {
     if (!EVAL_SPLITS.includes(v['split'] as EvalSplit)) return `job.split must be one of ${EVAL_SPLITS.join(', ')}`;
-    for (const k of ['checkpoint', 'backend']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of ['checkpoint', 'backend', 'world']) if (!optStr(v[k])) return `job.${k} must be a string`;
     if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
     return null;
   }

@@ -1,0 +1,175 @@
+// `agent-lab world --facts FILE | --docs DIR --tasks FILE [--split ...] --out DIR`: a
+// user's own world (docs/worlds.md). Everything is read and checked before anything is
+// written, so a bad file (one line naming file, line and field; exit 2) writes nothing.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { BadInputError, UsageError } from './args';
+import type { TaskKind } from '../core/types';
+import {
+  BuiltWorld,
+  DocFile,
+  FactSettings,
+  SplitSizes,
+  TASK_SHAPES,
+  WorldFileError,
+  buildDocsWorld,
+  buildFactWorld,
+  chunkDocuments,
+  parseFactTable,
+  parseSplitSpec,
+  parseTasksFile,
+} from '../core/worldSource';
+import { INPUT_LIMITS, InputError, readInputText } from '../trainer/files';
+import { McpTool, toolsLine } from '../core/tools/schemas';
+import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
+import { WORLD_FORMAT, WorldManifest, checkWorldTarget, sha256File, writeWorldFiles } from '../trainer/worldFolder';
+
+type Options = Record<string, string | number | boolean | undefined>;
+
+export const WORLD_USAGE =
+  'agent-lab world [--seed N] [--distractors N] [--train N] [--heldout N] --out DIR          (the textbook world)\n' +
+  '  agent-lab world --facts FILE [--shapes lookup,double,sum,compare] [--distractors N] [--split train=N,heldout=N,dev=N] [--seed N] --out DIR\n' +
+  '  agent-lab world --docs DIR --tasks FILE [--split train=N,heldout=N,dev=N] [--seed N] --out DIR      (formats: docs/worlds.md)\n' +
+  '      either with [--tools FILE]: an MCP tool list narrowing search/calc (docs/worlds.md, "Tools")';
+
+/** True when the options ask for a user's world rather than the textbook's. */
+export function isSourceWorld(o: Options): boolean {
+  return o['facts'] !== undefined || o['docs'] !== undefined || o['tasks'] !== undefined;
+}
+
+function given(o: Options, names: string[]): string[] {
+  return names.filter((n) => o[n] !== undefined).map((n) => `--${n}`);
+}
+
+/** Every .txt and .md file under `dir` (dot-files and dot-folders skipped), paths relative and '/'-separated. */
+export function readDocsFolder(dirArg: string): { docs: DocFile[]; files: string[] } {
+  const dir = path.resolve(dirArg);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch {
+    throw new BadInputError(`${dir}: no such folder (--docs needs a folder of .txt or .md files)`);
+  }
+  if (!st.isDirectory()) throw new BadInputError(`${dir}: not a folder (--docs needs a folder of .txt or .md files)`);
+  const files: string[] = [];
+  const walk = (d: string) => {
+    for (const ent of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (ent.name.startsWith('.')) continue;
+      const full = path.join(d, ent.name);
+      if (ent.isDirectory()) walk(full);
+      else if (ent.isFile() && /\.(txt|md)$/i.test(ent.name)) files.push(full);
+    }
+  };
+  walk(dir);
+  if (files.length === 0) throw new BadInputError(`${dir}: no .txt or .md files`);
+  const docs = files.map((f) => ({ relPath: path.relative(dir, f).split(path.sep).join('/'), text: readInputText(f, 'the document', INPUT_LIMITS.data) }));
+  return { docs, files };
+}
+
+function parseShapes(v: string): TaskKind[] {
+  const shapes = v.split(',').map((s) => s.trim());
+  const bad = shapes.find((s) => !TASK_SHAPES.includes(s as TaskKind));
+  if (bad !== undefined) throw new UsageError(`--shapes: unknown shape '${bad}' (known: ${TASK_SHAPES.join(', ')})`);
+  return [...new Set(shapes as TaskKind[])];
+}
+
+export function runSourceWorldCommand(o: Options): void {
+  const out = path.resolve(o['out'] as string);
+  const facts = o['facts'] as string | undefined;
+  const docs = o['docs'] as string | undefined;
+  const tasksFile = o['tasks'] as string | undefined;
+  if (facts !== undefined && (docs !== undefined || tasksFile !== undefined)) throw new UsageError('give --facts FILE, or --docs DIR with --tasks FILE, not both');
+  if (facts === undefined && (docs === undefined || tasksFile === undefined)) throw new UsageError('--docs DIR and --tasks FILE go together');
+  const legacy = given(o, ['train', 'heldout']);
+  if (legacy.length) throw new UsageError(`${legacy.join(', ')}: the textbook world's options; a user's world takes --split train=N,heldout=N,dev=N`);
+  if (docs !== undefined) {
+    const wrong = given(o, ['shapes', 'distractors']);
+    if (wrong.length) throw new UsageError(`${wrong.join(', ')}: fact-table options, not for --docs`);
+  }
+  // The world's tool list (docs/worlds.md, "Tools"): checked first, it decides the grammar.
+  let tools: McpTool[] | null = null;
+  if (o['tools'] !== undefined) {
+    const file = path.resolve(o['tools'] as string);
+    try {
+      tools = parseToolList(readInputText(file, 'the tool list', INPUT_LIMITS.json), file);
+    } catch (err) {
+      if (err instanceof InputError) throw new BadInputError(err.message);
+      throw err;
+    }
+  }
+  const templates = tools ? templatesFor(tools) : undefined;
+  let split: Partial<SplitSizes> = {};
+  if (o['split'] !== undefined) {
+    try {
+      split = parseSplitSpec(String(o['split']));
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  const seed = typeof o['seed'] === 'number' ? o['seed'] : 0;
+  // The target is checked before the work: a folder of the user's is never written into.
+  try {
+    checkWorldTarget(out);
+  } catch (err) {
+    throw new BadInputError((err as Error).message);
+  }
+
+  let built: BuiltWorld;
+  let manifestSource: WorldManifest['source'];
+  let made: Partial<WorldManifest['made']> = {};
+  let factCount: number | undefined;
+  try {
+    if (facts !== undefined) {
+      const file = path.resolve(facts);
+      const table = parseFactTable(readInputText(file, 'the fact table', INPUT_LIMITS.data), file);
+      const settings: FactSettings = {
+        ...(o['shapes'] !== undefined ? { shapes: parseShapes(String(o['shapes'])) } : {}),
+        ...(typeof o['distractors'] === 'number' ? { distractors: o['distractors'] } : {}),
+      };
+      built = buildFactWorld(table, { seed, split, settings, ...(templates ? { templates } : {}) });
+      factCount = table.facts.length;
+      manifestSource = { kind: 'facts', files: [{ path: file, sha256: sha256File(file) }] };
+      made = { distractors: settings.distractors ?? table.settings.distractors ?? 0, shapes: settings.shapes ?? table.settings.shapes ?? [...TASK_SHAPES] };
+    } else {
+      const read = readDocsFolder(docs!);
+      const file = path.resolve(tasksFile!);
+      const tasks = parseTasksFile(readInputText(file, 'the tasks file', INPUT_LIMITS.data), file);
+      built = buildDocsWorld(chunkDocuments(read.docs), tasks, file, { seed, split, ...(templates ? { templates } : {}) });
+      manifestSource = { kind: 'docs', files: [...read.files, file].map((f) => ({ path: f, sha256: sha256File(f) })) };
+    }
+  } catch (err) {
+    if (err instanceof WorldFileError || err instanceof BadInputError || err instanceof UsageError || err instanceof InputError) {
+      throw err instanceof InputError ? new BadInputError(err.message) : err;
+    }
+    // The builders' own refusals (too few tasks, split counts over the pool) are bad input too.
+    throw new BadInputError((err as Error).message);
+  }
+
+  if (tools && !tools.some((t) => t.name === 'calc')) {
+    const arithmetic = [...built.train, ...built.heldout, ...built.dev].filter((t) => t.kind !== 'lookup').length;
+    if (arithmetic > 0) throw new BadInputError(`${path.resolve(o['tools'] as string)}:1: the list has no calc, but the world has ${arithmetic} double, sum or compare task(s): add calc or use --shapes lookup`);
+  }
+  if (tools) manifestSource = { ...manifestSource, files: [...manifestSource.files, { path: path.resolve(o['tools'] as string), sha256: sha256File(path.resolve(o['tools'] as string)) }] };
+  const manifest: WorldManifest = {
+    format: WORLD_FORMAT,
+    name: path.basename(out),
+    source: manifestSource,
+    made: { by: 'agent-lab world', seed, ...made, split: built.sizes, created: new Date().toISOString() },
+    counts: { passages: built.corpus.length, ...(factCount !== undefined ? { facts: factCount } : {}), tasks: built.counts },
+    overlap: built.overlap,
+    unsolvable: built.unsolvable,
+    ...(tools ? { tools: { line: toolsLine(tools), system_prompt: systemPromptFor(tools) } } : {}),
+  };
+  writeWorldFiles(out, built, manifest, tools);
+  for (const w of built.warnings) console.error(`[agent-lab] warning: ${w}`);
+  const shapes = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  console.log(
+    `wrote ${out}: ${built.corpus.length} passages; train ${built.train.length} (${shapes(built.counts.train)}), ` +
+      `held-out ${built.heldout.length} (${shapes(built.counts.heldout)}), dev ${built.dev.length} (${shapes(built.counts.dev)})`,
+  );
+  console.log(
+    `  overlap: ${built.overlap.excluded} training task(s) left out (${built.overlap.exact} also a held-out or dev question, ${built.overlap.swapped} with the same facts)`,
+  );
+  const unsolvable = Object.entries(built.unsolvable);
+  if (unsolvable.length) console.log(`  the stub teacher cannot solve: ${unsolvable.map(([r, n]) => `${r} ${n}`).join(', ')} (use --teacher http or student)`);
+}

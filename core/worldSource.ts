@@ -1,0 +1,514 @@
+// A user's own world, from one of the two documented file formats (docs/worlds.md):
+// a fact table (CSV `entity,attribute,value` or JSONL of the same keys) rendered through
+// the seed's templates and task shapes, or a folder of documents chunked with the seed's
+// chunk_words plus a tasks file. Parsing checks every row and names the file, the line and
+// the field of the first problem; building is pure (the CLI writes the files), so a bad
+// input writes nothing. Pure TypeScript: no Node, no vscode.
+import { Template, checkCall } from './grammar';
+import { findOverlaps, overlapKey } from './overlap';
+import { renderCallBody } from './wire';
+import { PyRandom } from './pyrandom';
+import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
+import { Fact, buildCorpus, chunkWords, doubleTask, isNum, lookupTask, makeTasks } from './world';
+
+export const TASK_SHAPES: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
+
+/** One problem in a world file: where (file, 1-based line, field) and what. */
+export class WorldFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly field: string | null,
+    readonly problem: string,
+  ) {
+    super(`${file}:${line}: ${field !== null ? `field "${field}": ` : ''}${problem}`);
+  }
+}
+
+/** Settings a fact table may carry (a JSONL `{"settings": {...}}` first row) or the CLI may give. */
+export interface FactSettings {
+  distractors?: number;
+  shapes?: TaskKind[];
+}
+
+export interface FactTable {
+  facts: Fact[];
+  /** The 1-based line each fact came from (for later messages). */
+  lines: number[];
+  settings: FactSettings;
+}
+
+/**
+ * A value may not hold '.', ',' or ';': the corpus's canonical clause "the {attr} of
+ * {entity} is {value}" ends at the first of them, so the teacher could not read it back
+ * (core/stubTeacher.ts extractFact). Newlines would break the wire format's lines.
+ */
+const VALUE_FORBIDDEN = /[.,;\n\r]/;
+const NAME_FORBIDDEN = /[\n\r]/;
+
+function checkFact(file: string, line: number, entity: string, attribute: string, value: string): void {
+  const fields: [string, string][] = [
+    ['entity', entity],
+    ['attribute', attribute],
+    ['value', value],
+  ];
+  for (const [name, v] of fields) {
+    if (v.trim() === '') throw new WorldFileError(file, line, name, 'is empty');
+    if (v !== v.trim()) throw new WorldFileError(file, line, name, `has leading or trailing spaces (${JSON.stringify(v)})`);
+    if (NAME_FORBIDDEN.test(v)) throw new WorldFileError(file, line, name, 'holds a line break');
+  }
+  if (VALUE_FORBIDDEN.test(value)) {
+    throw new WorldFileError(
+      file,
+      line,
+      'value',
+      `${JSON.stringify(value)} holds '.', ',' or ';', where the corpus sentence "the ${attribute} of ${entity} is ..." would end ` +
+        '(write integers, e.g. a mass in units of 10^21 kg; see docs/worlds.md)',
+    );
+  }
+  if (/^-*[0-9]+$/.test(value) && /^--/.test(value)) throw new WorldFileError(file, line, 'value', `${JSON.stringify(value)} is not a number (write -5, not --5)`);
+}
+
+/** RFC 4180 fields of one CSV line (quotes with "" inside; no line breaks inside a field). */
+function csvFields(text: string, file: string, line: number): string[] {
+  const out: string[] = [];
+  let i = 0;
+  for (;;) {
+    let field = '';
+    if (text[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= text.length) throw new WorldFileError(file, line, null, 'a quoted field is not closed (a field may not span lines)');
+        if (text[i] === '"') {
+          if (text[i + 1] === '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        field += text[i++];
+      }
+      if (i < text.length && text[i] !== ',') throw new WorldFileError(file, line, null, `text after a closing quote at column ${i + 1}`);
+    } else {
+      while (i < text.length && text[i] !== ',') field += text[i++];
+    }
+    out.push(field);
+    if (i >= text.length) return out;
+    i++; // the comma
+  }
+}
+
+const FACT_COLUMNS = ['entity', 'attribute', 'value'] as const;
+
+function splitLines(text: string): string[] {
+  return text.replace(/^\uFEFF/, '').split(/\r?\n/);
+}
+
+function parseCsvTable(text: string, file: string): FactTable {
+  const facts: Fact[] = [];
+  const lines: number[] = [];
+  let header = false;
+  splitLines(text).forEach((raw, i) => {
+    const line = i + 1;
+    if (raw.trim() === '' || raw.startsWith('#')) return;
+    const fields = csvFields(raw, file, line);
+    if (!header) {
+      const got = fields.map((f) => f.trim().toLowerCase());
+      if (got.length !== 3 || got.some((g, j) => g !== FACT_COLUMNS[j])) {
+        throw new WorldFileError(file, line, 'header', `expected the header "entity,attribute,value", got ${JSON.stringify(raw)}`);
+      }
+      header = true;
+      return;
+    }
+    if (fields.length !== 3) {
+      const field = fields.length < 3 ? FACT_COLUMNS[fields.length]! : 'value';
+      throw new WorldFileError(file, line, field, `expected 3 columns (entity,attribute,value), got ${fields.length}`);
+    }
+    const [entity, attribute, value] = fields as [string, string, string];
+    checkFact(file, line, entity, attribute, value);
+    facts.push([entity, attribute, value]);
+    lines.push(line);
+  });
+  if (!header) throw new WorldFileError(file, 1, 'header', 'the file is empty: expected the header "entity,attribute,value"');
+  return { facts, lines, settings: {} };
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function parseSettings(v: unknown, file: string, line: number, field = 'settings'): FactSettings {
+  if (!isObj(v)) throw new WorldFileError(file, line, field, 'must be an object {"distractors": N, "shapes": [...]}');
+  const out: FactSettings = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k === 'distractors') {
+      if (!Number.isSafeInteger(x) || (x as number) < 0 || (x as number) > 100000) throw new WorldFileError(file, line, `${field}.distractors`, 'must be an integer from 0 to 100000');
+      out.distractors = x as number;
+    } else if (k === 'shapes') {
+      if (!Array.isArray(x) || x.length === 0 || !x.every((s) => TASK_SHAPES.includes(s as TaskKind))) {
+        throw new WorldFileError(file, line, `${field}.shapes`, `must be a non-empty list of ${TASK_SHAPES.join(', ')}`);
+      }
+      out.shapes = [...new Set(x as TaskKind[])];
+    } else throw new WorldFileError(file, line, `${field}.${k}`, 'unknown setting (known: distractors, shapes)');
+  }
+  return out;
+}
+
+function parseJsonlTable(text: string, file: string): FactTable {
+  const facts: Fact[] = [];
+  const lines: number[] = [];
+  let settings: FactSettings = {};
+  splitLines(text).forEach((raw, i) => {
+    const line = i + 1;
+    if (raw.trim() === '') return;
+    let row: unknown;
+    try {
+      row = JSON.parse(raw);
+    } catch (err) {
+      throw new WorldFileError(file, line, null, `not JSON (${(err as Error).message.split('\n')[0]})`);
+    }
+    if (!isObj(row)) throw new WorldFileError(file, line, null, 'expected an object {"entity", "attribute", "value"}');
+    if ('settings' in row) {
+      if (facts.length > 0) throw new WorldFileError(file, line, 'settings', 'a settings row must come before the facts');
+      if (Object.keys(row).length !== 1) throw new WorldFileError(file, line, 'settings', 'a settings row holds only "settings"');
+      settings = parseSettings(row['settings'], file, line);
+      return;
+    }
+    for (const k of Object.keys(row)) if (!(FACT_COLUMNS as readonly string[]).includes(k)) throw new WorldFileError(file, line, k, 'unknown key (a fact row has entity, attribute, value)');
+    const strings: string[] = [];
+    for (const k of FACT_COLUMNS) {
+      const v = row[k];
+      if (v === undefined) throw new WorldFileError(file, line, k, 'is missing');
+      if (k === 'value' && typeof v === 'number') {
+        if (!Number.isSafeInteger(v)) throw new WorldFileError(file, line, k, `${v} is not an integer (write decimals scaled; see docs/worlds.md)`);
+        strings.push(String(v));
+      } else if (typeof v === 'string') strings.push(v);
+      else throw new WorldFileError(file, line, k, `must be a string${k === 'value' ? ' or an integer' : ''}`);
+    }
+    const [entity, attribute, value] = strings as [string, string, string];
+    checkFact(file, line, entity, attribute, value);
+    facts.push([entity, attribute, value]);
+    lines.push(line);
+  });
+  return { facts, lines, settings };
+}
+
+/** A fact table: CSV when the file name ends in .csv, else JSONL. Duplicates and an empty table are errors. */
+export function parseFactTable(text: string, file: string): FactTable {
+  const table = /\.csv$/i.test(file) ? parseCsvTable(text, file) : parseJsonlTable(text, file);
+  const seen = new Map<string, number>();
+  table.facts.forEach(([e, a], i) => {
+    const key = `${e}\u0000${a}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      throw new WorldFileError(file, table.lines[i]!, 'attribute', `duplicate fact: the ${a} of ${e} is already given on line ${first}`);
+    }
+    seen.set(key, table.lines[i]!);
+  });
+  if (table.facts.length === 0) throw new WorldFileError(file, 1, null, 'no facts: the table needs at least one row');
+  return table;
+}
+
+// ---- documents and questions ---------------------------------------------------------
+
+/** A document as read: its path relative to the docs folder ('/'-separated) and its text. */
+export interface DocFile {
+  relPath: string;
+  text: string;
+}
+
+/** The seed's chunk_words (80 words, overlap 16) per file; doc ids "PATH#J". Empty files give nothing. */
+export function chunkDocuments(docs: readonly DocFile[]): Passage[] {
+  const sorted = [...docs].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+  const out: Passage[] = [];
+  for (const d of sorted) {
+    if (d.text.trim() === '') continue;
+    chunkWords(d.text, 80, 16).forEach((piece, j) => out.push({ docId: `${d.relPath}#${j}`, text: piece }));
+  }
+  return out;
+}
+
+/** A task of a tasks file; `hinted` = it carries an answer key the stub teacher can follow. */
+export interface SourceTask {
+  task: Task;
+  hinted: boolean;
+  line: number;
+}
+
+const TASK_KEYS = ['question', 'gold', 'kind', 'hints'];
+const OP_OF: Record<TaskKind, TaskOp> = { lookup: null, double: 'double', sum: 'sum', compare: 'compare' };
+const FACTS_OF: Record<TaskKind, number> = { lookup: 1, double: 1, sum: 2, compare: 2 };
+
+/** Hints with no answer key: the stub teacher cannot follow them; an HTTP teacher or a student can. */
+export const NO_HINTS: TaskHints = { queries: [], facts: [], op: null };
+
+export function isHinted(task: Task): boolean {
+  return task.hints.queries.length > 0;
+}
+
+function parseHints(v: unknown, kind: TaskKind | undefined, file: string, line: number): { hints: TaskHints; kind: TaskKind } {
+  const bad = (field: string, what: string) => new WorldFileError(file, line, field, what);
+  if (!isObj(v)) throw bad('hints', 'must be an object {"queries", "facts", "op"[, "names"]}');
+  for (const k of Object.keys(v)) if (!['queries', 'facts', 'op', 'names'].includes(k)) throw bad(`hints.${k}`, 'unknown key (hints have queries, facts, op, names)');
+  const { queries, facts, op, names } = v;
+  if (!Array.isArray(queries) || queries.length === 0) throw bad('hints.queries', 'must be a non-empty list of search queries');
+  queries.forEach((q, i) => {
+    if (typeof q !== 'string' || q.trim() === '') throw bad(`hints.queries[${i}]`, 'must be a non-empty string');
+  });
+  if (!Array.isArray(facts)) throw bad('hints.facts', 'must be a list of [entity, attribute] pairs');
+  facts.forEach((f, i) => {
+    if (!Array.isArray(f) || f.length !== 2 || !f.every((x) => typeof x === 'string' && x.trim() !== '')) throw bad(`hints.facts[${i}]`, 'must be an [entity, attribute] pair of strings');
+  });
+  if (facts.length !== queries.length) throw bad('hints.facts', `needs one fact per query (${queries.length} queries, ${facts.length} facts)`);
+  if (op !== undefined && op !== null && op !== 'double' && op !== 'sum' && op !== 'compare') throw bad('hints.op', 'must be null, "double", "sum" or "compare"');
+  const opValue: TaskOp = (op ?? null) as TaskOp;
+  const derived: TaskKind = opValue === null ? 'lookup' : opValue;
+  const k = kind ?? derived;
+  if (OP_OF[k] !== opValue) throw bad('hints.op', `a ${k} task has op ${JSON.stringify(OP_OF[k])}, got ${JSON.stringify(opValue)}`);
+  if (facts.length !== FACTS_OF[k]) throw bad('hints.facts', `a ${k} task needs ${FACTS_OF[k]} fact(s), got ${facts.length}`);
+  let namePair: [string, string] | undefined;
+  if (k === 'compare') {
+    if (!Array.isArray(names) || names.length !== 2 || !names.every((x) => typeof x === 'string')) throw bad('hints.names', 'a compare task needs names: [entity1, entity2]');
+    namePair = [names[0] as string, names[1] as string];
+  } else if (names !== undefined) throw bad('hints.names', `only compare tasks have names (this is ${k})`);
+  const hints: TaskHints = {
+    queries: [...(queries as string[])],
+    facts: (facts as [string, string][]).map(([e, a]): [string, string] => [e, a]),
+    op: opValue,
+    ...(namePair ? { names: namePair } : {}),
+  };
+  return { hints, kind: k };
+}
+
+/** A tasks file (JSONL: question, gold, optional kind, optional hints in the seed's shape). */
+export function parseTasksFile(text: string, file: string): SourceTask[] {
+  const out: SourceTask[] = [];
+  const seen = new Map<string, number>();
+  splitLines(text).forEach((raw, i) => {
+    const line = i + 1;
+    if (raw.trim() === '') return;
+    let row: unknown;
+    try {
+      row = JSON.parse(raw);
+    } catch (err) {
+      throw new WorldFileError(file, line, null, `not JSON (${(err as Error).message.split('\n')[0]})`);
+    }
+    if (!isObj(row)) throw new WorldFileError(file, line, null, 'expected an object {"question", "gold"[, "kind", "hints"]}');
+    for (const k of Object.keys(row)) if (!TASK_KEYS.includes(k)) throw new WorldFileError(file, line, k, `unknown key (a task has ${TASK_KEYS.join(', ')})`);
+    for (const k of ['question', 'gold']) {
+      const v = row[k];
+      if (v === undefined) throw new WorldFileError(file, line, k, 'is missing');
+      if (typeof v !== 'string') throw new WorldFileError(file, line, k, 'must be a string');
+      if (v.trim() === '') throw new WorldFileError(file, line, k, 'is empty');
+      if (/[\n\r]/.test(v)) throw new WorldFileError(file, line, k, 'holds a line break');
+    }
+    const question = row['question'] as string;
+    const gold = row['gold'] as string;
+    if (/<\|[a-z_]+\|>/.test(question)) throw new WorldFileError(file, line, 'question', 'holds a special token such as <|end|>');
+    const first = seen.get(question);
+    if (first !== undefined) throw new WorldFileError(file, line, 'question', `the same question is on line ${first}`);
+    seen.set(question, line);
+    let kind: TaskKind | undefined;
+    if (row['kind'] !== undefined) {
+      if (!TASK_SHAPES.includes(row['kind'] as TaskKind)) throw new WorldFileError(file, line, 'kind', `must be one of ${TASK_SHAPES.join(', ')}`);
+      kind = row['kind'] as TaskKind;
+    }
+    if (row['hints'] === undefined) {
+      out.push({ task: { question, gold, kind: kind ?? 'lookup', hints: NO_HINTS }, hinted: false, line });
+      return;
+    }
+    const parsed = parseHints(row['hints'], kind, file, line);
+    out.push({ task: { question, gold, kind: parsed.kind, hints: parsed.hints }, hinted: true, line });
+  });
+  if (out.length === 0) throw new WorldFileError(file, 1, null, 'no tasks: the file needs at least one row');
+  return out;
+}
+
+// ---- splits ----------------------------------------------------------------------------
+
+export interface SplitSizes {
+  train: number;
+  heldout: number;
+  dev: number;
+}
+
+/** "train=N,heldout=N,dev=N" (any of them); throws a plain Error naming the bad part. */
+export function parseSplitSpec(spec: string): Partial<SplitSizes> {
+  const out: Partial<SplitSizes> = {};
+  for (const part of spec.split(',')) {
+    const m = /^(train|heldout|dev)=(\d+)$/.exec(part.trim());
+    if (!m) throw new Error(`--split: ${JSON.stringify(part)} is not NAME=COUNT with NAME train, heldout or dev`);
+    out[m[1] as keyof SplitSizes] = Number(m[2]);
+  }
+  return out;
+}
+
+/** Sizes for a pool of `n`: what was asked; unasked held-out 20%, dev 10%, train the rest. */
+export function splitSizes(n: number, asked: Partial<SplitSizes> = {}): SplitSizes {
+  const heldout = asked.heldout ?? Math.max(1, Math.round(0.2 * n));
+  const dev = asked.dev ?? Math.round(0.1 * n);
+  const train = asked.train ?? Math.max(0, n - heldout - dev);
+  if (train + heldout + dev > n) {
+    throw new Error(`the world makes ${n} tasks, fewer than train ${train} + held-out ${heldout} + dev ${dev} = ${train + heldout + dev}: lower the --split counts`);
+  }
+  if (heldout === 0) throw new Error('the held-out split may not be empty (eval reports on it)');
+  return { train, heldout, dev };
+}
+
+/** A world built from a source: what `agent-lab world` writes. */
+export interface BuiltWorld {
+  corpus: Passage[];
+  train: Task[];
+  heldout: Task[];
+  dev: Task[];
+  sizes: SplitSizes;
+  /** Training tasks left out because they overlap a held-out or dev task (same kind, same facts). */
+  overlap: { excluded: number; exact: number; swapped: number };
+  /** Per split and shape, the task counts written. */
+  counts: Record<'train' | 'heldout' | 'dev', Record<string, number>>;
+  /**
+   * Tasks the stub teacher cannot solve, by reason (docs worlds): no_hints, fact_not_in_corpus,
+   * gold_differs; and `outside_grammar`: the teacher's call is one the tool-call grammar
+   * (core/grammar.ts: a query of 1-64 letters, digits, space and ._,()-; an expression of
+   * 1-40 digits and +-*\/.() ) does not accept, so a constrained student cannot make it.
+   */
+  unsolvable: Record<string, number>;
+  warnings: string[];
+}
+
+function countByShape(tasks: readonly Task[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const shape of TASK_SHAPES) {
+    const n = tasks.filter((t) => t.kind === shape).length;
+    if (n > 0) out[shape] = n;
+  }
+  return out;
+}
+
+/** The first call of a task's answer key that the grammar refuses (its body), or null when all fit. */
+function callOutsideGrammar(task: Task, values: ReadonlyMap<string, string> | null, templates?: readonly Template[]): string | null {
+  const bodies = task.hints.queries.map((query) => renderCallBody('search', { query, k: 2 }));
+  if (values && task.hints.op !== null) {
+    const v = task.hints.facts.map(([e, a]) => values.get(`${e}\u0000${a}`) ?? '');
+    const expr = task.hints.op === 'double' ? `${v[0]}*2` : task.hints.op === 'sum' ? `${v[0]}+${v[1]}` : `${v[0]}-${v[1]}`;
+    bodies.push(renderCallBody('calc', { expr }));
+  }
+  return bodies.find((b) => !checkCall(b, templates).complete) ?? null;
+}
+
+function noteGrammar(tasks: readonly Task[], values: ReadonlyMap<string, string> | null, unsolvable: Record<string, number>, warnings: string[], templates?: readonly Template[]): void {
+  let n = 0;
+  for (const t of tasks) {
+    const bad = callOutsideGrammar(t, values, templates);
+    if (bad === null) continue;
+    n++;
+    if (n <= 3) warnings.push(`the tool-call grammar refuses ${bad} (for ${JSON.stringify(t.question)}): a constrained student cannot make this call (docs/worlds.md)`);
+  }
+  if (n > 0) unsolvable['outside_grammar'] = n;
+}
+
+/**
+ * The seed's make_task_pool rule on any pool: shuffle with Random(seed + 2), then train,
+ * held-out and dev in that order; training tasks that overlap held-out or dev are left out.
+ */
+function splitPool(tasks: Task[], seed: number, asked: Partial<SplitSizes>): Omit<BuiltWorld, 'corpus' | 'unsolvable' | 'warnings'> {
+  const sizes = splitSizes(tasks.length, asked);
+  new PyRandom(seed + 2).shuffle(tasks);
+  const trainAll = tasks.slice(0, sizes.train);
+  const heldout = tasks.slice(sizes.train, sizes.train + sizes.heldout);
+  const dev = tasks.slice(sizes.train + sizes.heldout, sizes.train + sizes.heldout + sizes.dev);
+  const evalKeys = new Set([...heldout, ...dev].map(overlapKey));
+  const train = trainAll.filter((t) => !evalKeys.has(overlapKey(t)));
+  const o = findOverlaps(trainAll, [...heldout, ...dev]);
+  return {
+    train,
+    heldout,
+    dev,
+    sizes,
+    overlap: { excluded: trainAll.length - train.length, exact: o.exact.length, swapped: o.swapped.length },
+    counts: { train: countByShape(train), heldout: countByShape(heldout), dev: countByShape(dev) },
+  };
+}
+
+export interface FactWorldOptions {
+  seed?: number;
+  split?: Partial<SplitSizes>;
+  /** Overrides the table's own settings. */
+  settings?: FactSettings;
+  /** The world's call grammar (core/worldTools.ts templatesFor); default the textbook's. */
+  templates?: readonly Template[];
+}
+
+/**
+ * A world from a fact table: the seed's corpus (templates, distractors) over the table, the
+ * seed's make_tasks (lookup for every fact; double, sum and compare over the numeric ones:
+ * no same-entity compare, no ties), only the shapes wanted, split by the seed's rule.
+ */
+export function buildFactWorld(table: FactTable, options: FactWorldOptions = {}): BuiltWorld {
+  const seed = options.seed ?? 0;
+  const settings: FactSettings = { ...table.settings, ...options.settings };
+  const shapes = settings.shapes ?? [...TASK_SHAPES];
+  const distractors = settings.distractors ?? 0;
+  const corpus = buildCorpus(seed, distractors, table.facts);
+  const numeric = table.facts.filter((f) => isNum(f[2]));
+  const warnings: string[] = [];
+  // makeTasks draws pairs of numeric facts; with fewer than two there are no pairs to draw.
+  const all = numeric.length >= 2 ? makeTasks(seed, table.facts) : [...table.facts.map(lookupTask), ...numeric.map(doubleTask)];
+  const tasks = all.filter((t) => shapes.includes(t.kind));
+  for (const s of shapes) {
+    if (s !== 'lookup' && !tasks.some((t) => t.kind === s)) {
+      warnings.push(`no ${s} tasks: ${s} needs ${s === 'double' ? 'a numeric value' : 'two numeric values (of different entities, unequal, for compare)'}, the table has ${numeric.length} numeric value(s)`);
+    }
+  }
+  if (tasks.length < 2) throw new Error(`the table makes ${tasks.length} task(s): a world needs at least 2 (one to train on, one to hold out)`);
+  const unsolvable: Record<string, number> = {};
+  const split = splitPool(tasks, seed, options.split ?? {});
+  // Counted over the tasks written (after the split and the overlap exclusion).
+  noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings, options.templates);
+  return { corpus, ...split, unsolvable, warnings };
+}
+
+export interface DocsWorldOptions {
+  seed?: number;
+  split?: Partial<SplitSizes>;
+  templates?: readonly Template[];
+}
+
+/**
+ * A world from documents and questions. Where a task carries hints, whether the stub
+ * teacher can solve it is checked against the corpus: each fact's canonical clause must be
+ * in a passage, and a lookup's gold must be the value it states.
+ */
+export function buildDocsWorld(corpus: Passage[], tasks: readonly SourceTask[], file: string, options: DocsWorldOptions = {}): BuiltWorld {
+  const seed = options.seed ?? 0;
+  if (corpus.length === 0) throw new Error('the documents hold no text: nothing to search');
+  if (tasks.length < 2) throw new Error(`${file} holds ${tasks.length} task: a world needs at least 2 (one to train on, one to hold out)`);
+  const unsolvable: Record<string, number> = {};
+  const warnings: string[] = [];
+  const note = (reason: string, message: string) => {
+    unsolvable[reason] = (unsolvable[reason] ?? 0) + 1;
+    if (unsolvable[reason]! <= 3) warnings.push(message);
+  };
+  for (const st of tasks) {
+    if (!st.hinted) {
+      // Counted only: a question without hints is a normal row, not a mistake.
+      unsolvable['no_hints'] = (unsolvable['no_hints'] ?? 0) + 1;
+      continue;
+    }
+    const missing = st.task.hints.facts.findIndex(([e, a]) => !corpus.some((p) => p.text.includes(`the ${a} of ${e} is `)));
+    if (missing >= 0) {
+      const [e, a] = st.task.hints.facts[missing]!;
+      note('fact_not_in_corpus', `${file}:${st.line}: field "hints.facts[${missing}]": no passage says "the ${a} of ${e} is ...": the stub teacher cannot read it`);
+      continue;
+    }
+    if (st.task.kind === 'lookup') {
+      const [e, a] = st.task.hints.facts[0]!;
+      const re = new RegExp(`the ${a.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} of ${e.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is ([^.,;]+)[.,;]`);
+      const stated = corpus.map((p) => re.exec(p.text)?.[1]?.trim()).find((x) => x !== undefined);
+      if (stated !== undefined && stated !== st.task.gold) note('gold_differs', `${file}:${st.line}: field "gold": ${JSON.stringify(st.task.gold)} but the corpus says ${JSON.stringify(stated)}`);
+    }
+  }
+  const split = splitPool(tasks.map((t) => t.task), seed, options.split ?? {});
+  noteGrammar([...split.train, ...split.heldout, ...split.dev].filter(isHinted), null, unsolvable, warnings, options.templates);
+  return { corpus, ...split, unsolvable, warnings };
+}

@@ -1,0 +1,279 @@
+// A user's world end to end (docs/worlds.md), through the built CLI: the elements fact table
+// goes world → distill → train sft → eval → run, and the run keeps its world; the planets
+// documents+questions world is distilled with the HTTP teacher against A LOCAL
+// CHAT-COMPLETIONS SERVER ON 127.0.0.1 (a test double that knows the answers; no real
+// model is contacted), trained on those trajectories and evaluated, with the tasks it did
+// not solve counted by reason.
+import * as assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { main } from '../../cli/main';
+import { SYSTEM_PROMPT, makeStubTeacher } from '../../core/distill';
+import { splitOnce } from '../../core/pystr';
+import { ASST, END, SYS, TOOL_RESULT, USER, renderCall } from '../../core/wire';
+import { worldEnv } from '../../core/worlds';
+import { parseTasksFile } from '../../core/worldSource';
+import { runSplits } from '../../trainer/worldFolder';
+import { prepareSftRunData } from '../../extension/sftData';
+
+const repoRoot = path.resolve(__dirname, '..', '..');
+const bin = path.join(repoRoot, 'bin', 'agent-lab');
+const ELEMENTS = path.join(repoRoot, 'samples', 'worlds', 'elements', 'elements.csv');
+const PLANETS = path.join(repoRoot, 'samples', 'worlds', 'planets-notes');
+
+/** The built CLI, asynchronously (the test double serves from this process meanwhile). */
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function capture(f: () => Promise<number>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const log = console.log;
+  const error = console.error;
+  console.log = (...a: unknown[]) => void out.push(a.join(' '));
+  console.error = (...a: unknown[]) => void err.push(a.join(' '));
+  try {
+    const code = await f();
+    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+const rows = (file: string): Record<string, unknown>[] =>
+  fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+let tmp: string;
+before(function () {
+  this.timeout(300_000);
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-world-e2e-'));
+  if (!fs.existsSync(path.join(repoRoot, 'dist', 'cli.js'))) {
+    const b = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(b.status, 0, b.stderr);
+  }
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+describe('a fact table of another domain through the CLI: world → distill → train sft → eval → run', () => {
+  it('trains and evaluates on the elements world, and the run folder remembers it', async function () {
+    this.timeout(600_000);
+    const world = path.join(tmp, 'elements');
+    const w = await cli(['world', '--facts', ELEMENTS, '--out', world]);
+    assert.equal(w.code, 0, w.stderr);
+    const heldout = rows(path.join(world, 'heldout.jsonl'));
+    const heldQuestions = new Set(heldout.map((r) => r['question']));
+
+    const traces = path.join(tmp, 'elements.train.traces.jsonl');
+    const d = await cli(['distill', '--world', world, '--split', 'train', '--samples', '1', '--out', traces]);
+    assert.equal(d.code, 0, d.stderr);
+    const trainQuestions = new Set(rows(path.join(world, 'train.jsonl')).map((r) => r['question']));
+    const distilled = rows(traces);
+    assert.ok(distilled.length > 0.9 * trainQuestions.size, `stub yield ${distilled.length}/${trainQuestions.size}`);
+    assert.ok(distilled.every((r) => trainQuestions.has(r['task'])));
+
+    const run = path.join(tmp, 'run-elements');
+    const t = await cli(['train', 'sft', '--world', world, '--steps', '12', '--eval-limit', '0', '--run', run]);
+    assert.equal(t.code, 0, t.stderr);
+    const config = JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8')) as Record<string, any>;
+    assert.equal(config['world'].name, 'elements');
+    assert.equal(config['world'].dir, world);
+    assert.equal(config['world'].source.files[0].path, ELEMENTS);
+    assert.equal(config['splits'].heldout.tasks, heldout.length);
+    // The run trains on the world's transcripts, none of a held-out question.
+    const trained = rows(path.join(run, 'data', 'train.traces.jsonl'));
+    assert.ok(trained.length > 0 && trained.every((r) => trainQuestions.has(r['task']) && !heldQuestions.has(r['task'])));
+    assert.deepEqual(rows(path.join(run, 'world', 'heldout.jsonl')), heldout);
+
+    // eval without --world finds the run's world again.
+    const e = await cli(['eval', '--run', run, '--limit', '6', '--json']);
+    assert.equal(e.code, 0, e.stderr);
+    const summary = JSON.parse(e.stdout.trim().split('\n').pop()!) as { n: number; accuracy: number; by_kind: Record<string, unknown> };
+    assert.equal(summary.n, 6);
+    const evalRows = rows(path.join(run, 'eval', 'heldout.jsonl'));
+    assert.deepEqual(evalRows.map((r) => r['question']), heldout.slice(0, 6).map((r) => r['question']));
+    assert.ok(evalRows.every((r) => heldQuestions.has(r['question'])));
+    const evalSummary = JSON.parse(fs.readFileSync(path.join(run, 'eval', 'heldout.json'), 'utf8')) as Record<string, any>;
+    assert.equal(evalSummary['worlds'].kind, 'custom');
+    // The fresh splits are textbook worlds: refused for this run, with the reason.
+    const f = await cli(['eval', '--run', run, '--split', 'fresh-values', '--limit', '2']);
+    assert.equal(f.code, 2);
+    assert.match(f.stderr, /fresh textbook worlds; this run's world is elements/);
+    // run: the student's tools search the run's world.
+    const q = await cli(['run', '--run', run, '--json', '--', 'What is the atomic number of Iron? Use the corpus.']);
+    assert.equal(q.code, 0, q.stderr);
+    const env = worldEnv(runSplits(run).id);
+    assert.match(env.retriever.search('Iron atomic number', 1)[0]!.passage.text, /the atomic number of Iron is 26/);
+    // Building again over the run's data with another world is refused; nothing is rewritten.
+    const other = path.join(tmp, 'other');
+    assert.equal((await cli(['world', '--facts', ELEMENTS, '--shapes', 'lookup', '--out', other])).code, 0);
+    const before = fs.readFileSync(path.join(run, 'data', 'train.traces.jsonl'));
+    const r2 = await cli(['train', 'sft', '--world', other, '--resume', '--run', run]);
+    assert.notEqual(r2.code, 0);
+    assert.match(r2.stderr, /built from the world in .*elements/);
+    assert.deepEqual(fs.readFileSync(path.join(run, 'data', 'train.traces.jsonl')), before);
+
+    // train grpo --from: the RL run takes the SFT run's world (its copy, its record) and evaluates on its held-out split.
+    const grpoRun = path.join(tmp, 'grpo-elements');
+    const g = await cli(['train', 'grpo', '--from', run, '--steps', '1', '--group', '2', '--tasks', '1', '--eval-limit', '2', '--run', grpoRun]);
+    assert.equal(g.code, 0, g.stderr);
+    assert.deepEqual(rows(path.join(grpoRun, 'world', 'heldout.jsonl')), heldout);
+    const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8')) as Record<string, any>;
+    assert.equal(grpoConfig['world'].dir, world);
+    assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
+    assert.match(g.stderr, /\d+ RL tasks \(pool train\)/);
+    const gw = await cli(['train', 'grpo', '--from', run, '--world', world, '--run', path.join(tmp, 'never')]);
+    assert.equal(gw.code, 2);
+    assert.match(gw.stderr, /takes the world of its --from run/);
+
+    // demo --world: the data report of the world (no training with --minutes 0).
+    const demoRun = path.join(tmp, 'demo-elements');
+    const dm = await cli(['demo', '--minutes', '0', '--world', world, '--run', demoRun]);
+    assert.equal(dm.code, 0, dm.stderr);
+    assert.deepEqual(rows(path.join(demoRun, 'world', 'heldout.jsonl')), heldout);
+    assert.match(fs.readFileSync(path.join(demoRun, 'world', 'world.json'), 'utf8'), /"name": "elements"/);
+    // export --world: the world's dev tasks as GRPO prompts with gold answers.
+    const ex = await cli(['export', '--format', 'trl-grpo', '--world', world, '--split', 'dev', '--out', path.join(tmp, 'export')]);
+    assert.equal(ex.code, 0, ex.stderr);
+    const prompts = rows(path.join(tmp, 'export', 'grpo', 'prompts.jsonl'));
+    assert.deepEqual(prompts.map((p) => p['gold']), rows(path.join(world, 'dev.jsonl')).map((r) => r['gold']));
+  });
+});
+
+// ---- the HTTP teacher's test double ---------------------------------------------------------
+
+interface ChatRequest {
+  messages: { role: string; content: string }[];
+}
+
+/** The transcript the chat messages stand for (the inverse of the HTTP teacher's mapping, DESIGN.md "HTTP teacher"). */
+function transcriptOf(messages: ChatRequest['messages']): string {
+  let t = `${SYS}${SYSTEM_PROMPT}${END}`;
+  for (const m of messages.slice(1)) {
+    if (m.role === 'assistant') t += `${ASST}${m.content}${END}`;
+    else if (m.content.startsWith('Observation: ') && t.includes(ASST)) t += `${TOOL_RESULT}${m.content.slice('Observation: '.length)}${END}`;
+    else t += `${USER}${m.content}${END}`;
+  }
+  return t + ASST;
+}
+
+/**
+ * A chat-completions server on 127.0.0.1 that plays a competent teacher: the stub's steps for
+ * questions with hints; for the others one search, then the gold answer — except two
+ * questions it gets wrong on purpose: one with a malformed reply, one with a wrong answer.
+ */
+async function knowingTeacher(tasksFile: string, malformed: string, wrong: string) {
+  const tasks = parseTasksFile(fs.readFileSync(tasksFile, 'utf8'), tasksFile);
+  const stub = makeStubTeacher(tasks.filter((t) => t.hinted).map((t) => t.task));
+  const gold = new Map(tasks.map((t) => [t.task.question, t]));
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      requests++;
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
+      const prompt = transcriptOf(body.messages);
+      const question = splitOnce(splitOnce(prompt, USER)[1]!, END)[0];
+      const task = gold.get(question);
+      let content: string;
+      if (!task) content = 'Thought: I do not know this question.\nAnswer: unknown';
+      else if (question === malformed) content = 'I would rather chat about something else.';
+      else if (task.hinted) content = splitOnce(stub(prompt), END)[0];
+      else if (!prompt.includes(TOOL_RESULT)) content = `Thought: I'll search the notes.\n${renderCall('search', { query: question.replace(/\? Use the corpus\.$/, ''), k: 2 })}`;
+      else content = `Thought: The notes say it.\nAnswer: ${question === wrong ? 'Pluto' : task.task.gold}`;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests: () => requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('a documents+questions world with the HTTP teacher (a loopback test double)', () => {
+  it('distils (unsolved tasks counted by reason), trains on those trajectories and evaluates', async function () {
+    this.timeout(600_000);
+    const world = path.join(tmp, 'planets');
+    const w = await cli(['world', '--docs', path.join(PLANETS, 'docs'), '--tasks', path.join(PLANETS, 'tasks.jsonl'), '--split', 'heldout=8,dev=0', '--out', world]);
+    assert.equal(w.code, 0, w.stderr);
+    assert.match(w.stdout, /the stub teacher cannot solve: no_hints 6/);
+    const train = rows(path.join(world, 'train.jsonl'));
+    const hintless = train.filter((r) => (r['hints'] as { queries: unknown[] }).queries.length === 0).map((r) => r['question'] as string);
+    assert.ok(hintless.length >= 2, `the split left ${hintless.length} questions without hints in train`);
+
+    // The stub teacher: the questions without hints are counted, not lost.
+    const stubOut = path.join(tmp, 'planets.stub.traces.jsonl');
+    const s = await capture(() => main(['distill', '--world', world, '--split', 'train', '--samples', '1', '--out', stubOut]));
+    assert.equal(s.code, 0, s.stderr);
+    assert.match(s.stdout, new RegExp(`unsolved ${hintless.length} of ${train.length} tasks: no_hints ${hintless.length}$`, 'm'));
+
+    const teacher = await knowingTeacher(path.join(PLANETS, 'tasks.jsonl'), hintless[0]!, hintless[1]!);
+    const traces = path.join(tmp, 'planets.http.traces.jsonl');
+    try {
+      const h = await capture(() =>
+        main(['distill', '--world', world, '--split', 'train', '--teacher', 'http', '--teacher-url', teacher.baseUrl, '--teacher-model', 'test-double', '--samples', '1', '--retries', '0', '--out', traces]),
+      );
+      assert.equal(h.code, 0, h.stderr);
+      assert.ok(teacher.requests() > train.length);
+      assert.match(h.stdout, new RegExp(`unsolved 2 of ${train.length} tasks: (malformed 1, wrong_answer 1|wrong_answer 1, malformed 1)$`, 'm'));
+      const kept = rows(traces).map((r) => r['task']);
+      assert.equal(kept.length, train.length - 2);
+      for (const q of hintless.slice(2)) assert.ok(kept.includes(q), `the teacher's answer to ${q} is kept`);
+    } finally {
+      await teacher.close();
+    }
+
+    const run = path.join(tmp, 'run-planets');
+    const t = await cli(['train', 'sft', '--world', world, '--traces', traces, '--steps', '8', '--eval-limit', '0', '--run', run]);
+    assert.equal(t.code, 0, t.stderr);
+    assert.equal(rows(path.join(run, 'data', 'train.traces.jsonl')).length, train.length - 2);
+    const e = await cli(['eval', '--run', run, '--json']);
+    assert.equal(e.code, 0, e.stderr);
+    const summary = JSON.parse(e.stdout.trim().split('\n').pop()!) as { n: number; failures: Record<string, number>; accuracy: number };
+    assert.equal(summary.n, 8);
+    const wrongOrRight = Object.values(summary.failures).reduce((a, b) => a + b, 0) + Math.round(summary.accuracy * summary.n);
+    assert.equal(wrongOrRight, 8, 'every held-out task is either solved or has a failure kind');
+  });
+});
+
+describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", () => {
+  it("a traces file inside a world folder with world.json makes a run of that world, evaluated on the world's held-out split", async () => {
+    const world = path.join(tmp, 'world-elements');
+    const quiet = (args: string[]) => capture(() => main(args));
+    assert.equal((await quiet(['world', '--facts', ELEMENTS, '--shapes', 'lookup,sum', '--out', world])).code, 0);
+    const traces = path.join(world, 'train.traces.jsonl');
+    assert.equal((await quiet(['distill', '--world', world, '--split', 'train', '--samples', '1', '--out', traces])).code, 0);
+    const run = path.join(tmp, 'run-from-editor');
+    const prepared = prepareSftRunData(run, traces);
+    assert.equal(prepared.world, 'folder');
+    assert.equal(prepared.trainRows, rows(traces).length);
+    const splits = runSplits(run);
+    assert.deepEqual(splits.heldout.map((t) => t.question), rows(path.join(world, 'heldout.jsonl')).map((r) => r['question']));
+    assert.ok(fs.existsSync(path.join(run, 'tokenizer.json')));
+    assert.throws(() => prepareSftRunData(run, traces), /not empty/);
+  });
+});
+
