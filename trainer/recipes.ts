@@ -125,6 +125,14 @@ export const RECIPES: Record<string, Recipe> = {
     description: 'copy-enlarged with the answer span weighted x3 more (x15 in all): the held-out misses are answers not copied from the calculator',
     kindWeights: { answer: 3 },
   },
+  'reader-answer': {
+    ...COPY_ENLARGED,
+    name: 'reader-answer',
+    description: 'reader (balanced, half counterfactual-value worlds) with the answer span weighted x3 more',
+    shapeWeights: BALANCED,
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+    kindWeights: { answer: 3 },
+  },
   notes: {
     ...COPY_ENLARGED,
     name: 'notes',
