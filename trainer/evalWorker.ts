@@ -6,7 +6,8 @@
 import * as path from 'node:path';
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { tokenizerFromJsonText } from '../core/tokenizer';
-import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, type WorldTask } from '../core/worlds';
+import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, worldTemplates, type WorldTask } from '../core/worlds';
+import { TEMPLATES } from '../core/grammar';
 import type { Task } from '../core/types';
 import { AgentRuntime } from './agentRuntime';
 import { initBackend } from './backend';
@@ -118,7 +119,11 @@ async function workerMain(req: EvalShardRequest): Promise<void> {
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));
     const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world) }));
     const out = await evaluateItems(
-      (part) => new AgentRuntime(runtime.policy, tokenizer, worldEnv(part[0]!.world), runtime.mask),
+      (part) => {
+        // A user's world may narrow the grammar (its tool list); the textbook's mask otherwise.
+        const templates = worldTemplates(part[0]!.world);
+        return new AgentRuntime(runtime.policy, tokenizer, worldEnv(part[0]!.world), templates === TEMPLATES ? runtime.mask : tokenizerCallMask(tokenizer, templates));
+      },
       items,
       req.split,
       new Set(req.trainingKeys),

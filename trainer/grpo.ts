@@ -22,7 +22,7 @@ import { tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { WORLD_COPY, WORLD_MANIFEST, runSplits, worldRecord } from './worldFolder';
-import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, splitManifest, worldEnv, worldName } from '../core/worlds';
+import { ReservedWorldError, SEED_WORLD, worldTemplates, TRAINING_SEEDS, WorldTask, freshTrainingTasks, splitManifest, worldEnv, worldName } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -454,7 +454,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}, ${opt.workers.threads} extra worker thread(s)`,
   );
 
-  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer));
+  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer, worldTemplates(split.id)));
   const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
   const startedAt = Date.now();
   let runMs = 0;

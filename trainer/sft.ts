@@ -9,7 +9,9 @@ import type { BpeTokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
-import { SEED_WORLD, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv } from '../core/worlds';
+import { SEED_WORLD, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv, worldTemplates } from '../core/worlds';
+import type { Template } from '../core/grammar';
+import type { CallMask } from './agentRuntime';
 import { AgentRuntime } from './agentRuntime';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -206,8 +208,15 @@ export async function evaluateModel(
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary; threads: number }> {
   const items: WorldTask[] = tasks.map((t) => ('task' in t ? t : { task: t, world: SEED_WORLD }));
   const policy = modelPolicy(model, tokenizer.vocabSize);
-  const callMask = tokenizerCallMask(tokenizer);
-  const runtimeFor = (part: readonly WorldTask[]) => new AgentRuntime(policy, tokenizer, worldEnv(part[0]!.world), callMask);
+  // One token mask per grammar: a user's world's tool list may narrow it (core/worldTools.ts).
+  const masks = new Map<readonly Template[], CallMask>();
+  const maskFor = (world: WorldId): CallMask => {
+    const templates = worldTemplates(world);
+    let m = masks.get(templates);
+    if (!m) masks.set(templates, (m = tokenizerCallMask(tokenizer, templates)));
+    return m;
+  };
+  const runtimeFor = (part: readonly WorldTask[]) => new AgentRuntime(policy, tokenizer, worldEnv(part[0]!.world), maskFor(part[0]!.world));
   // Both cores: the second half of the tasks in a worker thread while this one does the first.
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
