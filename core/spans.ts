@@ -22,6 +22,35 @@ export interface Span {
 
 const NEED_RE = /I need the (.+?) of (.+?)\. /;
 const COMPUTE_RE = /Now I compute (.+?) with the calculator/;
+/** A restated fact ("The {attr} of {ent} is {value}.", a recipe's teacher writes it after a search): the value is read from the observation. */
+const NOTE_RE = /The (.+?) of (.+?) is ([^.,;]+)\./g;
+
+/**
+ * Character ranges of a thought's text that are copied: the attribute and entity of "I need
+ * the ... of ...", the value of each restated fact, else the expression of "Now I compute".
+ */
+function copyRangesOfThought(thought: string): [number, number][] {
+  const ranges: [number, number][] = [];
+  NOTE_RE.lastIndex = 0;
+  for (let m = NOTE_RE.exec(thought); m; m = NOTE_RE.exec(thought)) {
+    const valueEnd = m.index + m[0].length - 1;
+    ranges.push([valueEnd - m[3]!.length, valueEnd]);
+  }
+  const need = NEED_RE.exec(thought);
+  if (need) {
+    const attrStart = need.index + 'I need the '.length;
+    const attrEnd = attrStart + need[1]!.length;
+    const entStart = attrEnd + ' of '.length;
+    ranges.push([attrStart, attrEnd], [entStart, entStart + need[2]!.length]);
+  } else {
+    const c = COMPUTE_RE.exec(thought);
+    if (c) {
+      const eStart = c.index + 'Now I compute '.length;
+      ranges.push([eStart, eStart + c[1]!.length]);
+    }
+  }
+  return ranges.sort((x, y) => x[0] - y[0]).filter((r, k, all) => k === 0 || r[0] >= all[k - 1]![1]);
+}
 
 /** Supervised spans of a transcript (character offsets), in order, non-overlapping. */
 export function annotateSpans(transcript: string): Span[] {
@@ -55,30 +84,13 @@ function annotateAssistantTurn(text: string, base: number, spans: Span[]): void 
     const nl = body.indexOf('\n', tStart);
     const tEnd = nl >= 0 ? nl : body.length;
     const thought = body.slice(tStart, tEnd);
-    const m = NEED_RE.exec(thought);
-    if (m) {
-      const attrStart = tStart + m.index + 'I need the '.length;
-      const attrEnd = attrStart + m[1]!.length;
-      const entStart = attrEnd + ' of '.length;
-      const entEnd = entStart + m[2]!.length;
-      push(spans, base + tStart, base + attrStart, 'thought', false);
-      push(spans, base + attrStart, base + attrEnd, 'thought', true);
-      push(spans, base + attrEnd, base + entStart, 'thought', false);
-      push(spans, base + entStart, base + entEnd, 'thought', true);
-      push(spans, base + entEnd, base + tEnd, 'thought', false);
-    } else {
-      // "Now I compute EXPR with the calculator": the expression is copied from observations.
-      const c = COMPUTE_RE.exec(thought);
-      if (c) {
-        const eStart = tStart + c.index + 'Now I compute '.length;
-        const eEnd = eStart + c[1]!.length;
-        push(spans, base + tStart, base + eStart, 'thought', false);
-        push(spans, base + eStart, base + eEnd, 'thought', true);
-        push(spans, base + eEnd, base + tEnd, 'thought', false);
-      } else {
-        push(spans, base + tStart, base + tEnd, 'thought', false);
-      }
+    let at = tStart;
+    for (const [start, end] of copyRangesOfThought(thought)) {
+      push(spans, base + at, base + tStart + start, 'thought', false);
+      push(spans, base + tStart + start, base + tStart + end, 'thought', true);
+      at = tStart + end;
     }
+    push(spans, base + at, base + tEnd, 'thought', false);
     i = tEnd;
   }
   if (callAt >= 0) {

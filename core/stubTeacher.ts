@@ -35,6 +35,14 @@ export interface StubTeacherOptions {
    * the seed's k = 2. Absent: always k = 2, as the seed's teacher.
    */
   topHitHolds?: (query: string, entity: string, attribute: string) => boolean;
+  /**
+   * After each search the next thought first restates the fact it found ("The {attr} of
+   * {ent} is {value}."), a recipe knob: the value is then copied right after its own
+   * entity and attribute (a local, induction-style copy) instead of from an observation
+   * several turns back, and the expression copies the restated values. Absent: the seed's
+   * thoughts.
+   */
+  restateFacts?: boolean;
 }
 
 export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOptions = {}): Teacher {
@@ -48,12 +56,21 @@ export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOpti
     const obs = observationsOf(prompt);
     const { queries, facts, op } = task.hints;
 
+    // The fact the last search found, restated (restateFacts), when the last observation was a search's.
+    const note = (): string => {
+      const j = obs.length - 1;
+      if (!options.restateFacts || j < 0 || j >= queries.length) return '';
+      const [e, a] = facts[j]!;
+      const v = extractFact([obs[j]!], e, a);
+      return v === null ? '' : `The ${a} of ${e} is ${v}. `;
+    };
+
     // Phase 1: one search per required fact, in order.
     if (obs.length < queries.length) {
       const i = obs.length;
       const [ent, attr] = facts[i]!;
       const k = options.topHitHolds?.(queries[i]!, ent, attr) ? 1 : 2;
-      return `Thought: I need the ${attr} of ${ent}. I'll search the corpus.\n${renderCall('search', { query: queries[i]!, k })}`;
+      return `Thought: ${note()}I need the ${attr} of ${ent}. I'll search the corpus.\n${renderCall('search', { query: queries[i]!, k })}`;
     }
 
     const vals = facts.map(([e, a]) => extractFact(obs, e, a));
@@ -63,7 +80,7 @@ export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOpti
     const nCalc = obs.length - queries.length;
     if (nCalc === 0 && op !== null) {
       const expr = op === 'double' ? `${vals[0]}*2` : op === 'sum' ? `${vals[0]}+${vals[1]}` : `${vals[0]}-${vals[1]}`;
-      return `Thought: Now I compute ${expr} with the calculator.\n${renderCall('calc', { expr })}`;
+      return `Thought: ${note()}Now I compute ${expr} with the calculator.\n${renderCall('calc', { expr })}`;
     }
 
     // Phase 3: synthesize.
@@ -74,6 +91,6 @@ export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOpti
       const names = task.hints.names!;
       answer = diff.startsWith('-') ? names[1] : names[0];
     } else answer = pyStrip(obs[obs.length - 1]!);
-    return `Thought: I have everything I need.\nAnswer: ${answer}`;
+    return `Thought: ${note()}I have everything I need.\nAnswer: ${answer}`;
   };
 }

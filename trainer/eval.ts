@@ -7,6 +7,7 @@ import { ToolEnv } from '../core/env';
 import { overlapKey } from '../core/overlap';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
 import { makeStubTeacher } from '../core/stubTeacher';
+import { stubTeacherOptions, type TeacherKnobs } from './recipes';
 import type { Task } from '../core/types';
 import { assistantTurns, parseAssistantStep } from '../core/wire';
 import { isHinted } from '../core/worldSource';
@@ -110,6 +111,8 @@ export interface EvalOptions {
   spanAccuracy?: Partial<Record<SpanKind, number>>;
   onProgress?: (done: number, total: number, row: EvalRow) => void;
   isCancelled?: () => boolean;
+  /** The run's recipe knobs on the reference teacher (its k), so a departure is judged against the teacher it learned from. */
+  teacher?: TeacherKnobs;
 }
 
 export async function evaluateTasks(
@@ -118,7 +121,7 @@ export async function evaluateTasks(
   env: ToolEnv,
   options: EvalOptions,
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary }> {
-  const teacher = makeStubTeacher(tasks);
+  const teacher = makeStubTeacher(tasks, stubTeacherOptions(options.teacher ?? {}, env));
   const rows: EvalRow[] = [];
   let contaminated = 0;
   for (const task of tasks) {

@@ -16,6 +16,7 @@ import { ModelConfig, StackModel } from './model';
 import { flattenWeights, unflatten } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { findWorkerScript } from './workerScript';
+import type { TeacherKnobs } from './recipes';
 
 /** What the calling thread sends (once, as workerData). */
 interface EvalShardRequest {
@@ -29,6 +30,7 @@ interface EvalShardRequest {
   items: { task: Task; world: string }[];
   /** The user's worlds among the items (docs/worlds.md): the worker registers them first. */
   customWorlds: CustomWorld[];
+  teacher: TeacherKnobs;
 }
 
 /** What the worker answers. */
@@ -42,6 +44,7 @@ export async function evaluateItems(
   trainingKeys: ReadonlySet<string>,
   onProgress: (done: number) => void,
   isCancelled: () => boolean,
+  teacher: TeacherKnobs = {},
 ): Promise<{ rows: EvalRow[]; contaminated: number }> {
   const rows: EvalRow[] = [];
   let contaminated = 0;
@@ -55,7 +58,7 @@ export async function evaluateItems(
       runtimeFor(items.slice(i, j)),
       items.slice(i, j).map((x) => x.task),
       env,
-      { split, world, trainingKeys, onProgress: (n) => onProgress(done + n), isCancelled },
+      { split, world, trainingKeys, onProgress: (n) => onProgress(done + n), isCancelled, teacher },
     );
     rows.push(...part.rows);
     contaminated += part.summary.contaminated;
@@ -75,6 +78,7 @@ export function startEvalShard(
   items: readonly WorldTask[],
   split: string,
   trainingKeys: ReadonlySet<string>,
+  teacher: TeacherKnobs = {},
 ): { result: Promise<{ rows: EvalRow[]; contaminated: number }>; stop: () => void } | null {
   const script = findWorkerScript('eval-worker', path.join('trainer', 'evalWorker.ts'), __filename, __dirname);
   if (!script || (backend !== 'wasm' && backend !== 'cpu')) return null;
@@ -88,6 +92,7 @@ export function startEvalShard(
     trainingKeys: [...trainingKeys],
     items: items.map((x) => ({ task: x.task, world: worldName(x.world) })),
     customWorlds: [...new Set(items.filter((x) => x.world.kind === 'custom').map((x) => x.world.seed))].map((seed) => customWorld({ kind: 'custom', seed })),
+    teacher,
   };
   const worker = script.evalCode ? new Worker(script.evalCode, { eval: true, workerData: data }) : new Worker(script.file, { workerData: data });
   let stopped = false;
@@ -129,6 +134,7 @@ async function workerMain(req: EvalShardRequest): Promise<void> {
       new Set(req.trainingKeys),
       () => {},
       () => false,
+      req.teacher,
     );
     model.dispose();
     parentPort!.postMessage({ type: 'rows', rows: out.rows, contaminated: out.contaminated } satisfies EvalShardReply);

@@ -18,11 +18,11 @@ import {
   parseRewardSpec,
   scoreCompletion,
 } from '../core/reward';
-import { tokenizerHash } from '../core/tokenizer';
+import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { WORLD_COPY, WORLD_MANIFEST, runSplits, worldRecord } from './worldFolder';
-import { ReservedWorldError, SEED_WORLD, worldTemplates, TRAINING_SEEDS, WorldTask, freshTrainingTasks, splitManifest, worldEnv, worldName } from '../core/worlds';
+import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -30,6 +30,8 @@ import { EvalSummary } from './eval';
 import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from './files';
 import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from './model';
 import { Trainer } from './optim';
+import { teacherKnobsOf } from './recipes';
+import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
@@ -455,6 +457,30 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   );
 
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer, worldTemplates(split.id)));
+  const tokenizerJson = canonicalTokenizerJson(tokenizer);
+  /**
+   * Samples a round's rollouts on every core: item i goes to thread i mod (workers + 1), so
+   * each thread holds part of every group; each item's random stream is its own seed, so
+   * the split does not change what is sampled.
+   */
+  const sampleRollouts = async (items: readonly RolloutItem[]): Promise<Episode[]> => {
+    const local = (xs: readonly RolloutItem[]) =>
+      runtime.runBatchAsync(xs.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
+    const pool = opt.pool;
+    if (!pool || items.length < 2) return local(items);
+    const parts = Math.min(pool.size + 1, items.length);
+    const shards = Array.from({ length: parts }, (_, p) => items.filter((_, i) => i % parts === p));
+    pool.startRollouts(model, tokenizerJson, shards.slice(1));
+    let mine: Episode[];
+    try {
+      mine = await local(shards[0]!);
+    } catch (err) {
+      pool.finishRollouts(); // leave no worker pending
+      throw err;
+    }
+    const all = [mine, ...pool.finishRollouts()];
+    return items.map((_, i) => all[i % parts]![Math.floor(i / parts)]!);
+  };
   const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
   const startedAt = Date.now();
   let runMs = 0;
@@ -478,7 +504,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
-    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobsOf(fromRead.config['recipe']));
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
     metrics.append(rec);
     hooks.metrics(rec);
@@ -521,22 +547,22 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
           round.push(ti);
         }
         if (round.length === 0) break;
-        const items = round.flatMap((ti, r) =>
+        const items: RolloutItem[] = round.flatMap((ti, r) =>
           Array.from({ length: g.groupSize }, (_, k) => ({
             task: rlTasks[ti]!.task,
-            env: worldEnv(rlTasks[ti]!.world),
+            world: worldName(rlTasks[ti]!.world),
             options: {
               maxSteps: g.maxSteps,
               temperature: g.temperature,
               constrained: true,
               maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
-              random: makeRng(seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729).uniform,
               ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
             },
+            randomSeed: seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729,
           })),
         );
         hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}, ${drawn + round.length} tasks drawn`);
-        const episodes = await runtime.runBatchAsync(items);
+        const episodes = await sampleRollouts(items);
         round.forEach((ti, group) => {
           const task = rlTasks[ti]!.task;
           const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {

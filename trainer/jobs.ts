@@ -12,6 +12,7 @@ import { tokenizeTrace, toExample, type TrainExample } from './data';
 import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
 import { StackModel } from './model';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { stubTeacherOptions, teacherKnobsOf } from './recipes';
 import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
@@ -92,18 +93,21 @@ export async function runEval(
     const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks.map((t) => t.task));
     // Span accuracy is teacher-forced on the teacher's transcripts: the run's own for the
     // seed world's splits, the stub teacher's (against each world's corpus) for fresh ones.
+    const teacher = teacherKnobsOf(run.config['recipe']);
     let traceTexts: string[];
     if ((split === 'heldout' && worldDir === undefined) || split === 'train') {
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
       traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
-      traceTexts = tasks.filter(({ task }) => isHinted(task)).slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task]), worldEnv(world)).transcript);
+      // The teacher the run's recipe trained with (its k and thoughts), in the task's own world;
+      // a question without hints (docs/worlds.md) has no answer key to follow.
+      traceTexts = tasks.filter(({ task }) => isHinted(task)).slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
       .map((text) => toExample(tokenizeTrace(text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
       .filter((e): e is TrainExample => e !== null);
-    const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks);
+    const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
     const manifest = pool.world
       ? split === 'train'

@@ -388,7 +388,7 @@ export function effectiveTokens(b: Batch): number {
 export class Trainer {
   readonly optim: ResolvedOptim;
   readonly adam: AdamW;
-  private pool: GradientPool | null = null;
+  private gradientPool: GradientPool | null = null;
   private poolNote: string | null = null;
 
   constructor(
@@ -399,14 +399,19 @@ export class Trainer {
     this.adam = new AdamW(model, this.optim, opts.optimizerMode);
     const par = opts.parallel ?? 0;
     if (par !== 0) {
-      this.pool = GradientPool.create(model.config, par);
-      if (!this.pool) this.poolNote = GradientPool.unavailable(typeof par === 'object' ? par.script : undefined);
+      this.gradientPool = GradientPool.create(model.config, par);
+      if (!this.gradientPool) this.poolNote = GradientPool.unavailable(typeof par === 'object' ? par.script : undefined);
     }
   }
 
   /** Optimiser steps taken so far. */
   get stepCount(): number {
     return this.adam.t;
+  }
+
+  /** The worker threads (null: single-threaded); GRPO samples rollouts on them too. */
+  get pool(): GradientPool | null {
+    return this.gradientPool;
   }
 
   /** Worker threads in use (0: single-threaded), the backend they run, and why none when some were asked for. */
@@ -602,7 +607,7 @@ export class Trainer {
 
   dispose(): void {
     this.adam.dispose();
-    this.pool?.dispose();
-    this.pool = null;
+    this.gradientPool?.dispose();
+    this.gradientPool = null;
   }
 }

@@ -14,6 +14,11 @@
 // with receiveMessageOnPort. Weights travel only when they changed (1.8 MB for the tiny
 // preset), gradients come back as a transferred buffer.
 //
+// The same threads also sample GRPO rollouts (startRollouts/finishRollouts): the calling
+// thread decodes its share of a round while each worker decodes another with the current
+// weights; each rollout carries its own random seed, so the split does not change what is
+// sampled.
+//
 // The worker script: `parallel-worker.js` next to this file — the build's entry for this
 // file (scripts/build.mjs: `{ entryPoints: { 'parallel-worker': 'trainer/parallel.ts' } }`) —
 // or, in a source checkout with tsx installed, trainer/parallel.ts compiled by tsx in the
@@ -27,7 +32,12 @@ import { MessageChannel, MessagePort, Worker, isMainThread, receiveMessageOnPort
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from './backend';
 import { findWorkerScript } from './workerScript';
-import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, paramSpecs } from './model';
+import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, makeRng, paramSpecs } from './model';
+import { tokenizerFromJsonText, type BpeTokenizer } from '../core/tokenizer';
+import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldTemplates } from '../core/worlds';
+import { TEMPLATES, type Template } from '../core/grammar';
+import { AgentRuntime, type Episode, type EpisodeOptions, type EpisodeTask } from './agentRuntime';
+import { modelPolicy, tokenizerCallMask } from './policy';
 
 export interface ParallelOptions {
   /** Extra worker threads (the calling thread computes a shard too). */
@@ -203,6 +213,19 @@ export function combineFlat(local: RemoteShard, remote: RemoteShard[]): { flat: 
   return { flat: out, stats };
 }
 
+/** A rollout a worker samples: the task, its world's name, the episode options, and the seed of its random stream. */
+export interface RolloutItem {
+  task: EpisodeTask;
+  world: string;
+  options: Omit<Partial<EpisodeOptions>, 'random'>;
+  randomSeed: number;
+}
+
+/** The episode options of an item, with its random stream (the same on every thread). */
+export function rolloutOptions(item: RolloutItem): Partial<EpisodeOptions> {
+  return { ...item.options, random: makeRng(item.randomSeed).uniform };
+}
+
 // ---- the pool (calling thread) -----------------------------------------------------------
 
 const CMD = 0;
@@ -214,11 +237,12 @@ interface WorkerHandle {
   port: MessagePort;
   ctrl: Int32Array;
   sentVersion: number;
+  sentTokenizer: string | null;
   ready: boolean;
   pending: boolean;
 }
 
-type Reply = { type: 'grads'; stats: ShardStats; flat: Float32Array } | { type: 'error'; message: string } | { type: 'ready' };
+type Reply = { type: 'grads'; stats: ShardStats; flat: Float32Array } | { type: 'episodes'; episodes: Episode[] } | { type: 'error'; message: string } | { type: 'ready' };
 
 function workerScript(override?: string): { file: string; evalCode?: string } | null {
   const envScript = process.env['AGENT_LAB_PARALLEL_WORKER'];
@@ -250,7 +274,7 @@ export class GradientPool {
       worker.on('error', () => {
         /* reported through READY / the reply protocol; avoid an unhandled 'error' event */
       });
-      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, ready: false, pending: false });
+      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, sentTokenizer: null, ready: false, pending: false });
     }
   }
 
@@ -307,16 +331,11 @@ export class GradientPool {
   start(model: StackModel, shards: Batch[]): void {
     if (shards.length > this.handles.length) throw new Error('parallel gradients: more shards than workers');
     this.startedAt = Date.now();
-    let flat: Float32Array | null = null;
+    const sendWeights = this.weightsSender(model);
     shards.forEach((shard, i) => {
       const h = this.handles[i]!;
       this.ensureReady(h);
-      if (h.sentVersion !== model.version) {
-        flat ??= flattenWeights(model);
-        const copy = flat.slice();
-        h.port.postMessage({ type: 'params', flat: copy }, [copy.buffer]);
-        h.sentVersion = model.version;
-      }
+      sendWeights(h);
       const msg = {
         type: 'grads',
         batch: { inputIds: shard.inputIds, labels: shard.labels, weights: shard.weights, batch: shard.batch, seq: shard.seq, pg: shard.pg },
@@ -326,6 +345,67 @@ export class GradientPool {
       Atomics.add(h.ctrl, CMD, 1);
       Atomics.notify(h.ctrl, CMD);
     });
+  }
+
+  /** Posts the model's weights to a worker that does not have this version yet (flattened once per call). */
+  private weightsSender(model: StackModel): (h: WorkerHandle) => void {
+    let flat: Float32Array | null = null;
+    return (h) => {
+      if (h.sentVersion === model.version) return;
+      flat ??= flattenWeights(model);
+      const copy = flat.slice();
+      h.port.postMessage({ type: 'params', flat: copy }, [copy.buffer]);
+      h.sentVersion = model.version;
+    };
+  }
+
+  /**
+   * Send rollout shards (one per worker, fewer is fine): each worker samples its items with
+   * the model's current weights and `tokenizer`; collect them with finishRollouts().
+   */
+  startRollouts(model: StackModel, tokenizerJson: string, shards: readonly (readonly RolloutItem[])[]): void {
+    if (shards.length > this.handles.length) throw new Error('parallel rollouts: more shards than workers');
+    this.startedAt = Date.now();
+    const sendWeights = this.weightsSender(model);
+    shards.forEach((items, i) => {
+      const h = this.handles[i]!;
+      this.ensureReady(h);
+      sendWeights(h);
+      if (h.sentTokenizer !== tokenizerJson) {
+        h.port.postMessage({ type: 'tokenizer', json: tokenizerJson });
+        h.sentTokenizer = tokenizerJson;
+      }
+      // A user's world lives only in the thread that read it (core/worlds.ts): send it along.
+      const customWorlds = [...new Set(items.map((it) => it.world).filter((w) => w.startsWith('custom:')))].map((w) => customWorld(parseWorldName(w)));
+      h.port.postMessage({ type: 'rollouts', items, customWorlds });
+      h.pending = true;
+      Atomics.add(h.ctrl, CMD, 1);
+      Atomics.notify(h.ctrl, CMD);
+    });
+  }
+
+  /** Wait for every started rollout shard; their episodes, shard by shard. */
+  finishRollouts(): Episode[][] {
+    const out: Episode[][] = [];
+    // Decoding has no batch-size proxy for a deadline: allow generously more than the local share took.
+    const timeout = this.timeoutMs ?? Math.max(300000, 50 * (Date.now() - this.startedAt));
+    let failure: Error | null = null;
+    for (const h of this.handles) {
+      if (!h.pending) continue;
+      h.pending = false;
+      const expected = Atomics.load(h.ctrl, CMD);
+      try {
+        this.waitFor(h, DONE, expected, 'answer', timeout);
+        const m = this.receive(h);
+        if (m.type === 'error') throw new Error(`parallel rollouts: worker failed: ${m.message}`);
+        if (m.type !== 'episodes') throw new Error(`parallel rollouts: unexpected reply '${m.type}'`);
+        out.push(m.episodes);
+      } catch (err) {
+        failure ??= err as Error;
+      }
+    }
+    if (failure) throw failure;
+    return out;
   }
 
   /** Wait for every started shard; their gradients and statistics. */
@@ -391,6 +471,9 @@ async function workerMain(init: WorkerInit): Promise<void> {
   Atomics.store(ctrl, READY, 1);
   Atomics.notify(ctrl, READY);
   let model: StackModel | null = null;
+  let tokenizer: BpeTokenizer | null = null;
+  let runtime: AgentRuntime | null = null;
+  let runtimeTemplates: readonly Template[] = TEMPLATES;
   let seen = 0;
   for (;;) {
     Atomics.wait(ctrl, CMD, seen);
@@ -398,7 +481,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
     for (;;) {
       const m = receiveMessageOnPort(port);
       if (!m) break;
-      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch };
+      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch; json?: string; items?: RolloutItem[]; customWorlds?: CustomWorld[] };
       if (msg.type === 'stop') {
         model?.dispose();
         port.close();
@@ -409,7 +492,25 @@ async function workerMain(init: WorkerInit): Promise<void> {
           const w = unflatten(cfg, msg.flat!);
           if (model) model.setWeights(w);
           else model = StackModel.fromWeights(cfg, w);
+          runtime = null;
           continue;
+        }
+        if (msg.type === 'tokenizer') {
+          tokenizer = tokenizerFromJsonText(msg.json!);
+          runtime = null;
+          continue;
+        }
+        if (msg.type === 'rollouts') {
+          if (!model || !tokenizer) throw new Error('no weights or tokenizer received');
+          for (const w of msg.customWorlds ?? []) registerCustomWorld(w);
+          const items = msg.items!;
+          // The grammar of the items' world (a user's tool list may narrow it); one world per GRPO run.
+          const templates = items.length ? worldTemplates(parseWorldName(items[0]!.world)) : TEMPLATES;
+          if (runtime && runtimeTemplates !== templates) runtime = null;
+          runtimeTemplates = templates;
+          const rt = (runtime ??= new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer, templates)));
+          const episodes = await rt.runBatchAsync(items.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
+          port.postMessage({ type: 'episodes', episodes });
         }
         if (msg.type === 'grads') {
           if (!model) throw new Error('no weights received');
@@ -435,7 +536,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
       } catch (err) {
         port.postMessage({ type: 'error', message: (err as Error).message ?? String(err) });
       }
-      if (msg.type === 'grads') {
+      if (msg.type === 'grads' || msg.type === 'rollouts') {
         Atomics.add(ctrl, DONE, 1);
         Atomics.notify(ctrl, DONE);
       }

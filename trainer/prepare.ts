@@ -9,9 +9,9 @@ import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJso
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { TRAINING_SEEDS, WorldId, freshTrainingTasks, topHitHolds, worldEnv, worldName } from '../core/worlds';
+import { TRAINING_SEEDS, WorldId, freshTrainingTasks, worldEnv, worldName } from '../core/worlds';
 import { overlapKey } from '../core/overlap';
-import type { Recipe } from './recipes';
+import { stubTeacherOptions, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
 import { isHinted } from '../core/worldSource';
 import { LoadedWorld, WORLD_FORMAT, WorldManifest, runWorld, sha256File, writeWorldFiles } from './worldFolder';
@@ -60,11 +60,11 @@ export function prepareRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
 ): PreparedData {
   refuseToOverwriteData(runDir);
   const augment = recipe.augment;
-  const teacherFor = (tasks: Task[], env: ToolEnv) => makeStubTeacher(tasks, recipe.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {});
+  const teacherFor = (tasks: Task[], env: ToolEnv) => makeStubTeacher(tasks, stubTeacherOptions(recipe, env));
   log(`building the world (seed ${WORLD_SEED})`);
   const corpus = buildCorpus(WORLD_SEED);
   const split = makeTaskPool(WORLD_SEED);
@@ -146,7 +146,7 @@ export function ensureRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
   source?: WorldSource,
 ): 'present' | 'tokenizer-trained' | 'prepared' {
   const files = dataFiles(runDir);
@@ -266,7 +266,7 @@ export interface WorldSource {
  * tasks with hints, or the given traces file), minus every task that overlaps held-out; the
  * held-out transcripts (stub teacher, tasks with hints) and the tokenizer over it all.
  */
-export function prepareWorldRunData(runDir: string, source: WorldSource, log: (line: string) => void = () => {}, recipe: Pick<Recipe, 'augment' | 'teacherTopHit'> = {}): PreparedData {
+export function prepareWorldRunData(runDir: string, source: WorldSource, log: (line: string) => void = () => {}, recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {}): PreparedData {
   const w = source.world;
   if (recipe.augment && recipe.augment.worlds > 0) log("the recipe's augmentation draws counterfactual textbook worlds: not used with --world");
   const manifest: WorldManifest = w.manifest ?? {
@@ -284,7 +284,8 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
   const stubRun = (tasks: Task[]) => {
     const hinted = tasks.filter(isHinted);
     const stats: DistillStats = { perKind: {} };
-    const teacher = makeStubTeacher(hinted, recipe.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {});
+    // The recipe's teacher knobs (k = 1 searches, restated facts), as for the textbook world.
+    const teacher = makeStubTeacher(hinted, stubTeacherOptions(recipe, env));
     const rows = distill(hinted, teacher, env, SAMPLES_PER_TASK, stats);
     const y: Record<string, { kept: number; tasks: number }> = {};
     for (const [k, st] of Object.entries(stats.perKind)) y[k] = { kept: st.kept, tasks: st.tasks };

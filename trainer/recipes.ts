@@ -5,6 +5,9 @@
 import type { SpanKind } from '../core/spans';
 import type { PoolName } from '../core/trainingPool';
 import type { TaskKind } from '../core/types';
+import type { ToolEnv } from '../core/env';
+import type { StubTeacherOptions } from '../core/stubTeacher';
+import { topHitHolds } from '../core/worlds';
 
 /**
  * Counterfactual-value augmentation: training worlds with the seed's entities and
@@ -49,6 +52,8 @@ export interface Recipe {
   augment?: Augmentation;
   /** The stub teacher searches with k = 1 when the top hit states the fact (else k = 2). */
   teacherTopHit?: boolean;
+  /** The stub teacher restates each fact it found at the start of its next thought (core/stubTeacher.ts). */
+  teacherNotes?: boolean;
 }
 
 const COPY_ENLARGED: Recipe = {
@@ -114,8 +119,46 @@ export const RECIPES: Record<string, Recipe> = {
     augment: { share: 0.5, worlds: 40, perShape: 40 },
     teacherTopHit: true,
   },
+  'answer-heavy': {
+    ...COPY_ENLARGED,
+    name: 'answer-heavy',
+    description: 'copy-enlarged with the answer span weighted x3 more (x15 in all): the held-out misses are answers not copied from the calculator',
+    kindWeights: { answer: 3 },
+  },
+  notes: {
+    ...COPY_ENLARGED,
+    name: 'notes',
+    description: 'copy-enlarged, the teacher restating each fact it found ("The X of Y is V.") before its next step',
+    teacherNotes: true,
+  },
+  'reader-notes': {
+    ...COPY_ENLARGED,
+    name: 'reader-notes',
+    description: 'reader (balanced, half counterfactual-value worlds), the teacher restating each fact it found',
+    shapeWeights: BALANCED,
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+    teacherNotes: true,
+  },
 };
 export const RECIPE_NAMES = Object.keys(RECIPES);
+
+/** The recipe's knobs on the stub teacher (its k, its thoughts). */
+export type TeacherKnobs = Pick<Recipe, 'teacherTopHit' | 'teacherNotes'>;
+
+/** The stub teacher a recipe asks for, in a world's tool environment. */
+export function stubTeacherOptions(knobs: TeacherKnobs, env: ToolEnv): StubTeacherOptions {
+  return {
+    ...(knobs.teacherTopHit ? { topHitHolds: topHitHolds(env) } : {}),
+    ...(knobs.teacherNotes ? { restateFacts: true } : {}),
+  };
+}
+
+/** The teacher knobs of a run's config.json "recipe" (absent or old: the seed's teacher). */
+export function teacherKnobsOf(recipe: unknown): TeacherKnobs {
+  if (typeof recipe !== 'object' || recipe === null) return {};
+  const r = recipe as Record<string, unknown>;
+  return { ...(r['teacherTopHit'] === true ? { teacherTopHit: true } : {}), ...(r['teacherNotes'] === true ? { teacherNotes: true } : {}) };
+}
 /**
  * Picked by measurement (tiny preset, 20 minutes, wasm, 2 cores): 'copy' reached 0.28
  * held-out exact match, 'copy-enlarged' 0.68 (the seed split's 189 tasks are memorised

@@ -8,8 +8,8 @@ import { SPAN_KINDS, SpanKind } from '../core/spans';
 import type { BpeTokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
-import { makeTaskPool } from '../core/world';
-import { SEED_WORLD, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv, worldTemplates } from '../core/worlds';
+import { TASK_FACTS, makeTaskPool } from '../core/world';
+import { SEED_WORLD, allTasksOf, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv, worldTemplates } from '../core/worlds';
 import type { Template } from '../core/grammar';
 import type { CallMask } from './agentRuntime';
 import { AgentRuntime } from './agentRuntime';
@@ -27,7 +27,7 @@ import { DataOrder, DataOrderState } from './dataOrder';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { dataFiles, ensureRunData, loadTokenizer, readJsonlRows, readTraceRows } from './prepare';
 import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkSftConfig, checkpointModelConfig, ignoredOnResume, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
-import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
+import { DEFAULT_RECIPE, Recipe, TeacherKnobs, getRecipe, phaseAt } from './recipes';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
 import { taskFromRow, type TaskRowLike } from './taskRows';
 import { WorldSplits, readWorldFolder, runSplits, worldRecord } from './worldFolder';
@@ -205,6 +205,7 @@ export async function evaluateModel(
   spanExamples: readonly TrainExample[],
   hooks: Pick<JobHooks, 'progress' | 'isCancelled'>,
   threads: number | 'auto' = 'auto',
+  teacher: TeacherKnobs = {},
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary; threads: number }> {
   const items: WorldTask[] = tasks.map((t) => ('task' in t ? t : { task: t, world: SEED_WORLD }));
   const policy = modelPolicy(model, tokenizer.vocabSize);
@@ -220,7 +221,7 @@ export async function evaluateModel(
   // Both cores: the second half of the tasks in a worker thread while this one does the first.
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
-  const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys) : null;
+  const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys, teacher) : null;
   const mine = await evaluateItems(
     runtimeFor,
     shard ? items.slice(0, cut) : items,
@@ -228,6 +229,7 @@ export async function evaluateModel(
     trainingKeys,
     (done) => hooks.progress(`eval ${split}`, done, shard ? cut : items.length, shard ? `(the other ${items.length - cut} tasks in a second thread)` : undefined),
     hooks.isCancelled,
+    teacher,
   );
   const rows = [...mine.rows];
   let contaminated = mine.contaminated;
@@ -372,14 +374,26 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
   const split = worldSplits;
-  const trainingTasks = fs.existsSync(files.trainTasks) ? loadTasks(files.trainTasks) : split.train;
+  // Without a tasks file (data brought by hand), the training tasks are those the rows name:
+  // every question the seed world's table can ask is known; others cannot be checked.
+  const hasTasksFile = fs.existsSync(files.trainTasks);
+  let trainingTasks: Task[];
+  if (hasTasksFile) trainingTasks = loadTasks(files.trainTasks);
+  else {
+    // A user's world's run always has its tasks file (trainer/prepare.ts prepareWorldRunData).
+    const byQuestion = new Map(allTasksOf(TASK_FACTS).map((t) => [t.question, t] as const));
+    const named = [...new Set(trainRows.filter((r) => r.world === undefined || r.world === 'seed:0').map((r) => r.task))];
+    trainingTasks = named.flatMap((q) => byQuestion.get(q) ?? []);
+    const unknown = named.length - trainingTasks.length;
+    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the default world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
+  }
   const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks);
   // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped
   // twin) is in the training data. prepareRunData guarantees it; data brought by hand may not.
   const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
   if (leaked.length > 0) {
     throw new UserError(
-      `${files.trainTasks} holds ${leaked.length} task(s) that overlap the held-out split (e.g. ${JSON.stringify(leaked[0]!.question)}); ` +
+      `${hasTasksFile ? files.trainTasks : files.trainTraces} holds ${leaked.length} task(s) that overlap the held-out split (e.g. ${JSON.stringify(leaked[0]!.question)}); ` +
         'training on them would contaminate evaluation',
     );
   }
@@ -554,7 +568,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   };
   const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
-    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks);
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples, hooks, 'auto', recipe);
     const rec = {
       phase: 'eval' as const,
       step,
@@ -575,7 +589,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     const devPool: WorldTask[] = split.world ? split.dev.map((task) => ({ task, world: split.id })) : freshSplitTasks('dev');
     const devTasks = devPool.slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
     if (devTasks.length === 0) return summary;
-    const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks)).summary;
+    const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks, 'auto', recipe)).summary;
     const devRec = { phase: 'eval' as const, step, time: elapsed(), split: 'dev', accuracy: dev.accuracy, by_kind: dev.by_kind, failures: dev.failures, n: dev.n, final };
     metrics.append(devRec);
     hooks.metrics(devRec);

@@ -233,12 +233,11 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       assert.match(await frameText(f, '#source'), /broken-call\.transcript:2/);
       await f.locator('#strip').focus();
       await page.keyboard.press('End');
-      await waitFor('the rejection step', async () => (await bodyData(f, 'pos')) === String(at));
+      // The step's position and its text render in turn: wait for both (under load they were read in between).
+      await waitFor('the rejection step', async () => (await bodyData(f, 'pos')) === String(at) && (await frameText(f, '#step .chips')) === '1-9');
       assert.match(await frameText(f, '#step'), /Rejected/);
-      assert.equal(await frameText(f, '#step .chips'), '1-9');
       await page.keyboard.press('ArrowLeft');
-      await waitFor('one step back', async () => (await bodyData(f, 'pos')) === String(at - 1));
-      assert.equal(await frameText(f, '#step .chips'), 'space');
+      await waitFor('one step back', async () => (await bodyData(f, 'pos')) === String(at - 1) && (await frameText(f, '#step .chips')) === 'space');
       // In editor mode the editor's cursor follows the step: line 2, after `<|tool_call|>` (13 columns) and `at - 1` characters.
       await focusEditor(page);
       await waitFor('the editor cursor on the step', async () => {

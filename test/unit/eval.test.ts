@@ -13,7 +13,8 @@ import { evaluateTasks, reward } from '../../trainer/eval';
 import { initBackend } from '../../trainer/backend';
 import { StackModel, presetConfig } from '../../trainer/model';
 import { evaluateModel } from '../../trainer/sft';
-import { freshSplitTasks } from '../../core/worlds';
+import { freshSplitTasks, topHitHolds } from '../../core/worlds';
+import { stubTeacherOptions } from '../../trainer/recipes';
 
 const tok = trainDefaultTokenizer();
 const env = new ToolEnv(buildCorpus());
@@ -77,6 +78,18 @@ describe('evaluation', () => {
       assert.ok(rows.every((r) => !r.solved), want);
       assert.equal(summary.failures[want as 'search'], tasks.length, `${want}: ${JSON.stringify(summary.failures)}`);
     }
+  });
+
+  it("judges departures against the run's own teacher: a k=1 student that answers wrong fails at 'final', not at its k=1 search", async () => {
+    const holds = topHitHolds(env);
+    const k1 = pool.heldout.filter((t) => t.kind === 'sum' && holds(t.hints.queries[0]!, t.hints.facts[0]![0], t.hints.facts[0]![1])).slice(0, 3);
+    assert.ok(k1.length > 0, 'some held-out sum has its first fact in the top hit');
+    const base = makeStubTeacher(k1, stubTeacherOptions({ teacherTopHit: true }, env));
+    const student = replayPolicy(k1, (prompt) => base(prompt).replace(/Answer: .*/, 'Answer: 7'));
+    const asRecipe = await evaluateTasks(new AgentRuntime(student, tok, env, null), k1, env, { split: 'heldout', teacher: { teacherTopHit: true } });
+    assert.equal(asRecipe.summary.failures.final, k1.length, JSON.stringify(asRecipe.summary.failures));
+    const asSeed = await evaluateTasks(new AgentRuntime(student, tok, env, null), k1, env, { split: 'heldout' });
+    assert.equal(asSeed.summary.failures.search, k1.length, JSON.stringify(asSeed.summary.failures));
   });
 
   it('counts contaminated tasks by overlap with the training data', async () => {

@@ -14,14 +14,16 @@ import {
   parseRewardSpec,
   scoreCompletion,
 } from '../../core/reward';
-import { trainDefaultTokenizer } from '../../core/tokenizer';
+import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
 import { initBackend } from '../../trainer/backend';
 import { reward as evalReward } from '../../trainer/eval';
 import { flatlineMessage, microBatches, rolloutBatch, scaleAdvantages } from '../../trainer/grpo';
 import { Trainer } from '../../trainer/optim';
 import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model';
-import { combineFlat, splitBatch } from '../../trainer/parallel';
+import { GradientPool, RolloutItem, combineFlat, rolloutOptions, splitBatch } from '../../trainer/parallel';
+import { AgentRuntime } from '../../trainer/agentRuntime';
+import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
 import { checkPromptDrift, checkSampling, checkSpecialTokens, firstDifferingByte } from '../../trainer/preflight';
 import type { Episode } from '../../trainer/agentRuntime';
 
@@ -464,5 +466,46 @@ describe('GRPO: pre-flight checks', () => {
     assert.match(c.detail, /no gradient/);
     assert.equal(checkSampling(0.8, 1).ok, false);
     assert.ok(checkSampling(0.8, 8).ok);
+  });
+});
+
+describe('GRPO rollouts on both cores', () => {
+  it('a worker thread samples the same episodes as the calling thread for the same items (each rollout its own random stream)', async function () {
+    this.timeout(120000);
+    await initBackend('wasm');
+    const tokenizer = trainDefaultTokenizer();
+    const cfg: ModelConfig = { vocab: tokenizer.vocabSize, dModel: 32, layers: 2, heads: 4, kvHeads: 2, mlp: 48, maxSeq: 512, ropeBase: 10000 };
+    const model = StackModel.create(cfg, 3);
+    const tasks = makeTaskPool(0).train.slice(0, 2);
+    const items: RolloutItem[] = tasks.flatMap((task, t) =>
+      [0, 1, 2].map((k) => ({
+        task,
+        world: 'seed:0',
+        options: { maxSteps: 2, temperature: 1, constrained: true, maxTurnTokens: 24 },
+        randomSeed: 1000 + 10 * t + k,
+      })),
+    );
+    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, new ToolEnv(buildCorpus()), tokenizerCallMask(tokenizer));
+    const single = await runtime.runBatchAsync(items.map((it) => ({ task: it.task, options: rolloutOptions(it) })));
+    // An untrained model at temperature 1: the rollouts differ, so equal episodes mean equal streams.
+    assert.ok(new Set(single.map((e) => e.text)).size > 1, 'the sampled rollouts differ from one another');
+    const pool = GradientPool.create(cfg, { threads: 1 });
+    assert.ok(pool, 'a worker thread is available under tsx');
+    try {
+      const odd = items.filter((_, i) => i % 2 === 1);
+      pool.startRollouts(model, canonicalTokenizerJson(tokenizer), [odd]);
+      const [remote] = pool.finishRollouts();
+      assert.deepEqual(
+        remote!.map((e) => e.ids),
+        single.filter((_, i) => i % 2 === 1).map((e) => e.ids),
+      );
+      assert.deepEqual(
+        remote!.map((e) => e.generated),
+        single.filter((_, i) => i % 2 === 1).map((e) => e.generated),
+      );
+    } finally {
+      pool.dispose();
+      model.dispose();
+    }
   });
 });

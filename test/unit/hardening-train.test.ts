@@ -94,6 +94,25 @@ describe('run folders under damage (issue 11)', function () {
       assert.equal(config.data.trainExamples + config.data.dropped, 40);
     });
 
+    it('finding 1: traces brought without a tasks file: the overlap check uses the questions the rows name (a held-out question is refused, an unknown one is warned about), not the default split', () => {
+      const rows = fs.readFileSync(path.join(base, 'data', 'train.traces.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '');
+      const clean = path.join(tmp, 'f1c');
+      fs.mkdirSync(path.join(clean, 'data'), { recursive: true });
+      const foreign = JSON.stringify({ ...JSON.parse(rows[0]!), task: 'What is the colour of the sky? Use the corpus.' });
+      fs.writeFileSync(path.join(clean, 'data', 'train.traces.jsonl'), [...rows.slice(0, 20), foreign].join('\n') + '\n');
+      const ok = cli(['train', 'sft', '--steps', '1', '--eval-limit', '0', '--run', clean]);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stderr, /1 of \d+ questions in .*train\.traces\.jsonl are not the default world's/);
+      const leaky = path.join(tmp, 'f1d');
+      fs.mkdirSync(path.join(leaky, 'data'), { recursive: true });
+      const heldQuestion = JSON.parse(fs.readFileSync(path.join(base, 'data', 'heldout.traces.jsonl'), 'utf8').split('\n')[0]!).task as string;
+      const leaked = JSON.stringify({ ...JSON.parse(rows[0]!), task: heldQuestion });
+      fs.writeFileSync(path.join(leaky, 'data', 'train.traces.jsonl'), [...rows.slice(0, 20), leaked].join('\n') + '\n');
+      const refused = cli(['train', 'sft', '--steps', '1', '--eval-limit', '0', '--run', leaky]);
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /train\.traces\.jsonl holds 1 task\(s\) that overlap the held-out split/);
+    });
+
     it('finding 1: a data/ without train.traces.jsonl is refused, naming the missing file, and left as it is', () => {
       const run = path.join(tmp, 'f1b');
       fs.mkdirSync(path.join(run, 'data'), { recursive: true });

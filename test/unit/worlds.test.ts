@@ -23,6 +23,10 @@ import {
 import { classifyFailure } from '../../trainer/eval';
 import { prepareRunData } from '../../trainer/prepare';
 import type { Episode } from '../../trainer/agentRuntime';
+import { ToolEnv, rollout } from '../../core/distill';
+import { makeStubTeacher } from '../../core/stubTeacher';
+import { annotateSpans } from '../../core/spans';
+import { worldEnv } from '../../core/worlds';
 
 describe('worlds from a fact table', () => {
   it('the seed table given as data builds the seed world byte for byte', () => {
@@ -122,6 +126,44 @@ describe('worlds from a fact table', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the teacher that restates what it read (recipe knob teacherNotes)', () => {
+  it('restates each fact after its search, makes the same calls and answer as the seed teacher, and marks the restated value a copy span', () => {
+    const world = { kind: 'values', seed: TRAINING_SEEDS.augment } as const;
+    const env = worldEnv(world);
+    const tasks = freshTrainingTasks(world, 3, new Set());
+    const sum = tasks.find((t) => t.kind === 'sum')!;
+    const seedText = rollout(sum, makeStubTeacher([sum]), env).transcript;
+    const notes = rollout(sum, makeStubTeacher([sum], { restateFacts: true }), env).transcript;
+    const calls = (t: string) => t.match(/<\|tool_call\|>[^<]*/g);
+    assert.deepEqual(calls(notes), calls(seedText));
+    assert.equal(notes.slice(notes.lastIndexOf('Answer:')), seedText.slice(seedText.lastIndexOf('Answer:')));
+    const [[e0, a0], [e1, a1]] = sum.hints.facts as [string, string][];
+    // The values come from this world's corpus (not the seed's): read them from the passages independently.
+    const valueOf = (e: string, a: string) => {
+      const clause = `the ${a} of ${e} is `;
+      const p = buildWorld(world).corpus.find((x) => x.text.includes(clause))!.text;
+      return p.slice(p.indexOf(clause) + clause.length).split(/[.,;]/)[0]!.trim();
+    };
+    const v0 = valueOf(e0!, a0!);
+    const v1 = valueOf(e1!, a1!);
+    assert.ok(notes.includes(`Thought: The ${a0} of ${e0} is ${v0}. I need the ${a1} of ${e1}. `), notes);
+    assert.ok(notes.includes(`Thought: The ${a1} of ${e1} is ${v1}. Now I compute ${v0}+${v1} with the calculator.`), notes);
+    const copied = annotateSpans(notes)
+      .filter((s) => s.kind === 'thought' && s.copy)
+      .map((s) => notes.slice(s.start, s.end));
+    assert.deepEqual(copied, [a0, e0, v0, a1, e1, v1, `${v0}+${v1}`]);
+    // Without the knob the seed's thoughts are unchanged.
+    assert.ok(!seedText.includes(`The ${a0} of ${e0} is`));
+  });
+
+  it('a lookup restates the fact before answering; the seed world through the knob answers as before', () => {
+    const env = new ToolEnv(buildCorpus(0));
+    const lookup = makeTaskPool(0).train.find((t) => t.kind === 'lookup')!;
+    const text = rollout(lookup, makeStubTeacher([lookup], { restateFacts: true }), env).transcript;
+    assert.match(text, new RegExp(`Thought: The .+ of .+ is ${lookup.gold}\\. I have everything I need\\.\nAnswer: ${lookup.gold}<`));
   });
 });
 
