@@ -18,7 +18,7 @@ import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError, runSft } from '../trainer/sft';
 import { PreflightRefusal, RlPool, ScaleRewards, runGrpo } from '../trainer/grpo';
 import type { EvalSplit } from '../core/protocol/worker';
-import { worldEnv } from '../core/worlds';
+import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
 type Options = Record<string, string | number | boolean | undefined>;
@@ -219,7 +219,7 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
     // The tools search the run's own world (or the folder --world names); the textbook's by default.
     const world = o['world'] !== undefined ? readWorldFolder(o['world'] as string) : runWorld(runDir);
     const env = world ? worldEnv(world.id) : new ToolEnv(buildCorpus());
-    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer));
+    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer, world ? worldTemplates(world.id) : undefined));
     const ep = await runtime.runAsync({ question });
     if (o['json']) {
       console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, contextFull: ep.contextFull, text: ep.text }));

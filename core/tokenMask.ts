@@ -22,7 +22,7 @@
 // which is what makes a hole state (~85% of cl100k allowed) cheap. Masks are cached per
 // state set (`TokenMasker`); `next` re-runs a token's pre-classified characters through
 // the table, a few lookups, so a cache entry is just the sorted id array.
-import { StateSet, TEMPLATES, accepts, startStates, step } from './grammar';
+import { StateSet, TEMPLATES, Template, accepts, startStates, step } from './grammar';
 
 const EMPTY: StateSet = Object.freeze([]) as StateSet;
 const DEAD = -1;
@@ -33,9 +33,9 @@ export function stateSetKey(states: StateSet): string {
 }
 
 /** The distinct character sets of the templates' holes (the bulk of any vocabulary lives in them). */
-function holeCharSets(): string[][] {
+function holeCharSets(templates: readonly Template[]): string[][] {
   const seen = new Map<string, string[]>();
-  for (const t of TEMPLATES) {
+  for (const t of templates) {
     for (const item of t.items) {
       if (typeof item === 'string') continue;
       const chars = [...item.chars].sort();
@@ -46,9 +46,9 @@ function holeCharSets(): string[][] {
 }
 
 /** The grammar's alphabet: every character some template item can consume, sorted. */
-function grammarAlphabet(): string[] {
+function grammarAlphabet(templates: readonly Template[]): string[] {
   const chars = new Set<string>();
-  for (const t of TEMPLATES) {
+  for (const t of templates) {
     for (const item of t.items) {
       if (typeof item === 'string') for (const ch of item) chars.add(ch);
       else for (const ch of item.chars) chars.add(ch);
@@ -85,8 +85,12 @@ export class GrammarDfa {
   private survivalFamily = new Int8Array(0);
   private survivalDepth = new Int32Array(0);
 
-  constructor() {
-    this.alphabet = grammarAlphabet();
+  /** The templates it determinizes: the textbook's, or a world's narrowed ones (core/worldTools.ts). */
+  readonly templates: readonly Template[];
+
+  constructor(templates: readonly Template[] = TEMPLATES) {
+    this.templates = templates;
+    this.alphabet = grammarAlphabet(templates);
     this.width = this.alphabet.length;
     this.alphabet.forEach((ch, i) => {
       const cp = ch.codePointAt(0)!;
@@ -94,10 +98,10 @@ export class GrammarDfa {
       else this.otherClass.set(cp, i);
     });
     this.trans = new Int32Array(256 * this.width);
-    this.families = holeCharSets()
+    this.families = holeCharSets(templates)
       .slice(0, 8)
       .map((chars) => chars.map((ch) => this.classOf(ch.codePointAt(0)!)));
-    this.startId = this.idOf(startStates());
+    this.startId = this.idOf(startStates(templates));
   }
 
   /**
@@ -163,7 +167,7 @@ export class GrammarDfa {
       this.ensureCapacity(this.sets.length);
       const src = this.sets[r]!;
       for (let c = 0; c < this.width; c++) {
-        const next = step(src, this.alphabet[c]!);
+        const next = step(src, this.alphabet[c]!, this.templates);
         let nid = DEAD;
         if (next.length > 0) nid = this.ids.get(stateSetKey(next)) ?? this.add(next);
         this.trans[r * this.width + c] = nid;
@@ -176,7 +180,7 @@ export class GrammarDfa {
     const copy = Object.freeze([...states]) as StateSet;
     const id = this.sets.length;
     this.sets.push(copy);
-    this.accepting.push(accepts(copy));
+    this.accepting.push(accepts(copy, this.templates));
     this.ids.set(stateSetKey(copy), id);
     return id;
   }
@@ -224,12 +228,12 @@ export interface CompiledVocabulary {
  * Compiles a vocabulary: `tokenStrings[id]` is token id's decoded text, null for special
  * or undecodable tokens. `endTokenId` is `<|end|>` (its string, if any, is ignored).
  */
-export function compileVocabulary(tokenStrings: readonly (string | null)[], endTokenId: number): CompiledVocabulary {
+export function compileVocabulary(tokenStrings: readonly (string | null)[], endTokenId: number, templates: readonly Template[] = TEMPLATES): CompiledVocabulary {
   const V = tokenStrings.length;
   if (!Number.isInteger(endTokenId) || endTokenId < 0 || endTokenId >= V) {
     throw new RangeError(`endTokenId ${endTokenId} is not in the vocabulary (0..${V - 1})`);
   }
-  const dfa = new GrammarDfa();
+  const dfa = new GrammarDfa(templates);
   if (dfa.width > 255) throw new RangeError(`grammar alphabet too large for the trie (${dfa.width})`);
 
   // Classify every token; keep those that could ever be allowed. A token's key is its

@@ -7,6 +7,9 @@
 // evaluation splits' seeds are reserved, and no training pool, augmentation or RL pool may
 // draw from them (assertNotReserved).
 import { ToolEnv } from './env';
+import { TEMPLATES, type Template } from './grammar';
+import type { McpTool } from './tools/schemas';
+import { templatesFor } from './worldTools';
 import { overlapKey } from './overlap';
 import { PyRandom } from './pyrandom';
 import type { Passage, Task } from './types';
@@ -112,6 +115,8 @@ export interface CustomWorld {
   train: Task[];
   heldout: Task[];
   dev: Task[];
+  /** Its MCP tool list (tools.json), or null for the textbook's search and calc. */
+  tools?: McpTool[] | null;
 }
 
 const customWorlds = new Map<number, CustomWorld>();
@@ -130,6 +135,7 @@ function contentId(w: CustomWorld): number {
     for (const t of split) feed(`${t.question}\u0000${t.gold}\u0000${t.kind}\u0001`);
     feed('\u0002');
   }
+  if (w.tools) feed(JSON.stringify(w.tools));
   return h;
 }
 
@@ -144,6 +150,13 @@ export function customWorld(id: WorldId): CustomWorld {
   const w = id.kind === 'custom' ? customWorlds.get(id.seed) : undefined;
   if (!w) throw new Error(`world ${worldName(id)} is not loaded (a custom world is read from its folder first)`);
   return w;
+}
+
+/** The call grammar of a world: a user's world's tool list narrows it; every other world has the textbook's. */
+export function worldTemplates(id: WorldId): readonly Template[] {
+  if (id.kind !== 'custom') return TEMPLATES;
+  const tools = customWorld(id).tools;
+  return tools ? templatesFor(tools) : TEMPLATES;
 }
 
 export function buildWorld(id: WorldId, nTrain = 200, nHeldout = 50): World {

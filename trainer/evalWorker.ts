@@ -6,7 +6,8 @@
 import * as path from 'node:path';
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { tokenizerFromJsonText } from '../core/tokenizer';
-import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, type WorldTask } from '../core/worlds';
+import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, worldTemplates, type WorldTask } from '../core/worlds';
+import { TEMPLATES } from '../core/grammar';
 import type { Task } from '../core/types';
 import { AgentRuntime } from './agentRuntime';
 import { initBackend } from './backend';
@@ -27,9 +28,9 @@ interface EvalShardRequest {
   split: string;
   trainingKeys: string[];
   items: { task: Task; world: string }[];
-  teacher: TeacherKnobs;
   /** The user's worlds among the items (docs/worlds.md): the worker registers them first. */
   customWorlds: CustomWorld[];
+  teacher: TeacherKnobs;
 }
 
 /** What the worker answers. */
@@ -90,8 +91,8 @@ export function startEvalShard(
     split,
     trainingKeys: [...trainingKeys],
     items: items.map((x) => ({ task: x.task, world: worldName(x.world) })),
-    teacher,
     customWorlds: [...new Set(items.filter((x) => x.world.kind === 'custom').map((x) => x.world.seed))].map((seed) => customWorld({ kind: 'custom', seed })),
+    teacher,
   };
   const worker = script.evalCode ? new Worker(script.evalCode, { eval: true, workerData: data }) : new Worker(script.file, { workerData: data });
   let stopped = false;
@@ -123,7 +124,11 @@ async function workerMain(req: EvalShardRequest): Promise<void> {
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));
     const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world) }));
     const out = await evaluateItems(
-      (part) => new AgentRuntime(runtime.policy, tokenizer, worldEnv(part[0]!.world), runtime.mask),
+      (part) => {
+        // A user's world may narrow the grammar (its tool list); the textbook's mask otherwise.
+        const templates = worldTemplates(part[0]!.world);
+        return new AgentRuntime(runtime.policy, tokenizer, worldEnv(part[0]!.world), templates === TEMPLATES ? runtime.mask : tokenizerCallMask(tokenizer, templates));
+      },
       items,
       req.split,
       new Set(req.trainingKeys),

@@ -99,11 +99,9 @@ export async function runEval(
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
       traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
-      // The teacher the run's recipe trained with (its k and thoughts), in the task's own world.
-      traceTexts = tasks
-        .filter(({ task }) => isHinted(task))
-        .slice(0, 50)
-        .map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
+      // The teacher the run's recipe trained with (its k and thoughts), in the task's own world;
+      // a question without hints (docs/worlds.md) has no answer key to follow.
+      traceTexts = tasks.filter(({ task }) => isHinted(task)).slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)

@@ -34,7 +34,8 @@ import { initBackend } from './backend';
 import { findWorkerScript } from './workerScript';
 import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, makeRng, paramSpecs } from './model';
 import { tokenizerFromJsonText, type BpeTokenizer } from '../core/tokenizer';
-import { customWorld, parseWorldName, registerCustomWorld, worldEnv, type CustomWorld } from '../core/worlds';
+import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldTemplates } from '../core/worlds';
+import { TEMPLATES, type Template } from '../core/grammar';
 import { AgentRuntime, type Episode, type EpisodeOptions, type EpisodeTask } from './agentRuntime';
 import { modelPolicy, tokenizerCallMask } from './policy';
 
@@ -237,7 +238,6 @@ interface WorkerHandle {
   ctrl: Int32Array;
   sentVersion: number;
   sentTokenizer: string | null;
-  sentWorlds: Set<string>;
   ready: boolean;
   pending: boolean;
 }
@@ -274,7 +274,7 @@ export class GradientPool {
       worker.on('error', () => {
         /* reported through READY / the reply protocol; avoid an unhandled 'error' event */
       });
-      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, sentTokenizer: null, sentWorlds: new Set(), ready: false, pending: false });
+      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, sentTokenizer: null, ready: false, pending: false });
     }
   }
 
@@ -375,14 +375,9 @@ export class GradientPool {
         h.port.postMessage({ type: 'tokenizer', json: tokenizerJson });
         h.sentTokenizer = tokenizerJson;
       }
-      // A user's world lives in the calling thread's registry: the worker gets it once.
-      for (const name of new Set(items.map((it) => it.world))) {
-        const id = parseWorldName(name);
-        if (id.kind !== 'custom' || h.sentWorlds.has(name)) continue;
-        h.port.postMessage({ type: 'world', world: customWorld(id) });
-        h.sentWorlds.add(name);
-      }
-      h.port.postMessage({ type: 'rollouts', items });
+      // A user's world lives only in the thread that read it (core/worlds.ts): send it along.
+      const customWorlds = [...new Set(items.map((it) => it.world).filter((w) => w.startsWith('custom:')))].map((w) => customWorld(parseWorldName(w)));
+      h.port.postMessage({ type: 'rollouts', items, customWorlds });
       h.pending = true;
       Atomics.add(h.ctrl, CMD, 1);
       Atomics.notify(h.ctrl, CMD);
@@ -478,6 +473,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
   let model: StackModel | null = null;
   let tokenizer: BpeTokenizer | null = null;
   let runtime: AgentRuntime | null = null;
+  let runtimeTemplates: readonly Template[] = TEMPLATES;
   let seen = 0;
   for (;;) {
     Atomics.wait(ctrl, CMD, seen);
@@ -485,7 +481,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
     for (;;) {
       const m = receiveMessageOnPort(port);
       if (!m) break;
-      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch; json?: string; items?: RolloutItem[]; world?: CustomWorld };
+      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch; json?: string; items?: RolloutItem[]; customWorlds?: CustomWorld[] };
       if (msg.type === 'stop') {
         model?.dispose();
         port.close();
@@ -499,10 +495,6 @@ async function workerMain(init: WorkerInit): Promise<void> {
           runtime = null;
           continue;
         }
-        if (msg.type === 'world') {
-          registerCustomWorld(msg.world!);
-          continue;
-        }
         if (msg.type === 'tokenizer') {
           tokenizer = tokenizerFromJsonText(msg.json!);
           runtime = null;
@@ -510,8 +502,13 @@ async function workerMain(init: WorkerInit): Promise<void> {
         }
         if (msg.type === 'rollouts') {
           if (!model || !tokenizer) throw new Error('no weights or tokenizer received');
-          const rt = (runtime ??= new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer)));
+          for (const w of msg.customWorlds ?? []) registerCustomWorld(w);
           const items = msg.items!;
+          // The grammar of the items' world (a user's tool list may narrow it); one world per GRPO run.
+          const templates = items.length ? worldTemplates(parseWorldName(items[0]!.world)) : TEMPLATES;
+          if (runtime && runtimeTemplates !== templates) runtime = null;
+          runtimeTemplates = templates;
+          const rt = (runtime ??= new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer, templates)));
           const episodes = await rt.runBatchAsync(items.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
           port.postMessage({ type: 'episodes', episodes });
         }

@@ -1,7 +1,7 @@
 // Adapters from the trained model to the agent runtime: a StackModel as a Policy (KV-cache
 // decoding; ids past the tokenizer's vocabulary — a padded embedding — are never sampled)
 // and the vocabulary trie as the runtime's CallMask.
-import { startStates, type StateSet } from '../core/grammar';
+import { TEMPLATES, startStates, type StateSet, type Template } from '../core/grammar';
 import { TokenMasker, compileVocabulary } from '../core/tokenMask';
 import type { BpeTokenizer } from '../core/tokenizer';
 import type { CallMask, DecodeSession, Policy } from './agentRuntime';
@@ -44,11 +44,12 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
 }
 
 /** The grammar as a token mask over this tokenizer's vocabulary (specials never allowed, but <|end|>). */
-export function tokenizerCallMask(tokenizer: BpeTokenizer): CallMask {
+export function tokenizerCallMask(tokenizer: BpeTokenizer, templates: readonly Template[] = TEMPLATES): CallMask {
   const strings = Array.from({ length: tokenizer.vocabSize }, (_, id) => (tokenizer.isSpecial(id) ? null : tokenizer.decode([id])));
-  const masker = new TokenMasker(compileVocabulary(strings, tokenizer.specialIds['<|end|>']));
+  // A user's world may narrow the grammar (its tool list, core/worldTools.ts); the default is the textbook's.
+  const masker = new TokenMasker(compileVocabulary(strings, tokenizer.specialIds['<|end|>'], templates));
   return {
-    start: (): StateSet => startStates(),
+    start: (): StateSet => startStates(templates),
     apply: (logits, states) => {
       masker.maskLogits(logits, states);
     },

@@ -266,12 +266,7 @@ export interface WorldSource {
  * tasks with hints, or the given traces file), minus every task that overlaps held-out; the
  * held-out transcripts (stub teacher, tasks with hints) and the tokenizer over it all.
  */
-export function prepareWorldRunData(
-  runDir: string,
-  source: WorldSource,
-  log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
-): PreparedData {
+export function prepareWorldRunData(runDir: string, source: WorldSource, log: (line: string) => void = () => {}, recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {}): PreparedData {
   const w = source.world;
   if (recipe.augment && recipe.augment.worlds > 0) log("the recipe's augmentation draws counterfactual textbook worlds: not used with --world");
   const manifest: WorldManifest = w.manifest ?? {
@@ -289,6 +284,7 @@ export function prepareWorldRunData(
   const stubRun = (tasks: Task[]) => {
     const hinted = tasks.filter(isHinted);
     const stats: DistillStats = { perKind: {} };
+    // The recipe's teacher knobs (k = 1 searches, restated facts), as for the textbook world.
     const teacher = makeStubTeacher(hinted, stubTeacherOptions(recipe, env));
     const rows = distill(hinted, teacher, env, SAMPLES_PER_TASK, stats);
     const y: Record<string, { kept: number; tasks: number }> = {};

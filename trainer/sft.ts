@@ -9,7 +9,9 @@ import type { BpeTokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { TASK_FACTS, makeTaskPool } from '../core/world';
-import { SEED_WORLD, allTasksOf, SplitName, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv, worldName } from '../core/worlds';
+import { SEED_WORLD, allTasksOf, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, splitManifest, worldEnv, worldTemplates } from '../core/worlds';
+import type { Template } from '../core/grammar';
+import type { CallMask } from './agentRuntime';
 import { AgentRuntime } from './agentRuntime';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -207,8 +209,15 @@ export async function evaluateModel(
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary; threads: number }> {
   const items: WorldTask[] = tasks.map((t) => ('task' in t ? t : { task: t, world: SEED_WORLD }));
   const policy = modelPolicy(model, tokenizer.vocabSize);
-  const callMask = tokenizerCallMask(tokenizer);
-  const runtimeFor = (part: readonly WorldTask[]) => new AgentRuntime(policy, tokenizer, worldEnv(part[0]!.world), callMask);
+  // One token mask per grammar: a user's world's tool list may narrow it (core/worldTools.ts).
+  const masks = new Map<readonly Template[], CallMask>();
+  const maskFor = (world: WorldId): CallMask => {
+    const templates = worldTemplates(world);
+    let m = masks.get(templates);
+    if (!m) masks.set(templates, (m = tokenizerCallMask(tokenizer, templates)));
+    return m;
+  };
+  const runtimeFor = (part: readonly WorldTask[]) => new AgentRuntime(policy, tokenizer, worldEnv(part[0]!.world), maskFor(part[0]!.world));
   // Both cores: the second half of the tasks in a worker thread while this one does the first.
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
@@ -366,18 +375,17 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     .filter((e): e is TrainExample => e !== null);
   const split = worldSplits;
   // Without a tasks file (data brought by hand), the training tasks are those the rows name:
-  // every question the world can ask is known (the textbook's whole table); others cannot be checked.
+  // every question the seed world's table can ask is known; others cannot be checked.
   const hasTasksFile = fs.existsSync(files.trainTasks);
   let trainingTasks: Task[];
   if (hasTasksFile) trainingTasks = loadTasks(files.trainTasks);
   else {
-    const known = split.world ? [...split.train, ...split.heldout, ...split.dev] : allTasksOf(TASK_FACTS);
-    const byQuestion = new Map(known.map((t) => [t.question, t] as const));
-    const own = new Set([undefined, 'seed:0', worldName(split.id)]);
-    const named = [...new Set(trainRows.filter((r) => own.has(r.world)).map((r) => r.task))];
+    // A user's world's run always has its tasks file (trainer/prepare.ts prepareWorldRunData).
+    const byQuestion = new Map(allTasksOf(TASK_FACTS).map((t) => [t.question, t] as const));
+    const named = [...new Set(trainRows.filter((r) => r.world === undefined || r.world === 'seed:0').map((r) => r.task))];
     trainingTasks = named.flatMap((q) => byQuestion.get(q) ?? []);
     const unknown = named.length - trainingTasks.length;
-    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
+    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the default world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
   }
   const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks);
   // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped

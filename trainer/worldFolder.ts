@@ -96,7 +96,7 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
       throw new InputError((err as Error).message);
     }
   }
-  const id = registerCustomWorld({ corpus, train, heldout, dev });
+  const id = registerCustomWorld({ corpus, train, heldout, dev, tools });
   return { dir, manifest, id, corpus, train, heldout, dev, tools };
 }
 

@@ -102,7 +102,7 @@ describe('run folders under damage (issue 11)', function () {
       fs.writeFileSync(path.join(clean, 'data', 'train.traces.jsonl'), [...rows.slice(0, 20), foreign].join('\n') + '\n');
       const ok = cli(['train', 'sft', '--steps', '1', '--eval-limit', '0', '--run', clean]);
       assert.equal(ok.code, 0, ok.stderr);
-      assert.match(ok.stderr, /1 of \d+ questions in .*train\.traces\.jsonl are not the world's/);
+      assert.match(ok.stderr, /1 of \d+ questions in .*train\.traces\.jsonl are not the default world's/);
       const leaky = path.join(tmp, 'f1d');
       fs.mkdirSync(path.join(leaky, 'data'), { recursive: true });
       const heldQuestion = JSON.parse(fs.readFileSync(path.join(base, 'data', 'heldout.traces.jsonl'), 'utf8').split('\n')[0]!).task as string;

@@ -15,7 +15,9 @@ import { main } from '../../cli/main';
 import { SYSTEM_PROMPT, makeStubTeacher } from '../../core/distill';
 import { splitOnce } from '../../core/pystr';
 import { ASST, END, SYS, TOOL_RESULT, USER, renderCall } from '../../core/wire';
-import { worldEnv } from '../../core/worlds';
+import { worldEnv, worldTemplates } from '../../core/worlds';
+import { TEMPLATES, checkCall } from '../../core/grammar';
+import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { parseTasksFile } from '../../core/worldSource';
 import { runSplits } from '../../trainer/worldFolder';
 import { prepareSftRunData } from '../../extension/sftData';
@@ -263,7 +265,11 @@ describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", ()
   it("a traces file inside a world folder with world.json makes a run of that world, evaluated on the world's held-out split", async () => {
     const world = path.join(tmp, 'world-elements');
     const quiet = (args: string[]) => capture(() => main(args));
-    assert.equal((await quiet(['world', '--facts', ELEMENTS, '--shapes', 'lookup,sum', '--out', world])).code, 0);
+    // With a tool list whose query alphabet has no digits: the run's grammar is the world's.
+    const toolsFile = path.join(tmp, 'letters.tools.json');
+    const [search, calc] = AGENT_TOOLS;
+    fs.writeFileSync(toolsFile, JSON.stringify([{ ...search, inputSchema: { ...search!.inputSchema, properties: { ...search!.inputSchema.properties, query: { type: 'string', 'x-agent-lab-chars': 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ' } } } }, calc]));
+    assert.equal((await quiet(['world', '--facts', ELEMENTS, '--shapes', 'lookup,sum', '--tools', toolsFile, '--out', world])).code, 0);
     const traces = path.join(world, 'train.traces.jsonl');
     assert.equal((await quiet(['distill', '--world', world, '--split', 'train', '--samples', '1', '--out', traces])).code, 0);
     const run = path.join(tmp, 'run-from-editor');
@@ -273,6 +279,11 @@ describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", ()
     const splits = runSplits(run);
     assert.deepEqual(splits.heldout.map((t) => t.question), rows(path.join(world, 'heldout.jsonl')).map((r) => r['question']));
     assert.ok(fs.existsSync(path.join(run, 'tokenizer.json')));
+    assert.ok(fs.existsSync(path.join(run, 'world', 'tools.json')));
+    const templates = worldTemplates(splits.id);
+    assert.notEqual(templates, TEMPLATES);
+    assert.equal(checkCall('{"tool": "search", "args": {"query": "Iron 26", "k": 2}}', templates).accepted, false);
+    assert.equal(checkCall('{"tool": "search", "args": {"query": "Iron 26", "k": 2}}').complete, true);
     assert.throws(() => prepareSftRunData(run, traces), /not empty/);
   });
 });

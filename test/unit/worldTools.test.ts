@@ -12,6 +12,8 @@ import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { renderCallBody } from '../../core/wire';
 import { WorldFileError } from '../../core/worldSource';
 import { CHARS_KEY, parseToolList, systemPromptFor, templatesFor } from '../../core/worldTools';
+import { trainDefaultTokenizer } from '../../core/tokenizer';
+import { tokenizerCallMask } from '../../trainer/policy';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const ELEMENTS = path.join(REPO, 'samples', 'worlds', 'elements', 'elements.csv');
@@ -55,6 +57,29 @@ describe('world tool lists', () => {
     assert.equal(checkCall(renderCallBody('search', { query: 'a', k: 3 }), templatesFor(k)).complete, true);
     assert.equal(checkCall(renderCallBody('search', { query: 'a', k: 4 }), templatesFor(k)).accepted, false);
     assert.equal(checkCall(renderCallBody('calc', { expr: '1+2' }), templatesFor(k)).accepted, false, 'no calc in the list: no calc template');
+  });
+
+  it("the student's token mask follows a world's grammar: a digit cannot start inside a letters-only query", () => {
+    const tokenizer = trainDefaultTokenizer();
+    const narrow = templatesFor(parseToolList(withQuery({ type: 'string', [CHARS_KEY]: 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ' }), 't.json'));
+    const legal = (mask: ReturnType<typeof tokenizerCallMask>) => {
+      let states = mask.start();
+      for (const id of tokenizer.encode('{"tool": "search", "args": {"query": "Iron')) states = mask.advance(states, id);
+      assert.ok(states.length > 0, 'the prefix is a legal call start');
+      const logits = new Float32Array(tokenizer.vocabSize);
+      mask.apply(logits, states);
+      return (text: string) => {
+        const ids = tokenizer.encode(text);
+        assert.equal(ids.length, 1, `${JSON.stringify(text)} is one token`);
+        return logits[ids[0]!] !== -Infinity;
+      };
+    };
+    const narrowLegal = legal(tokenizerCallMask(tokenizer, narrow));
+    const defaultLegal = legal(tokenizerCallMask(tokenizer));
+    assert.equal(defaultLegal('1'), true);
+    assert.equal(narrowLegal('1'), false);
+    assert.equal(narrowLegal(' '), true);
+    assert.equal(narrowLegal('a'), true);
   });
 
   const cases: [string, string, RegExp][] = [
