@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   const { scratch, dirs } = makeScratch('agent-lab-ui-');
   try {
     // ---- data and the Node-side parse -----------------------------------------------------
-    let t = Date.now();
+    const t = Date.now();
     const rows = syntheticEvalRows(N);
     const file = path.join(dirs.workspace, 'big', 'eval', 'heldout.jsonl');
     writeJsonl(file, rows);

@@ -185,7 +185,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   const states = new Map<string, DocState>();
   const log = (line: string): void => connection.console.log(`[agent-lab] ${line}`);
   const store = new TokenizerStore(log);
-  let settings: Settings = { datasetGlobs: [...DEFAULT_DATASET_GLOBS], tokenizerPath: null, workspaceRoots: [] };
+  const settings: Settings = { datasetGlobs: [...DEFAULT_DATASET_GLOBS], tokenizerPath: null, workspaceRoots: [] };
   let hasConfiguration = false;
 
   const applySettings = (raw: unknown): void => {

@@ -224,11 +224,11 @@ export class AgentRuntime {
     const ids: number[] = [];
     const generated: number[] = [];
     let logits: Float32Array | null = null;
-    const self = this;
+    const { tokenizer, policy } = this; // the generator below is a plain function: no `this`
     function* harness(text: string): Generator<Append, void, Float32Array> {
-      const piece = self.tokenizer.encode(text);
+      const piece = tokenizer.encode(text);
       if (piece.length === 0) return;
-      if (ids.length + piece.length > self.policy.maxContext) throw new ContextFull();
+      if (ids.length + piece.length > policy.maxContext) throw new ContextFull();
       ids.push(...piece);
       for (let i = 0; i < piece.length; i++) generated.push(0);
       logits = yield piece;
