@@ -20,7 +20,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame, Page } from 'playwright-core';
-import { parseSource } from '../extension/panels/trajectories';
+import { parseSource } from '../core/transcript/trajectories';
 import { syntheticEvalRows, writeJsonl } from '../test/ui/fixtures';
 import { quickOpen, runCommand } from '../test/ui/harness';
 import { BASE_SETTINGS, checkTools, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, writeUserSettings } from '../test/vscode/codeServer';

@@ -49,6 +49,7 @@
 // Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
+import { IGNORE_INDEX } from '../core/sftFormat';
 import { canReadSync, isLocalBackend } from './backend';
 
 let shortcutsOverride: boolean | null = null;
@@ -204,8 +205,8 @@ export function countParams(cfg: ModelConfig): number {
   return paramSpecs(cfg).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
 }
 
-/** Label value of a position that is not a loss target. */
-export const IGNORE = -100;
+/** Label value of a position that is not a loss target (the data's IGNORE_INDEX, one constant). */
+export const IGNORE = IGNORE_INDEX;
 
 /**
  * A batch of `batch` rows of `seq` positions, row-major. labels[t] is the target token for

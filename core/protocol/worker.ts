@@ -3,6 +3,7 @@
 // started → (progress | metrics | log | checkpoint)* → done | failed. `cancel` may come at
 // any time: the worker finishes the current step, writes a checkpoint and says `done`
 // with `cancelled: true`. Types and validators only: no Node, no DOM.
+import { isObj } from './isObj';
 
 export type JobKind = 'sft' | 'grpo' | 'eval';
 
@@ -72,7 +73,6 @@ export type FromWorker =
   | { type: 'done'; cancelled: boolean; summary: Record<string, unknown> }
   | { type: 'failed'; error: string };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const optNum = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
 const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
 

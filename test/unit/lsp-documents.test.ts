@@ -12,7 +12,7 @@ import { isDatasetRecognizedParams, isLossMaskParams, isLossMaskResult } from '.
 import { encodeAsciiString } from '../../core/pyjson';
 import { encodeWithMask } from '../../core/sftFormat';
 import { canonicalTokenizerJson, trainBpe, trainDefaultTokenizer } from '../../core/tokenizer';
-import { scanRow } from '../../language-server/analysis/jsonRow';
+import { scanRow } from '../../core/transcript/jsonRow';
 import { analyseTranscript } from '../../language-server/analysis/transcript';
 import { tokenTable } from '../../language-server/analysis/tokens';
 import {
