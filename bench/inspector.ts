@@ -16,7 +16,7 @@
 //    requestAnimationFrame, long tasks from a PerformanceObserver; afterwards the rows in
 //    view are checked against the scroll position (the virtual list drew the right rows).
 // 5. A search keystroke on N rows: the time until the count updates.
-// Prints the figures; the last line is JSON. Not run by CI (a benchmark: DESIGN.md).
+// Prints the figures; the last line is JSON. Not run by CI (a benchmark: docs/architecture.md).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame, Page } from 'playwright-core';

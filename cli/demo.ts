@@ -21,7 +21,7 @@ export interface DemoOptions {
   log?: (line: string) => void;
 }
 
-/** The demo's training budget (optimiser minutes): "a few minutes" (DESIGN.md). */
+/** The demo's training budget (optimiser minutes): "a few minutes" (docs/architecture.md). */
 export const DEMO_MINUTES = 5;
 
 export interface DemoReport {

@@ -1,5 +1,5 @@
 // `agent-lab`: the headless face of the lab. The forms below are a contract other tools
-// rely on (DESIGN.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
+// rely on (docs/architecture.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
 // bad usage, 1 for anything else. User errors never print a stack trace.
 import * as path from 'node:path';
 import { CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
@@ -24,7 +24,7 @@ import { RL_POOLS, SCALE_REWARDS } from '../trainer/grpo';
 
 export { CliError };
 
-/** Options of `train grpo` only (DESIGN.md, "GRPO defaults" for their defaults). */
+/** Options of `train grpo` only (docs/architecture.md, "GRPO defaults" for their defaults). */
 /** Seeds: the world derives seed + 1 and seed + 2, which must stay exact integers. */
 const SEED_OPTION: OptionSpec = { kind: 'int', min: -(Number.MAX_SAFE_INTEGER - 2), max: Number.MAX_SAFE_INTEGER - 2 };
 

@@ -1,6 +1,6 @@
 // Checkpoints: weights and optimizer state, written atomically, in safetensors.
 //
-// Layout (DESIGN.md, "The run folder"):
+// Layout (docs/architecture.md, "The run folder"):
 //   <run>/checkpoints/step-<N>/model.safetensors      the weights (F32, names and shapes of
 //                                                      trainer/model.ts paramSpecs)
 //   <run>/checkpoints/step-<N>/optimizer.safetensors  AdamW moments: "m.<name>", "v.<name>"

@@ -130,7 +130,7 @@ export interface MaskView {
   mask: LossMaskResult;
   /**
    * Per token: text the harness wrote inside a supervised span (eval and RL rows carry
-   * generated flags; DESIGN.md "What supervised means"), or null when the row carries none.
+   * generated flags; docs/architecture.md "What supervised means"), or null when the row carries none.
    */
   harness: boolean[] | null;
 }

@@ -35,7 +35,7 @@ export interface EvalJobSpec {
   backend?: string;
   limit?: number;
 }
-/** GRPO from an SFT run (DESIGN.md, "GRPO defaults" for what is left out). */
+/** GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out). */
 export interface GrpoJobSpec {
   kind: 'grpo';
   runDir: string;

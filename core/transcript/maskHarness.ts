@@ -1,4 +1,4 @@
-// Which supervised tokens of an eval or RL row the harness wrote (DESIGN.md, "What
+// Which supervised tokens of an eval or RL row the harness wrote (docs/architecture.md, "What
 // supervised means": where a trace carries generated flags, text the harness wrote is shown
 // as harness text, not as supervised). Pure: no vscode, no Node.
 import type { LossMaskResult } from '../protocol/lsp';

@@ -220,7 +220,7 @@ function summarize(index: number, line: number, text: string, row: Record<string
   return { summary, text };
 }
 
-/** Strips the one trailing newline editors add (DESIGN.md, transcript files). */
+/** Strips the one trailing newline editors add (docs/architecture.md, transcript files). */
 export function transcriptText(fileText: string): string {
   if (fileText.endsWith('\r\n')) return fileText.slice(0, -2);
   if (fileText.endsWith('\n')) return fileText.slice(0, -1);

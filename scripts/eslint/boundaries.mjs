@@ -1,4 +1,4 @@
-// The import boundaries of docs/architecture.md as one lint rule ("agent-lab/boundaries").
+// The import boundaries of docs/architecture.md ("The folders and what each may import") as one lint rule ("agent-lab/boundaries").
 // Each import (static, dynamic, `export ... from`, `require`) is resolved against the
 // importing file, so `../../core/protocol/x` and `../core/protocol/x` are the same folder
 // whatever the depth. The folder table lives here, not spread over per-folder configs,
@@ -6,6 +6,16 @@
 import * as path from 'node:path';
 
 const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
+
+/** Which of our folders each shipped folder may import (besides itself): docs/architecture.md's table. */
+const MAY_IMPORT = {
+  core: [],
+  trainer: ['core'],
+  'language-server': ['core'],
+  extension: ['core', 'trainer'],
+  'webview-ui': ['core'],
+  cli: ['core', 'trainer', 'language-server'],
+};
 
 /** The top-level folder of a repository path ('' for files at the root). */
 function topFolder(absPath) {
@@ -48,6 +58,10 @@ export function boundaryViolation(fromFile, spec) {
     if (to !== 'core' || rel.startsWith('..')) {
       return `webview-ui/ imports only core/protocol/ of ours (found ${path.relative(repoRoot, target)})`;
     }
+  }
+  const allowed = MAY_IMPORT[from];
+  if (allowed && to !== from && !allowed.includes(to)) {
+    return `${from}/ may import ${allowed.map((f) => `${f}/`).join(', ')} of ours, not ${to}/ (docs/architecture.md)`;
   }
   return undefined;
 }

@@ -42,6 +42,9 @@ describe('lint: the import boundaries', () => {
         bad('cli/main.ts', "import { LspClient } from '../test/lsp/client';", /only test\/ \(and the benchmarks in bench\/\) import test\//),
         bad('extension/extension.ts', "import { fixtures } from '../test/ui/fixtures';", /import test\//),
         bad('cli/main.ts', "const { runLspBench } = await import('../bench/lsp');", /only test\/ and bench\/ import bench\//),
+        bad('trainer/sft.ts', "import { startServer } from '../language-server/lspServer';", /trainer\/ may import core\/ of ours, not language-server\//),
+        bad('language-server/lspServer.ts', "import { Trainer } from '../trainer/optim';", /language-server\/ may import core\/ of ours, not trainer\//),
+        bad('cli/main.ts', "import { activate } from '../extension/extension';", /cli\/ may import core\/, trainer\/, language-server\/ of ours, not extension\//),
       ],
     });
   });
