@@ -1,5 +1,6 @@
-// The benchmarks' entry point: `agent-lab bench lsp|grammar|train` (cli/bench.ts) runs this
-// file through tsx with the checked request as one JSON argument. Figures go to stdout; with
+// The benchmarks' entry point: `agent-lab bench lsp|grammar|train` (cli/bench.ts) runs its
+// development bundle dist/bench.js, or this file through tsx when there is none, with the
+// checked request as one JSON argument. Figures go to stdout; with
 // --json the JSON object is the last line. Errors end the process as the CLI's do: one line,
 // exit 1 (the stack with AGENT_LAB_DEBUG=1).
 import { CliError } from '../cli/args';
@@ -37,8 +38,13 @@ export async function runBench(r: BenchRequest): Promise<void> {
   console.log(JSON.stringify(figures));
 }
 
-if (require.main === module) {
-  const request = JSON.parse(process.argv[2] ?? '{}') as BenchRequest;
+/**
+ * The process entry: runs the JSON request, ends with the CLI's exit codes and one-line
+ * errors. Called by `node -e` on dist/bench.js and by the block below under tsx (a bundle
+ * is not started as the main module: bench/grammar.ts has a main block of its own).
+ */
+export function runBenchProcess(requestJson: string): void {
+  const request = JSON.parse(requestJson) as BenchRequest;
   runBench(request).then(
     () => {},
     (err: unknown) => {
@@ -52,3 +58,5 @@ if (require.main === module) {
     },
   );
 }
+
+if (require.main === module) runBenchProcess(process.argv[2] ?? '{}');

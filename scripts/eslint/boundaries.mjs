@@ -48,7 +48,7 @@ export function boundaryViolation(fromFile, spec) {
     return `only test/ (and the benchmarks in bench/) import test/ code: it would ship in the bundles`;
   }
   if (to === 'bench' && from !== 'bench' && from !== 'test') {
-    return `only test/ and bench/ import bench/: the benchmarks do not ship (cli/bench.ts runs them from the source tree)`;
+    return `only test/ and bench/ import bench/: the benchmarks do not ship (cli/bench.ts runs them in a child process)`;
   }
   if (from === 'core' && to !== 'core') {
     return `core/ imports nothing of ours outside core/ (found ${to}/)`;

@@ -1,7 +1,8 @@
-// What ships carries no development code: no module of test/ or bench/ is in a bundle of
-// dist/ (read from the development build's source maps, which list every bundled module),
-// and the CLI's `bench` runs the benchmarks from the source tree, so a packaged layout
-// without bench/ refuses it in one line. Needs `node scripts/build.mjs` first.
+// What ships carries no development code: no module of test/ or bench/ is in a bundle the
+// .vsix lets in (.vscodeignore's allow-list; read from the development build's source maps,
+// which list every bundled module). The benchmarks have their own development bundle,
+// dist/bench.js, which the allow-list leaves out; a packaged layout without bench/ refuses
+// `bench` in one line. Needs `node scripts/build.mjs` first.
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -11,11 +12,21 @@ import * as path from 'node:path';
 const root = path.resolve(__dirname, '..', '..');
 const dist = path.join(root, 'dist');
 
-/** The shipped bundles: dist/*.js and dist/webview/*.js (dist/test/ holds the VS Code test suites). */
+/** The `!dist/....js` lines of .vscodeignore: what the .vsix lets in (`*` within one folder). */
+function allowedBundlePatterns(): RegExp[] {
+  return fs
+    .readFileSync(path.join(root, '.vscodeignore'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('!dist/') && l.endsWith('.js'))
+    .map((l) => new RegExp(`^${l.slice(1).replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}$`));
+}
+
+/** The shipped bundles: the files of dist/ (and dist/webview/) the allow-list lets in. */
 function shippedBundles(): string[] {
-  const top = fs.readdirSync(dist).filter((f) => f.endsWith('.js')).map((f) => path.join(dist, f));
-  const web = fs.readdirSync(path.join(dist, 'webview')).filter((f) => f.endsWith('.js')).map((f) => path.join(dist, 'webview', f));
-  return [...top, ...web];
+  const patterns = allowedBundlePatterns();
+  const all = [...fs.readdirSync(dist).map((f) => `dist/${f}`), ...fs.readdirSync(path.join(dist, 'webview')).map((f) => `dist/webview/${f}`)];
+  return all.filter((f) => patterns.some((p) => p.test(f))).map((f) => path.join(root, f));
 }
 
 /** The repository-relative source files a bundle was built from (its source map's `sources`). */
@@ -41,6 +52,13 @@ describe('the shipped bundles', () => {
       const dev = sources.filter((s) => s.startsWith(`test${path.sep}`) || s.startsWith(`bench${path.sep}`));
       assert.deepEqual(dev, [], `${path.relative(root, bundle)} bundles development code`);
     }
+  });
+
+  it('the benchmarks bundle (dist/bench.js) is a development build the .vsix leaves out', () => {
+    const bench = path.join(dist, 'bench.js');
+    assert.ok(fs.existsSync(bench), 'a development build makes dist/bench.js');
+    assert.ok(bundledSources(bench).includes(path.join('bench', 'main.ts')));
+    assert.ok(!shippedBundles().includes(bench), '.vscodeignore must not let dist/bench.js in');
   });
 
   it('the CLI carries the harness-free bench dispatch: cli/bench.ts, not bench/*.ts', () => {
