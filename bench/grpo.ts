@@ -14,7 +14,7 @@
 // 4. `agent-lab eval` of both on each split.
 // Prints every accuracy (overall and per shape) and the memorised count, the run's
 // frac_reward_zero_std and groups drawn/dropped per step, its flat-line warnings; the last
-// line is JSON. Not run by CI: a default-length run takes minutes (DESIGN.md, "What CI runs").
+// line is JSON. Not run by CI: a default-length run takes minutes (docs/architecture.md, "What CI runs").
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -16,11 +16,11 @@
 //    requestAnimationFrame, long tasks from a PerformanceObserver; afterwards the rows in
 //    view are checked against the scroll position (the virtual list drew the right rows).
 // 5. A search keystroke on N rows: the time until the count updates.
-// Prints the figures; the last line is JSON. Not run by CI (a benchmark: DESIGN.md).
+// Prints the figures; the last line is JSON. Not run by CI (a benchmark: docs/architecture.md).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame, Page } from 'playwright-core';
-import { parseSource } from '../extension/panels/trajectories';
+import { parseSource } from '../core/transcript/trajectories';
 import { syntheticEvalRows, writeJsonl } from '../test/ui/fixtures';
 import { quickOpen, runCommand } from '../test/ui/harness';
 import { BASE_SETTINGS, checkTools, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, writeUserSettings } from '../test/vscode/codeServer';
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
   const { scratch, dirs } = makeScratch('agent-lab-ui-');
   try {
     // ---- data and the Node-side parse -----------------------------------------------------
-    let t = Date.now();
+    const t = Date.now();
     const rows = syntheticEvalRows(N);
     const file = path.join(dirs.workspace, 'big', 'eval', 'heldout.jsonl');
     writeJsonl(file, rows);

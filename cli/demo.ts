@@ -24,7 +24,7 @@ export interface DemoOptions {
   world?: string | undefined;
 }
 
-/** The demo's training budget (optimiser minutes): "a few minutes" (DESIGN.md). */
+/** The demo's training budget (optimiser minutes): "a few minutes" (docs/architecture.md). */
 export const DEMO_MINUTES = 5;
 
 export interface DemoReport {

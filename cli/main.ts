@@ -1,5 +1,5 @@
 // `agent-lab`: the headless face of the lab. The forms below are a contract other tools
-// rely on (DESIGN.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
+// rely on (docs/architecture.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
 // bad usage, 1 for anything else. User errors never print a stack trace.
 import * as path from 'node:path';
 import { BadInputError, CliError, CommandSpec, OptionSpec, ParsedArgs, UsageError, parseArgs } from './args';
@@ -19,6 +19,7 @@ import { EXPORT_USAGE, runExportCommand } from './export';
 import { WORLD_USAGE, isSourceWorld, runSourceWorldCommand } from './world';
 import { DISTILL_USAGE, DistillFailure, runDistillCommand } from './distill';
 import { runAskCommand, runGrpoCommand, runTrainCommand, runEvalCommand } from './train';
+import { checkBenchTarget, runBenchFromSource } from './bench';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
 import { BACKEND_CHOICES, BackendAsk } from '../trainer/backend';
@@ -27,7 +28,7 @@ import { RL_POOLS, SCALE_REWARDS } from '../trainer/grpo';
 
 export { CliError };
 
-/** Options of `train grpo` only (DESIGN.md, "GRPO defaults" for their defaults). */
+/** Options of `train grpo` only (docs/architecture.md, "GRPO defaults" for their defaults). */
 /** Seeds: the world derives seed + 1 and seed + 2, which must stay exact integers. */
 const SEED_OPTION: OptionSpec = { kind: 'int', min: -(Number.MAX_SAFE_INTEGER - 2), max: Number.MAX_SAFE_INTEGER - 2 };
 
@@ -279,49 +280,19 @@ async function cmdBench(a: ParsedArgs): Promise<void> {
   const [target, ...rest] = (a.positional ?? '').split(' ');
   const more = parseArgs(rest, BENCH_SPEC).options;
   const opt = (k: string): string | number | boolean | undefined => more[k] ?? a.options[k];
-  // ---- bench grammar: the token mask (issue 3) ----
-  if (target === 'grammar') return benchGrammar(opt('json') === true);
-  // ---- end bench grammar ----
-  // ---- bench train: training throughput beside PyTorch (issue 3) ----
-  if (target === 'train') return benchTrain(opt('json') === true, opt('iterations'), opt('backend'), opt('rounds'), opt('warmup'));
-  // ---- end bench train ----
-  if (target !== 'lsp') throw new UsageError(`unknown bench '${target}': this build has 'lsp', 'grammar', 'train'`);
-  const iterations = opt('iterations');
-  const { formatLspBench, runLspBench } = await import('../bench/lsp');
-  const figures = await runLspBench({
+  const num = (k: string): number | undefined => (typeof opt(k) === 'number' ? (opt(k) as number) : undefined);
+  const backend = opt('backend');
+  // The benchmarks run from the source tree (cli/bench.ts): none of bench/ or test/ is bundled here.
+  await runBenchFromSource({
+    target: checkBenchTarget(target ?? ''),
+    json: opt('json') === true,
     large: opt('large') === true,
-    ...(typeof iterations === 'number' ? { iterations } : {}),
-    log: (line) => console.error(line),
-  });
-  if (!opt('json')) for (const line of formatLspBench(figures)) console.log(line);
-  console.log(JSON.stringify(figures));
-}
-
-// ---- bench grammar: the token mask (issue 3) ---------------------------------------------
-/** `bench grammar [--json]`: figures on stdout; with --json the JSON object is the last line. */
-async function benchGrammar(json: boolean): Promise<void> {
-  const { runGrammarBench } = await import('../bench/grammar'); // loads js-tiktoken's ranks only here
-  const result = runGrammarBench({ log: (line) => console.log(line) });
-  if (json) console.log(JSON.stringify(result));
-}
-// ---- end bench grammar ------------------------------------------------------------------
-
-// ---- bench train: training throughput beside PyTorch (issue 3) ----------------------------
-/** `bench train [--json] [--iterations N]`: N = measured steps per side per round (default 8). */
-type OptValue = string | number | boolean | undefined;
-async function benchTrain(json: boolean, iterations: OptValue, backend: OptValue, rounds: OptValue, warmup: OptValue): Promise<void> {
-  const { formatTrainBench, runTrainBench } = await import('../bench/train'); // loads tfjs only here
-  const result = await runTrainBench({
-    ...(typeof iterations === 'number' ? { steps: iterations } : {}),
+    ...(num('iterations') !== undefined ? { iterations: num('iterations') } : {}),
     ...(typeof backend === 'string' ? { backend: backend as BackendAsk } : {}),
-    ...(typeof rounds === 'number' ? { rounds } : {}),
-    ...(typeof warmup === 'number' ? { warmup } : {}),
-    log: (line) => (json ? console.error(line) : console.log(line)),
+    ...(num('rounds') !== undefined ? { rounds: num('rounds') } : {}),
+    ...(num('warmup') !== undefined ? { warmup: num('warmup') } : {}),
   });
-  if (!json) for (const line of formatTrainBench(result)) console.log(line);
-  console.log(JSON.stringify(result));
 }
-// ---- end bench train ----------------------------------------------------------------------
 
 async function cmdTrain(a: ParsedArgs): Promise<void> {
   if (a.positional !== 'sft' && a.positional !== 'grpo') throw new UsageError(`unknown training '${a.positional}': this build has 'sft' and 'grpo'`);

@@ -11,6 +11,7 @@ import { sha256Hex, tokenizerFromJsonText } from './tokenizer';
 import { utf8Encode } from './tokenizer/bytelevel';
 import { ASST, BOS, END, EOS, PAD, SPECIAL_TOKENS, SYS, TOOL_RESULT, USER } from './wire';
 import { README_MD, REWARD_PY, TRAIN_GRPO_PY, TRAIN_SFT_PY } from './exportScripts';
+import { isObj } from './protocol/isObj';
 
 export const EXPORT_FORMATS = ['trl-sft', 'trl-grpo'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -168,10 +169,9 @@ export function parseJsonl(text: string, source: string): SourceRow[] {
   return rows;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function stringField(row: SourceRow, key: string, what: string): string {
-  if (!isObject(row.value)) throw new ExportError(`${row.where}: expected a JSON object (${what})`);
+  if (!isObj(row.value)) throw new ExportError(`${row.where}: expected a JSON object (${what})`);
   const v = row.value[key];
   if (typeof v !== 'string') throw new ExportError(`${row.where}: "${key}" must be a string (${what})`);
   return v;
@@ -235,7 +235,7 @@ export function tokenizerFiles(tokenizerJsonText: string, source: string): Recor
   }
   const tok = JSON.parse(tokenizerJsonText) as { added_tokens: Record<string, unknown>[] };
   for (const special of SPECIAL_TOKENS) {
-    const entry = tok.added_tokens.find((t) => isObject(t) && t['content'] === special);
+    const entry = tok.added_tokens.find((t) => isObj(t) && t['content'] === special);
     if (!entry) throw new ExportError(`${source}: ${special} is not an added token; the wire format needs it as one id`);
     // Only this flag changes; ids and matching stay (the lab's own loader wants it true).
     entry['special'] = HF_SPECIAL.has(special);

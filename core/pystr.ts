@@ -46,5 +46,5 @@ export function splitOnce(s: string, sep: string): [string, string | undefined] 
 
 /** Escapes a literal for use inside a RegExp (Python's re.escape, for our purposes). */
 export function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\\/-]/g, '\\$&');
+  return s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
 }

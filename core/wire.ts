@@ -16,6 +16,11 @@ export const TOOL_RESULT = '<|tool_result|>';
 
 /** The harness's forced-answer text when the agent runs out of steps (never the policy's). */
 export const FORCED_ANSWER_TEXT = 'Thought: I must answer now.\nAnswer:';
+/** The harness's observation for a call whose JSON did not parse (the guard "FormatError"). */
+export const FORMAT_ERROR =
+  'FormatError: the tool call is not valid JSON of the form {"tool": "search"|"calc", "args": {...}}';
+/** The harness's observation for a call made twice (the guard "RepeatedCall"). */
+export const REPEATED_CALL = 'RepeatedCall: this exact call was already made; its result is above. Answer or try another call.';
 
 /** The nine reserved special tokens, in their reserved-id order (ids 0..8). */
 export const SPECIAL_TOKENS = [BOS, EOS, PAD, END, SYS, USER, ASST, TOOL_CALL, TOOL_RESULT] as const;

@@ -1,4 +1,4 @@
-// What lies in a workspace's runs folder, read from the files (DESIGN.md "The run folder"):
+// What lies in a workspace's runs folder, read from the files (docs/architecture.md "The run folder"):
 // world folders (corpus.jsonl + task splits, and the *.traces.jsonl distilled into them) and
 // run folders (config.json, metrics.jsonl, checkpoints/, eval/). The Runs view and the
 // pickers of Train, Evaluate and Resume read it. Every reader tolerates a run being written

@@ -223,7 +223,7 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     return undefined;
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
-  let data: DataChoice | undefined = args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(context, folder) : { defaultWorld: true };
+  const data: DataChoice | undefined = args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(context, folder) : { defaultWorld: true };
   if (!data) return undefined;
   let budget: Budget | undefined =
     args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : undefined;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { Position, Range } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import type { DatasetRecognizedParams } from '../core/protocol/lsp';
-import { RowScan, RowString, looksLikeTranscript, scanRow } from './analysis/jsonRow';
+import { RowScan, RowString, looksLikeTranscript, scanRow } from '../core/transcript/jsonRow';
 import { TokenTable, countTokens, overLengthDiagnostic, tokenStartAt, tokenTable } from './analysis/tokens';
 import { DiagnosticCode, Severity, TDiagnostic, TranscriptAnalysis, analyseTranscript } from './analysis/transcript';
 import { matchesAnyGlob } from './globs';

@@ -34,7 +34,7 @@ import {
   isLossMaskParams,
 } from '../core/protocol/lsp';
 import { SYSTEM_PROMPT } from '../core/env';
-import type { Severity, TDiagnostic } from './analysis/transcript';
+import type { TDiagnostic } from './analysis/transcript';
 import { analyseTranscriptSteps } from './analysis/transcript';
 import { countTokensSteps, tokenTableSteps } from './analysis/tokens';
 import {
@@ -62,7 +62,8 @@ import { lossMaskOf } from './features/lossMask';
 import { LEGEND, pushUnitTokens } from './features/semanticTokens';
 import { rowSymbol, unitFolds, unitSymbols } from './features/structure';
 import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
-import { ChunkedTextDocuments, documentLength } from './textDocument';
+import { ChunkedTextDocuments, documentLength, lineText } from './textDocument';
+import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
 
 export interface ServerTuning {
   /** Debounce after an edit before diagnostics are recomputed (ms). Opening is immediate. */
@@ -94,54 +95,17 @@ export const DEFAULT_TUNING: ServerTuning = {
 
 export const DEFAULT_DATASET_GLOBS = ['**/*.traces.jsonl'];
 
-interface DocState {
+/** A document's state: the dataset pass's part (datasetPass.ts) and the rest. */
+interface DocState extends DatasetState {
   kind: DocKind;
   reason: KindVerdict['reason'];
-  /** Bumped on every change: a running pass whose generation is stale stops. */
-  gen: number;
   timer: NodeJS.Timeout | null;
   fresh: boolean;
-  rows: Map<string, RowResult>;
-  rowsKey: string;
   transcript: { version: number; tokKey: string; unit: Unit } | null;
   /** The transcript analysis under way (time-sliced); requests for the same version join it. */
   job: { version: number; tokKey: string; promise: Promise<Unit | null> } | null;
   published: boolean;
   recognizedSent: boolean;
-  /** Time the last complete diagnostics pass took (ms) and the version it saw. */
-  lastPass: { ms: number; version: number; rows: number } | null;
-}
-
-const SEVERITY: Record<Severity, DiagnosticSeverity> = {
-  error: DiagnosticSeverity.Error,
-  warning: DiagnosticSeverity.Warning,
-  information: DiagnosticSeverity.Information,
-  hint: DiagnosticSeverity.Hint,
-};
-
-function toLsp(d: DocDiagnostic): Diagnostic {
-  return { range: d.range, severity: SEVERITY[d.severity], code: d.code, source: 'agent-lab', message: d.message };
-}
-
-const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/**
- * Lets pending messages through. A request takes several event-loop turns from the pipe
- * to its response (vscode-jsonrpc's reader, queue and writer each hop through
- * setImmediate), so one turn between slices would make it wait a slice per hop; a few
- * empty turns let it finish within one slice.
- */
-async function yieldNow(): Promise<void> {
-  for (let i = 0; i < 4; i++) await immediate();
-}
-
-function lineText(doc: TextDocument, line: number): string {
-  if (line < 0 || line >= doc.lineCount) return '';
-  const t = doc.getText({ start: { line, character: 0 }, end: { line: line + 1, character: 0 } });
-  const n = t.length;
-  if (n > 0 && t.charCodeAt(n - 1) === 10) return t.slice(0, n > 1 && t.charCodeAt(n - 2) === 13 ? n - 2 : n - 1);
-  if (n > 0 && t.charCodeAt(n - 1) === 13) return t.slice(0, n - 1);
-  return t;
 }
 
 const rangesTouch = (a: Range, b: Range): boolean =>
@@ -185,7 +149,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   const states = new Map<string, DocState>();
   const log = (line: string): void => connection.console.log(`[agent-lab] ${line}`);
   const store = new TokenizerStore(log);
-  let settings: Settings = { datasetGlobs: [...DEFAULT_DATASET_GLOBS], tokenizerPath: null, workspaceRoots: [] };
+  const settings: Settings = { datasetGlobs: [...DEFAULT_DATASET_GLOBS], tokenizerPath: null, workspaceRoots: [] };
   let hasConfiguration = false;
 
   const applySettings = (raw: unknown): void => {
@@ -519,78 +483,14 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   }
 
   async function diagnoseDataset(doc: TextDocument, s: DocState, gen: number, t0: number): Promise<void> {
-    const tok = tokenizerFor(doc.uri);
-    if (s.rowsKey !== tok.key) {
-      s.rows = new Map();
-      s.rowsKey = tok.key;
-    }
-    // Line by line from the (chunked) document: a 20 MB dataset is never joined into one
-    // string for this pass. An edit bumps `gen`, checked after every pause, so the lines
-    // read within one pass all belong to one version.
-    const length = documentLength(doc);
-    const lineCount = doc.lineCount;
-    const version = doc.version;
-    const large = length > tuning.largeDocumentChars;
-    const out: DocDiagnostic[] = [];
-    const next = new Map<string, RowResult>();
-    let total = 0;
-    let rows = 0;
-    let sliceStart = performance.now();
-    // Large documents: the first progress note after ~200 ms, then one a second.
-    let lastPublish = sliceStart - 800;
-    const approxRows = lineCount;
-    const mb = (length / (1024 * 1024)).toFixed(1);
-    const note = (done: boolean): Diagnostic => ({
-      range: { start: { line: 0, character: 0 }, end: { line: 0, character: Math.min(1, lineText(doc, 0).length) } },
-      severity: DiagnosticSeverity.Information,
-      code: 'large-document',
-      source: 'agent-lab',
-      message: done
-        ? `large dataset (${mb} MB, ${rows.toLocaleString('en-US')} rows): checked in the background; ${total > out.length ? `showing the first ${out.length.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} problems` : `${total.toLocaleString('en-US')} problems`}; symbols and full-document highlighting cover the first ${tuning.maxRowsForStructure.toLocaleString('en-US')} rows (visible ranges are always highlighted)`
-        : `large dataset (${mb} MB): checking rows in the background, ${rows.toLocaleString('en-US')} of about ${approxRows.toLocaleString('en-US')} so far`,
+    const tokenizer = tokenizerFor(doc.uri);
+    await runDatasetPass(doc, s, gen, t0, {
+      tuning,
+      tokenizer,
+      tokenizerNote: tokenizerNote(tokenizer),
+      isOpen: () => documents.get(doc.uri) !== undefined,
+      publish: (diagnostics, version) => publish(doc.uri, s, diagnostics, version),
     });
-    for (let line = 0; line < lineCount; line++) {
-      const lt = lineText(doc, line);
-      if (lt.trim().length > 0) {
-        let r = s.rows.get(lt) ?? next.get(lt);
-        if (!r) {
-          r = analyseRow(lt, tok);
-          if (large) r = slim(r);
-        }
-        next.set(lt, r);
-        total += r.diagnostics.length;
-        placeRowDiagnostics(line, r, out, tuning.maxDiagnostics);
-        rows++;
-        if ((rows & 7) === 0 && performance.now() - sliceStart > tuning.sliceMs) {
-          await yieldNow();
-          if (s.gen !== gen || documents.get(doc.uri) === undefined) return; // superseded or closed
-          sliceStart = performance.now();
-          if (large && sliceStart - lastPublish > 1000) {
-            lastPublish = sliceStart;
-            publish(doc.uri, s, [note(false), ...out.map(toLsp)], version);
-          }
-        }
-      }
-    }
-    s.rows = next;
-    s.lastPass = { ms: performance.now() - t0, version, rows };
-    const extra: Diagnostic[] = [...tokenizerNote(tok)];
-    if (large) extra.push(note(true));
-    else if (total > out.length) {
-      extra.push({
-        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
-        severity: DiagnosticSeverity.Information,
-        code: 'large-document',
-        source: 'agent-lab',
-        message: `showing the first ${out.length} of ${total} problems`,
-      });
-    }
-    publish(doc.uri, s, [...extra, ...out.map(toLsp)], version);
-  }
-
-  /** A large dataset keeps only each row's diagnostics; hovers re-analyse the row. */
-  function slim(r: RowResult): RowResult {
-    return { scan: { ...r.scan, text: null }, analysis: null, diagnostics: r.diagnostics, cache: {}, slim: true };
   }
 
   function rowFor(doc: TextDocument, s: DocState, line: number): { unit: Unit | null; r: RowResult; text: string } {

@@ -269,3 +269,13 @@ export const ChunkedTextDocuments: TextDocumentsConfiguration<ChunkedTextDocumen
 export function documentLength(doc: TextDocument): number {
   return doc instanceof ChunkedTextDocument ? doc.length : doc.getText().length;
 }
+
+/** The text of one line without its line break ('' past the end). */
+export function lineText(doc: TextDocument, line: number): string {
+  if (line < 0 || line >= doc.lineCount) return '';
+  const t = doc.getText({ start: { line, character: 0 }, end: { line: line + 1, character: 0 } });
+  const n = t.length;
+  if (n > 0 && t.charCodeAt(n - 1) === 10) return t.slice(0, n > 1 && t.charCodeAt(n - 2) === 13 ? n - 2 : n - 1);
+  if (n > 0 && t.charCodeAt(n - 1) === 13) return t.slice(0, n - 1);
+  return t;
+}

@@ -1,4 +1,4 @@
-// Which tokenizer a document is measured with (DESIGN.md, "Tokenizers"): the setting
+// Which tokenizer a document is measured with (docs/architecture.md, "Tokenizers"): the setting
 // `agentLab.tokenizerPath` when set; inside a run folder (the nearest folder above the
 // file that holds a config.json) that run's tokenizer.json; otherwise the lab's default
 // tokenizer, trained deterministically from the default world (about a second, once).

@@ -47,6 +47,13 @@ nodeTargets.push({
 });
 // ---- end of the VS Code integration tests block ---------------------------------------
 
+// ---- the benchmarks (development builds only) ---------------------------------------------
+// dist/bench.js: `agent-lab bench` runs it (cli/bench.ts) so the figures are the bundled
+// code's, beside the bundled worker threads (dist/parallel-worker.js). Never shipped:
+// .vscodeignore lets in named bundles only, and a production build does not make it.
+if (!production) nodeTargets.push({ entryPoints: { bench: 'bench/main.ts' } });
+// ---- end of the benchmarks block ----------------------------------------------------------
+
 // The code version every run folder records: package version + commit (when in git).
 import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';

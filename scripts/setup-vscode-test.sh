@@ -6,7 +6,7 @@
 #     WebGPU adapter that test/unit/webgpu.test.ts runs on);
 #   - code-server 4.100.3 from npm (VS Code 1.100.3, the newest that runs on Node 20),
 #     with its postinstall done by hand (its own postinstall downloads from outside the
-#     npm registry, which is not reachable here). Recipe: docs/DESIGN.md, "Testing tiers".
+#     npm registry, which is not reachable here). Recipe: docs/architecture.md, "Testing tiers".
 #
 # code-server goes into a cache OUTSIDE the repository so that fresh clones reuse it:
 #   ${AGENT_LAB_TOOLS:-$HOME/.cache/agent-lab}/code-server-4.100.3

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, every tier, as the README's test command runs it:
 #   0. install the test tools (Chromium, code-server) idempotently: scripts/setup-vscode-test.sh
-#   1. type check   2. build   3. unit tests (mocha: core, CLI, tokenizer, grammar ...;
+#   1. type check (Node side and webviews), lint (eslint: the import boundaries, floating promises)
+#   2. build   3. unit tests (mocha: core, CLI, tokenizer, grammar ...;
 #      the TextMate tests borrow code-server's vscode-textmate)
 #   4. the language server over stdio and through headless Neovim (test/lsp)
 #   5. VS Code integration tests in a real VS Code (code-server + Chromium).
@@ -43,6 +44,7 @@ tier() {
 tier setup bash scripts/setup-vscode-test.sh
 tier typecheck npx tsc -p tsconfig.json --noEmit
 tier typecheck-webview npx tsc -p webview-ui/tsconfig.json --noEmit
+tier lint npx eslint .
 tier build node scripts/build.mjs
 # Python from Debian for the reference and export tests (idempotent; says why when it cannot).
 tier unit bash -c 'bash scripts/setup-python-test.sh; exec npx mocha'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The VS Code integration tier: the extension's tests in a real VS Code (code-server
-# 4.100.3 in headless Chromium; see docs/DESIGN.md "Testing tiers").
+# 4.100.3 in headless Chromium; see docs/architecture.md "Testing tiers").
 #   1. scripts/setup-vscode-test.sh  (idempotent: Debian packages + code-server in a cache)
 #   2. npm run build                 (unless AGENT_LAB_SKIP_BUILD=1)
 #   3. test/vscode/runCodeServer.ts  (exits with the tests' exit code)

@@ -8,7 +8,7 @@ import { normalize, renderPrompt } from '../core/distill';
 import type { StateSet } from '../core/grammar';
 import { pyJsonDumps } from '../core/pyjson';
 import type { Task } from '../core/types';
-import { ASST, END, FORCED_ANSWER_TEXT, TOOL_CALL, TOOL_RESULT, parseAssistantStep, renderToolResult } from '../core/wire';
+import { ASST, END, FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL, TOOL_CALL, TOOL_RESULT, parseAssistantStep, renderToolResult } from '../core/wire';
 import type { BpeTokenizer } from '../core/tokenizer';
 
 /** An incremental decoder: append tokens, get the next-token logits. */
@@ -45,10 +45,7 @@ export interface CallMask {
   advance(states: StateSet, id: number): StateSet;
 }
 
-export { FORCED_ANSWER_TEXT } from '../core/wire';
-export const FORMAT_ERROR =
-  'FormatError: the tool call is not valid JSON of the form {"tool": "search"|"calc", "args": {...}}';
-export const REPEATED_CALL = 'RepeatedCall: this exact call was already made; its result is above. Answer or try another call.';
+export { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../core/wire';
 
 export interface EpisodeOptions {
   maxSteps: number;
@@ -224,11 +221,11 @@ export class AgentRuntime {
     const ids: number[] = [];
     const generated: number[] = [];
     let logits: Float32Array | null = null;
-    const self = this;
+    const { tokenizer, policy } = this; // the generator below is a plain function: no `this`
     function* harness(text: string): Generator<Append, void, Float32Array> {
-      const piece = self.tokenizer.encode(text);
+      const piece = tokenizer.encode(text);
       if (piece.length === 0) return;
-      if (ids.length + piece.length > self.policy.maxContext) throw new ContextFull();
+      if (ids.length + piece.length > policy.maxContext) throw new ContextFull();
       ids.push(...piece);
       for (let i = 0; i < piece.length; i++) generated.push(0);
       logits = yield piece;

@@ -1,6 +1,6 @@
 // Checkpoints: weights and optimizer state, written atomically, in safetensors.
 //
-// Layout (DESIGN.md, "The run folder"):
+// Layout (docs/architecture.md, "The run folder"):
 //   <run>/checkpoints/step-<N>/model.safetensors      the weights (F32, names and shapes of
 //                                                      trainer/model.ts paramSpecs)
 //   <run>/checkpoints/step-<N>/optimizer.safetensors  AdamW moments: "m.<name>", "v.<name>"
@@ -24,6 +24,7 @@ import * as path from 'node:path';
 import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writeFileAtomic } from './files';
 import { ModelConfig, StackModel, paramSpecs, validateConfig } from './model';
 import type { AdamState, OptimConfig, ResolvedOptim, Trainer } from './optim';
+import { isObj } from '../core/protocol/isObj';
 
 export const CHECKPOINT_FORMAT = 'agent-lab-stack/1';
 
@@ -301,7 +302,6 @@ export function latestCheckpoint(runDir: string): string | null {
   return all.length ? all[all.length - 1]!.name : null;
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Load a checkpoint: 'latest' or 'step-<N>'. Throws an InputError (one line, the file and the problem) when there is none or it is damaged. */
 export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}` | string = 'latest'): LoadedCheckpoint {

@@ -40,7 +40,7 @@ import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from
 import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadWorldTasks, startBackend } from './sft';
 import type { AdapterInfo } from './backend';
 
-/** The Contract's defaults (DESIGN.md, "GRPO defaults"). */
+/** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
   groupSize: 8,
   tasksPerStep: 4,

@@ -50,6 +50,15 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
 import { canReadSync, isLocalBackend } from './backend';
+import { KvCache } from './kvCache';
+import type { Batch, EvalResult, Grads, LossStats, PolicyGradient, PolicyStats } from './modelBatch';
+import { IGNORE, ModelConfig, countParams, paramSpecs, validateConfig } from './modelConfig';
+
+// The configuration, the batch/loss types and the decoding cache live in their own files;
+// everything that imported them from here still does.
+export * from './modelConfig';
+export * from './modelBatch';
+export { KvCache } from './kvCache';
 
 let shortcutsOverride: boolean | null = null;
 /**
@@ -61,224 +70,6 @@ export function setJsShortcuts(on: boolean | null): void {
 }
 function useJs(): boolean {
   return shortcutsOverride ?? isLocalBackend();
-}
-
-export interface ModelConfig {
-  /** Embedding rows (the tokenizer's vocabulary size, or that padded up; see padVocabTo). */
-  vocab: number;
-  dModel: number;
-  layers: number;
-  /** Query heads; head dim = dModel / heads. */
-  heads: number;
-  /** Key/value heads (grouped-query attention); divides `heads`. */
-  kvHeads: number;
-  /** SwiGLU inner size. */
-  mlp: number;
-  /** Context length (the longest sequence the model accepts). */
-  maxSeq: number;
-  /** RoPE base. */
-  ropeBase: number;
-}
-
-export type PresetName = 'tiny' | 'small' | 'long' | 'stack-100m';
-export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'long', 'stack-100m'];
-
-export interface Preset {
-  /** Model dimensions; the vocabulary comes from the tokenizer (padded up to padVocabTo). */
-  model: Omit<ModelConfig, 'vocab'> & { padVocabTo?: number };
-  /** Sequences per optimiser step. */
-  batch: number;
-  /** Peak learning rate (AdamW). */
-  lr: number;
-  /** Default training budget in minutes (optimiser time), when the preset has no `steps`. */
-  minutes: number;
-  /** Default training budget in optimiser steps (wins over `minutes`): reproducible under load. */
-  steps?: number;
-  betas: [number, number];
-  weightDecay: number;
-  /** Global gradient-norm clip. */
-  clip: number;
-  warmupSteps: number;
-  /** Cosine decay ends at lr * minLrRatio. */
-  minLrRatio: number;
-  /** Where the preset is meant to run. */
-  device: 'cpu' | 'gpu';
-  summary: string;
-}
-
-export const PRESETS: Record<PresetName, Preset> = {
-  tiny: {
-    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
-    batch: 2,
-    lr: 4e-3,
-    minutes: 12,
-    betas: [0.9, 0.95],
-    weightDecay: 0.1,
-    clip: 1,
-    warmupSteps: 50,
-    minLrRatio: 0.1,
-    device: 'cpu',
-    summary: '~465k parameters at vocab 748: the calibration that learned best on 2 CPU cores (PyTorch, 12 minutes)',
-  },
-  small: {
-    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000 },
-    batch: 2,
-    lr: 3e-3,
-    minutes: 20,
-    betas: [0.9, 0.95],
-    weightDecay: 0.1,
-    clip: 1,
-    warmupSteps: 50,
-    minLrRatio: 0.1,
-    device: 'cpu',
-    summary: '~1.3M parameters: more capacity, fewer steps per minute',
-  },
-  long: {
-    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
-    batch: 2,
-    lr: 4e-3,
-    minutes: 60,
-    betas: [0.9, 0.95],
-    weightDecay: 0.1,
-    clip: 1,
-    warmupSteps: 100,
-    minLrRatio: 0.1,
-    device: 'cpu',
-    summary: "~650k parameters (tiny's width, one more layer) for a 60-minute CPU budget",
-  },
-  'stack-100m': {
-    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768 },
-    batch: 8,
-    lr: 6e-4,
-    minutes: 120,
-    betas: [0.9, 0.95],
-    weightDecay: 0.1,
-    clip: 1,
-    warmupSteps: 200,
-    minLrRatio: 0.1,
-    device: 'gpu',
-    summary: "the seed's ~101M-parameter Stack (d 512, 30 layers, 8 q / 2 kv heads, head 64): for a GPU",
-  },
-};
-
-/** The ModelConfig of a preset for a tokenizer of `vocab` tokens (padded up when the preset says so). */
-export function presetConfig(name: PresetName, vocab: number): ModelConfig {
-  const p = PRESETS[name];
-  if (!p) throw new Error(`unknown preset '${name}' (known: ${PRESET_NAMES.join(', ')})`);
-  const { padVocabTo, ...dims } = p.model;
-  return { vocab: padVocabTo !== undefined ? Math.max(vocab, padVocabTo) : vocab, ...dims };
-}
-
-export function validateConfig(cfg: ModelConfig): void {
-  const ints: (keyof ModelConfig)[] = ['vocab', 'dModel', 'layers', 'heads', 'kvHeads', 'mlp', 'maxSeq'];
-  for (const k of ints) {
-    if (!Number.isInteger(cfg[k]) || cfg[k] < 1) throw new Error(`model config: ${k} must be a positive integer (got ${cfg[k]})`);
-  }
-  if (cfg.dModel % cfg.heads !== 0) throw new Error(`model config: dModel ${cfg.dModel} is not a multiple of heads ${cfg.heads}`);
-  if (cfg.heads % cfg.kvHeads !== 0) throw new Error(`model config: heads ${cfg.heads} is not a multiple of kvHeads ${cfg.kvHeads}`);
-  if ((cfg.dModel / cfg.heads) % 2 !== 0) throw new Error('model config: the head dim must be even (RoPE)');
-  if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');
-}
-
-/** Parameter names and shapes, in the canonical order (checkpoints and flat buffers use it). */
-export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[] {
-  const hd = cfg.dModel / cfg.heads;
-  const d = cfg.dModel;
-  const specs: { name: string; shape: number[] }[] = [{ name: 'tok_embeddings', shape: [cfg.vocab, d] }];
-  for (let i = 0; i < cfg.layers; i++) {
-    specs.push(
-      { name: `layers.${i}.attn_norm`, shape: [d] },
-      { name: `layers.${i}.wqkv`, shape: [d, (cfg.heads + 2 * cfg.kvHeads) * hd] },
-      { name: `layers.${i}.wo`, shape: [cfg.heads * hd, d] },
-      { name: `layers.${i}.mlp_norm`, shape: [d] },
-      { name: `layers.${i}.w_gate`, shape: [d, cfg.mlp] },
-      { name: `layers.${i}.w_up`, shape: [d, cfg.mlp] },
-      { name: `layers.${i}.w_down`, shape: [cfg.mlp, d] },
-    );
-  }
-  specs.push({ name: 'final_norm', shape: [d] });
-  return specs;
-}
-
-export function countParams(cfg: ModelConfig): number {
-  return paramSpecs(cfg).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
-}
-
-/** Label value of a position that is not a loss target. */
-export const IGNORE = -100;
-
-/**
- * A batch of `batch` rows of `seq` positions, row-major. labels[t] is the target token for
- * the input at t (already shifted), IGNORE (-100) where masked. weights (optional) is a
- * per-position loss weight (default 1). Positions after the last supervised one of every
- * row are not computed (causality makes them irrelevant to the loss).
- */
-export interface Batch {
-  inputIds: Int32Array;
-  labels: Int32Array;
-  weights?: Float32Array | undefined;
-  batch: number;
-  seq: number;
-  /** When present, the loss is GRPO's clipped surrogate with a k3 KL term instead of CE. */
-  pg?: PolicyGradient | undefined;
-}
-
-/**
- * GRPO's per-token loss on the labelled positions (the policy's sampled tokens):
- *   -(min(r*A, clip(r, 1-eps, 1+eps)*A) - beta*k3(ref, new)),  r = exp(new - old),
- * averaged over labelled positions (weights must be absent: one token, one vote). The arrays
- * are per position (batch*seq) like the labels.
- */
-export interface PolicyGradient {
-  /** The advantage of the sequence each position belongs to. */
-  advantages: Float32Array;
-  /** Log-prob of the label under the policy that sampled it; absent: the current policy (r = 1). */
-  oldLogp?: Float32Array | undefined;
-  /** Log-prob of the label under the frozen reference (the KL anchor). */
-  refLogp: Float32Array;
-  clip: number;
-  beta: number;
-  /**
-   * The sampling temperature: log-probs are those of softmax(logits / T), the distribution
-   * the rollouts were drawn from (as TRL does); old and ref log-probs must use the same T.
-   * Default 1.
-   */
-  temperature?: number | undefined;
-}
-
-/** Sums over labelled positions of a policy-gradient batch (add over shards). */
-export interface PolicyStats {
-  /** k3 KL estimate exp(ref-new) - (ref-new) - 1. */
-  klSum: number;
-  /** Positions where the clipped term was the smaller one (no gradient through the ratio). */
-  clipped: number;
-  /** Entropy of the policy's next-token distribution (at the sampling temperature). */
-  entropySum: number;
-}
-
-export interface LossStats {
-  /** sum(w * CE) / sum(w) over supervised positions (0 when there are none). */
-  loss: number;
-  /** sum(w * CE): add these over shards, then divide by the summed weightSum. */
-  lossSum: number;
-  /** sum(w) over supervised positions. */
-  weightSum: number;
-  /** Unweighted sum of CE over supervised positions (a plain token loss: ceSum / supervised). */
-  ceSum: number;
-  /** Supervised positions whose argmax equals the label. */
-  correct: number;
-  /** Positions with a label (label != -100). */
-  supervised: number;
-  /** Policy-gradient batches only. */
-  pg?: PolicyStats;
-}
-
-/** Gradients by parameter name (same shapes as the weights). The caller disposes them. */
-export type Grads = Map<string, tf.Tensor>;
-
-export interface EvalResult extends LossStats {
-  /** argmax token at every position (batch*seq), when asked. */
-  argmax?: Int32Array;
 }
 
 const NORM_EPS = 1e-5;
@@ -346,49 +137,6 @@ export function makeRng(seed: number): { uniform: () => number; normal: () => nu
  * (after RoPE) transposed, [kvHeads*headDim, length], and the values, [length,
  * kvHeads*headDim]. `clone()` copies it (e.g. to branch several samples from one prompt).
  */
-/**
- * Keys (after RoPE) and values of the positions decoded so far, per layer, in JS arrays of
- * [position][kvHeads*headDim] grown by doubling. Decoding appends one row per token, so
- * keeping them out of tensors avoids a concat per token and lets one-token attention run as
- * plain loops (faster than ~15 small tensor ops per sequence on wasm/cpu).
- */
-export class KvCache {
-  length = 0;
-  k: Float32Array[];
-  v: Float32Array[];
-  constructor(
-    layers: number,
-    readonly width = 0,
-  ) {
-    this.k = Array.from({ length: layers }, () => new Float32Array(0));
-    this.v = Array.from({ length: layers }, () => new Float32Array(0));
-  }
-  /** Room for `rows` positions in every layer (keeps what is there). */
-  reserve(rows: number): void {
-    const need = rows * this.width;
-    if (this.k[0] && this.k[0].length >= need) return;
-    const cap = Math.max(need, 2 * (this.k[0]?.length ?? 0), 64 * this.width);
-    const grow = (a: Float32Array) => {
-      const b = new Float32Array(cap);
-      b.set(a.subarray(0, this.length * this.width));
-      return b;
-    };
-    this.k = this.k.map(grow);
-    this.v = this.v.map(grow);
-  }
-  clone(): KvCache {
-    const c = new KvCache(this.k.length, this.width);
-    c.length = this.length;
-    c.k = this.k.map((a) => a.slice());
-    c.v = this.v.map((a) => a.slice());
-    return c;
-  }
-  dispose(): void {
-    this.k = this.k.map(() => new Float32Array(0));
-    this.v = this.v.map(() => new Float32Array(0));
-    this.length = 0;
-  }
-}
 
 interface NormSave {
   xhat: tf.Tensor2D;

@@ -1,5 +1,5 @@
 // GRPO's pre-flight checks, run before the first rollout: each known way a run learns
-// nothing (DESIGN.md, "Lessons from a failed GRPO run") is checked with evidence, and the
+// nothing (docs/architecture.md, "Lessons from a failed GRPO run") is checked with evidence, and the
 // run refuses to start on a failure. Prompt drift (the RL prefix is not byte-identical to
 // the SFT data's), specials that are not single ids, a reward that cannot rank a group,
 // greedy sampling (identical rollouts, zero spread).

@@ -10,6 +10,7 @@ import { InputError, exists, readInputObject, readInputText } from './files';
 import { DataOrderState, dataOrderStateProblem } from './dataOrder';
 import { ModelConfig, StackModel, validateConfig } from './model';
 import { METRICS_FILE, parseMetrics } from './runStore';
+import { isObj } from '../core/protocol/isObj';
 
 /** Consecutive steps with a non-finite loss or gradient after which a run stops. */
 export const MAX_NONFINITE_STEPS = 10;
@@ -24,7 +25,6 @@ export class TrainingDiverged extends InputError {
   }
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 // ---- run configs ----------------------------------------------------------------------
 

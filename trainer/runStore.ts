@@ -1,4 +1,4 @@
-// The run folder (DESIGN.md, "The run folder"): one run = one folder, readable at any
+// The run folder (docs/architecture.md, "The run folder"): one run = one folder, readable at any
 // moment, even after a crash. metrics.jsonl gets one JSON object per line, each written
 // with a single append; a reader tolerates a last line still being written; a writer
 // never rewrites a line (a resume only cuts a torn last line and appends a marker).

@@ -2,6 +2,7 @@
 // params and result types, and a validator for each side to check what it received. The
 // server (language-server/) and the clients (extension/languageClient.ts, the loss-mask
 // panel, test clients) import this file; it holds no Node or DOM imports.
+import { isObj } from './isObj';
 
 /** LSP position (zero-based line, UTF-16 character), structurally the protocol's. */
 export interface LspPosition {
@@ -81,7 +82,6 @@ export interface DatasetRecognizedParams {
 
 // ---- validators -----------------------------------------------------------------------------
 
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const isNat = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
 const isPosition = (x: unknown): x is LspPosition => isObj(x) && isNat(x['line']) && isNat(x['character']);
 const everyIs = <T>(xs: unknown, f: (x: unknown) => x is T): xs is T[] => Array.isArray(xs) && xs.every(f);

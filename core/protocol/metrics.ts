@@ -1,9 +1,10 @@
-// metrics.jsonl lines (DESIGN.md, Contracts: metrics.jsonl), typed once with their
+// metrics.jsonl lines (docs/architecture.md, Contracts: metrics.jsonl), typed once with their
 // validators, for every reader that cannot import trainer/runStore.ts (Node): the curves
 // panel's extension side (which tails the file) and its webview (which builds series).
 // The semantics are runStore's: a last line without its newline that does not parse is
 // still being written and is ignored; readers keep the last record per (phase, step).
 // Types, validators and pure parsing only: no Node or DOM imports.
+import { isObj } from './isObj';
 
 export type Phase = 'sft' | 'grpo' | 'eval';
 export const PHASES: readonly Phase[] = ['sft', 'grpo', 'eval'];
@@ -22,7 +23,6 @@ export interface ResumeEvent {
 }
 export type MetricsLine = MetricRecord | ResumeEvent;
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStep = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
 export function isMetricRecord(v: unknown): v is MetricRecord {

@@ -8,6 +8,7 @@
 // too (`parsePanelState`). Types, validators and pure helpers only: no Node or DOM imports.
 import { LossMaskResult, isLossMaskResult } from './lsp';
 import { MetricRecord, isMetricRecord } from './metrics';
+import { isObj } from './isObj';
 
 export const PANEL_VIEW_TYPES = {
   inspector: 'agentLab.inspector',
@@ -129,7 +130,7 @@ export interface MaskView {
   mask: LossMaskResult;
   /**
    * Per token: text the harness wrote inside a supervised span (eval and RL rows carry
-   * generated flags; DESIGN.md "What supervised means"), or null when the row carries none.
+   * generated flags; docs/architecture.md "What supervised means"), or null when the row carries none.
    */
   harness: boolean[] | null;
 }
@@ -244,7 +245,6 @@ const bad = <T>(error: string): Parsed<T> => ({ ok: false, error });
 
 // ---- small checks ----------------------------------------------------------------------------
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNat = (v: unknown, max: number = LIMITS.index): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
 const isStr = (v: unknown, max = Infinity): v is string => typeof v === 'string' && v.length <= max;

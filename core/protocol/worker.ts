@@ -3,6 +3,7 @@
 // started → (progress | metrics | log | checkpoint)* → done | failed. `cancel` may come at
 // any time: the worker finishes the current step, writes a checkpoint and says `done`
 // with `cancelled: true`. Types and validators only: no Node, no DOM.
+import { isObj } from './isObj';
 
 export type JobKind = 'sft' | 'grpo' | 'eval';
 
@@ -38,7 +39,7 @@ export interface EvalJobSpec {
   /** Evaluate on this world folder's split instead of the run's own world. */
   world?: string;
 }
-/** GRPO from an SFT run (DESIGN.md, "GRPO defaults" for what is left out). */
+/** GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out). */
 export interface GrpoJobSpec {
   kind: 'grpo';
   runDir: string;
@@ -76,7 +77,6 @@ export type FromWorker =
   | { type: 'done'; cancelled: boolean; summary: Record<string, unknown> }
   | { type: 'failed'; error: string };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const optNum = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
 const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string';
 

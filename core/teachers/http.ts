@@ -1,6 +1,6 @@
 // The HTTP teacher: any server that speaks OpenAI chat-completions (a hosted model, vLLM,
 // llama.cpp's server, Ollama's /v1) answers one ReAct step per request. The wire-format
-// transcript becomes chat messages (DESIGN.md, "HTTP teacher"); the reply is recorded in
+// transcript becomes chat messages (docs/architecture.md, "HTTP teacher"); the reply is recorded in
 // the one canonical step form (canonicalStep) with the raw reply kept beside it. The API
 // key comes from AGENT_LAB_TEACHER_API_KEY and goes into the Authorization header only.
 import { buildCorpus, makeTaskPool } from '../world';

@@ -6,6 +6,7 @@
 // already exists adds no id).
 
 import { BYTE_TO_UNICODE, UNICODE_TO_BYTE, preTokenize, utf8Decode, utf8Encode } from './bytelevel';
+import { isObj } from '../protocol/isObj';
 
 /**
  * The wire-format special tokens in id order (ids 0..8). Kept here rather than imported
@@ -502,10 +503,6 @@ export function trainBpe(texts: Iterable<string>, opts: TrainOptions = {}): BpeT
 
 // ---- loading tokenizer.json -------------------------------------------------------
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function fail(path: string, msg: string): never {
   throw new Error(`tokenizer.json: ${path} ${msg}`);
 }
@@ -517,13 +514,13 @@ function expectJsonEqual(v: unknown, want: unknown, path: string): void {
 }
 
 function fromTokenizerJson(obj: unknown): BpeTokenizer {
-  if (!isObject(obj)) fail('(top level)', 'must be a JSON object');
+  if (!isObj(obj)) fail('(top level)', 'must be a JSON object');
   if (obj.version !== '1.0') fail('version', `must be "1.0", found ${JSON.stringify(obj.version) ?? 'nothing'}`);
   for (const k of ['truncation', 'padding', 'normalizer', 'post_processor'] as const) {
     if (obj[k] !== null && obj[k] !== undefined) fail(k, `must be null, found ${JSON.stringify(obj[k])}`);
   }
   expectJsonEqual(obj.pre_tokenizer, PRE_TOKENIZER_JSON, 'pre_tokenizer');
-  if (!isObject(obj.decoder) || obj.decoder.type !== 'ByteLevel') {
+  if (!isObj(obj.decoder) || obj.decoder.type !== 'ByteLevel') {
     fail('decoder', `must be a ByteLevel decoder, found ${JSON.stringify(obj.decoder) ?? 'nothing'}`);
   }
 
@@ -534,7 +531,7 @@ function fromTokenizerJson(obj: unknown): BpeTokenizer {
   }
   added.forEach((t: unknown, i: number) => {
     const p = `added_tokens[${i}]`;
-    if (!isObject(t)) fail(p, 'must be an object');
+    if (!isObj(t)) fail(p, 'must be an object');
     if (t.content !== SPECIAL_TOKENS[i] || t.id !== i) {
       fail(p, `must be {"id": ${i}, "content": ${JSON.stringify(SPECIAL_TOKENS[i])}}, found id ${JSON.stringify(t.id)} content ${JSON.stringify(t.content)}`);
     }
@@ -545,7 +542,7 @@ function fromTokenizerJson(obj: unknown): BpeTokenizer {
   });
 
   const model = obj.model;
-  if (!isObject(model)) fail('model', 'must be an object');
+  if (!isObj(model)) fail('model', 'must be an object');
   if (model.type !== 'BPE') fail('model.type', `must be "BPE", found ${JSON.stringify(model.type) ?? 'nothing'}`);
   // Options that change how BPE segments or what unknown pieces become.
   const fixed: Record<string, unknown> = {
@@ -562,7 +559,7 @@ function fromTokenizerJson(obj: unknown): BpeTokenizer {
   }
 
   const vocab = model.vocab;
-  if (!isObject(vocab)) fail('model.vocab', 'must be an object mapping token -> id');
+  if (!isObj(vocab)) fail('model.vocab', 'must be an object mapping token -> id');
   const entries = Object.entries(vocab);
   const tokens: string[] = new Array<string>(entries.length);
   for (const [tok, id] of entries) {

@@ -2,7 +2,7 @@
 // tree allowing only numbers, + - * / // % ** and unary + -, and return the result or the
 // error as a string. Nothing is ever evaluated as code. Results and runtime errors are
 // CPython 3.11's; syntax errors are "CalcError: " + a message of ours. Deliberate
-// deviations (DESIGN, "Calculator bounds"): ints over 4300 digits, complex results,
+// deviations (docs/architecture.md, "Calculator bounds"): ints over 4300 digits, complex results,
 // True/False, and bounds on input length and nesting so that nothing can hang. Float `**`
 // is correctly rounded, where CPython's glibc pow is not always (about 1 in 1000 random
 // float powers differ in the last bit, e.g. 10.0**23).
@@ -49,7 +49,7 @@ type Node =
 
 /** A syntax error: ours, not CPython's wording. */
 class CalcSyntaxError extends Error {}
-/** One of the DESIGN's deliberate deviations from the reference. */
+/** One of docs/architecture.md's deliberate deviations from the reference. */
 class CalcDeviation extends Error {}
 
 /** `target`: the node is also an assignment target (a comprehension's `for` part). */

@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { FromWebview, GrammarSource, GrammarState, ToWebview } from '../../core/protocol/panels';
 import { PanelController, PanelHost, createPanel, lastTextEditor, revealRange } from './host';
-import { CallSpan, callAt, codePointIndex, findCalls, grammarTrace, offsetOfCodePoint } from './grammarTrace';
+import { CallSpan, callAt, codePointIndex, findCalls, grammarTrace, offsetOfCodePoint } from '../../core/transcript/grammarTrace';
 import { isAgentDoc, label, rangeOf, transcriptAt } from './sources';
 
 interface EditorCall {

@@ -15,8 +15,8 @@ import { liveRuns } from './liveMetrics';
 import { LossMaskPanel } from './lossMask';
 import { maskTarget } from './lossMaskTarget';
 import { isAgentDoc, isTranscriptDoc, rowLineAt } from './sources';
+import { isObj } from '../../core/protocol/isObj';
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function activatePanels(context: vscode.ExtensionContext): void {
   const ext = context.extensionUri;

@@ -8,7 +8,7 @@ import { FromWebview, InspectorState, SourceKind } from '../../core/protocol/pan
 import { log } from '../log';
 import { PanelController, PanelHost, createPanel, revealRange } from './host';
 import { isAgentDoc, isTranscriptPath, label, rangeOf, readSourceText } from './sources';
-import { ParsedSource, detailOf, parseSource } from './trajectories';
+import { ParsedSource, detailOf, parseSource } from '../../core/transcript/trajectories';
 
 export class InspectorPanel implements PanelController {
   static current: InspectorPanel | undefined;

@@ -9,7 +9,7 @@ import { requestLossMask } from '../languageClient';
 import { PanelController, PanelHost, createPanel, lastTextEditor, revealRange } from './host';
 import { maskTarget } from './lossMaskTarget';
 import { isAgentDoc, isTranscriptDoc, label, rangeOf, rowLineAt } from './sources';
-import { harnessFlags } from './maskHarness';
+import { harnessFlags } from '../../core/transcript/maskHarness';
 
 interface Target {
   uri: vscode.Uri;

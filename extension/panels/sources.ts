@@ -3,7 +3,7 @@
 // row's transcript is the decoded `text` string of its line).
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { decodedOffsetAt, rawColumnOf, stringValueRange } from './jsonText';
+import { decodedOffsetAt, rawColumnOf, stringValueRange } from '../../core/transcript/jsonText';
 
 export function isTranscriptDoc(doc: vscode.TextDocument): boolean {
   return doc.languageId === 'agent-transcript' || doc.fileName.endsWith('.transcript');

@@ -10,7 +10,7 @@ import { pyStrip } from '../../core/pystr';
 import { calc } from '../../core/tools/calc';
 import { normalize } from '../../core/distill';
 import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep, renderCallBody } from '../../core/wire';
-import { CallVerdict, incompleteMessage, rejectionMessage, runGrammar } from './grammarText';
+import { CallVerdict, incompleteMessage, rejectionMessage, runGrammar } from '../../core/transcript/grammarText';
 import { describeNearMiss, scanSpecialsSteps, SpecialHit, suggestSpecial } from './specials';
 import type { SpanRole } from '../../core/protocol/lsp';
 

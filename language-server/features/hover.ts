@@ -5,7 +5,7 @@
 import type { Hover } from 'vscode-languageserver';
 import { ASST, END, TOOL_CALL } from '../../core/wire';
 import { tokenIndexAt } from '../analysis/tokens';
-import { CallVerdict, describeChar, describeExpected } from '../analysis/grammarText';
+import { CallVerdict, describeChar, describeExpected } from '../../core/transcript/grammarText';
 import { Span, Turn, spanAt, turnAt } from '../analysis/transcript';
 import type { Unit } from '../documents';
 

@@ -5,7 +5,7 @@ Regenerate from the repository root:
     PYTHONPATH=../shared/seeds/reference python3 test/golden/gen_calc.py
 It writes test/golden/calc_cases.json. Deterministic: two runs give identical bytes.
 
-Left out, because they are the DESIGN's deliberate deviations and are tested on their own
+Left out, because they are docs/architecture.md's deliberate deviations and are tested on their own
 (test/unit/calc.test.ts): cases where the reference hangs (9**9**9) or raises outside its
 try (an int result over 4300 digits), and cases whose value passes through a complex number.
 Cases CPython rejects before evaluating (syntax errors) carry "syntax": true.

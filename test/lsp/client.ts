@@ -2,6 +2,7 @@
 // spawns `agent-lab lsp --stdio`, speaks JSON-RPC through vscode-languageserver-protocol's
 // connection, and records every publishDiagnostics.
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
   InitializeResult,
@@ -17,7 +18,7 @@ import {
 export function repoRootFrom(dir: string): string {
   for (let d = dir, i = 0; i < 4; i++, d = path.dirname(d)) {
     try {
-      require('node:fs').accessSync(path.join(d, 'bin', 'agent-lab'));
+      fs.accessSync(path.join(d, 'bin', 'agent-lab'));
       return d;
     } catch {
       // keep climbing

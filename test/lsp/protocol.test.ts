@@ -20,6 +20,7 @@ import type {
   SemanticTokens,
   TextEdit,
 } from 'vscode-languageserver-protocol';
+import { CancellationTokenSource } from 'vscode-languageserver-protocol';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { LossMaskRequest, LossMaskResult, isLossMaskResult } from '../../core/protocol/lsp';
 import { encodeWithMask } from '../../core/sftFormat';
@@ -272,7 +273,7 @@ describe('language server over stdio', function () {
     it('answers a cancelled request with RequestCancelled or a result, and keeps serving', async () => {
       const uri = uriOf(path.join(tmp, 'big-cancel.traces.jsonl'));
       await client.open(uri, datasetText(distilledRows()), 'agent-dataset');
-      const source = new (require('vscode-languageserver-protocol').CancellationTokenSource)();
+      const source = new CancellationTokenSource();
       const p = client.conn.sendRequest('textDocument/semanticTokens/full', { textDocument: { uri } }, source.token);
       source.cancel();
       await p.then(

@@ -185,7 +185,7 @@ export function writeSyntheticGrpoRun(dir: string, steps = 40): void {
   fs.writeFileSync(
     path.join(dir, 'README.txt'),
     'SYNTHETIC metrics for the Agent Lab UI tests (test/ui/fixtures.ts): not a training run.\n' +
-      'The first third shows the failure mode of DESIGN.md (every group scores the same: zero spread, no gradient).\n',
+      'The first third shows the failure mode of docs/architecture.md (every group scores the same: zero spread, no gradient).\n',
   );
   const lines: string[] = [];
   const flat = Math.floor(steps / 3);

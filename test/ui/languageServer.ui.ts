@@ -13,6 +13,12 @@ import { goToLine, quickOpen, runCommand, shot, sleep, ui, waitFor } from './har
 // browser globals they use are declared here, loosely.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 declare const document: any;
+/** The few members of a DOM element the page functions below read. */
+interface PageElement {
+  textContent: string | null;
+  getBoundingClientRect(): { left: number; top: number; width: number; height: number };
+  getAttribute(name: string): string | null;
+}
 
 interface Box {
   x: number;
@@ -40,7 +46,7 @@ async function charBox(page: Page, needle: string, index: number): Promise<Box |
     ({ needle, index }) => {
       const editor = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
       if (!editor) return null;
-      for (const line of Array.from(editor.querySelectorAll('.view-line')) as any[]) {
+      for (const line of Array.from(editor.querySelectorAll('.view-line')) as PageElement[]) {
         // Monaco renders spaces as U+00A0.
         const text = (line.textContent ?? '').replace(/\u00a0/g, ' ');
         const at = text.indexOf(needle);
@@ -70,7 +76,7 @@ async function squiggles(page: Page, kind: 'error' | 'warning' | 'info'): Promis
   return page.evaluate((kind) => {
     const editor = document.querySelector('.editor-group-container.active .monaco-editor');
     if (!editor) return [];
-    return (Array.from(editor.querySelectorAll(`.squiggly-${kind}`)) as any[]).map((el) => {
+    return (Array.from(editor.querySelectorAll(`.squiggly-${kind}`)) as PageElement[]).map((el) => {
       const r = el.getBoundingClientRect();
       return { x: r.left, y: r.top, width: r.width, height: r.height };
     });
@@ -108,7 +114,7 @@ async function problemRows(page: Page): Promise<{ text: string; aria: string }[]
   return page.evaluate(() => {
     const panel = document.querySelector('.markers-panel');
     if (!panel) return [];
-    return (Array.from(panel.querySelectorAll('.monaco-list-row')) as any[]).map((r) => ({
+    return (Array.from(panel.querySelectorAll('.monaco-list-row')) as PageElement[]).map((r) => ({
       text: (r.textContent ?? '').replace(/\u00a0/g, ' ').trim(),
       aria: r.getAttribute('aria-label') ?? '',
     }));

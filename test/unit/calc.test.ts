@@ -1,5 +1,5 @@
 // The calculator against the seed's `calc` (CPython 3.11): the golden file
-// (test/golden/calc_cases.json, made by test/golden/gen_calc.py), the DESIGN's deliberate
+// (test/golden/calc_cases.json, made by test/golden/gen_calc.py), docs/architecture.md's deliberate
 // deviations, and a live differential run on randomly generated expressions.
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -73,7 +73,7 @@ describe('calc (the seed calculator, CPython 3.11 semantics)', () => {
     });
   });
 
-  describe('examples from the DESIGN and the seed', () => {
+  describe('examples from docs/architecture.md and the seed', () => {
     const table: [string, string][] = [
       ['4042.0', '4042'],
       ['-3+4', '1'],
@@ -126,7 +126,7 @@ describe('calc (the seed calculator, CPython 3.11 semantics)', () => {
     }
   });
 
-  describe('deliberate deviations (DESIGN, "Calculator bounds")', () => {
+  describe('deliberate deviations (docs/architecture.md, "Calculator bounds")', () => {
     it('an int result over 4300 digits is a CalcError (the reference raises outside its try)', () => {
       assert.equal(calc('10**4299').length, 4300);
       assert.equal(calc('-(10**4299)').length, 4301);

@@ -375,9 +375,10 @@ describe('agent-lab export (Hugging Face TRL; TRL itself is not installable here
 
     async function cli(...args: string[]): Promise<{ code: number; stderr: string }> {
       // Loaded here, not at the top: the CLI pulls in every command's code.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy on purpose; import() would leave tsx's CommonJS hook
       const { main } = require('../../cli/main') as typeof import('../../cli/main');
       const lines: string[] = [];
-      const saved = [console.error, console.log];
+      const saved: [typeof console.error, typeof console.log] = [console.error, console.log];
       console.error = (...a: unknown[]) => void lines.push(a.join(' '));
       console.log = () => {};
       try {

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { checkCall } from '../../core/grammar';
 import { segment } from '../../core/lossMask';
 import { renderCallBody } from '../../core/wire';
-import { describeExpected, runGrammar, shortestCompletion } from '../../language-server/analysis/grammarText';
+import { describeExpected, runGrammar, shortestCompletion } from '../../core/transcript/grammarText';
 import { scanSpecials, suggestSpecial } from '../../language-server/analysis/specials';
 import { TDiagnostic, TranscriptAnalysis, analyseTranscript, spanAt } from '../../language-server/analysis/transcript';
 import { AGENT_TOOLS, skeleton, toolsLine } from '../../language-server/analysis/toolSchemas';

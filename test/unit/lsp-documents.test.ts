@@ -2,7 +2,7 @@
 // dataset recognition, tokenizer choice, and the features computed on a unit (hover,
 // completion, semantic tokens, symbols, folding, the loss-mask request).
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -12,7 +12,7 @@ import { isDatasetRecognizedParams, isLossMaskParams, isLossMaskResult } from '.
 import { encodeAsciiString } from '../../core/pyjson';
 import { encodeWithMask } from '../../core/sftFormat';
 import { canonicalTokenizerJson, trainBpe, trainDefaultTokenizer } from '../../core/tokenizer';
-import { scanRow } from '../../language-server/analysis/jsonRow';
+import { scanRow } from '../../core/transcript/jsonRow';
 import { analyseTranscript } from '../../language-server/analysis/transcript';
 import { tokenTable } from '../../language-server/analysis/tokens';
 import {
@@ -138,7 +138,7 @@ describe('language server: recognising documents', () => {
   const settings: Settings = { datasetGlobs: ['**/*.traces.jsonl'], tokenizerPath: null, workspaceRoots: [] };
   const row = JSON.stringify({ task: 'q', text: '<|system|>S<|end|><|user|>Q<|end|><|assistant|>Answer: 1<|end|>' });
   const kind = (file: string, first: string, languageId = 'jsonl', s = settings): string =>
-    detectKind(pathToFileURL(file).toString(), languageId, () => first, s, (p) => require('node:fs').existsSync(p)).reason;
+    detectKind(pathToFileURL(file).toString(), languageId, () => first, s, (p) => existsSync(p)).reason;
 
   it('by extension, language, glob, run folder and content; other JSONL files are left alone', () => {
     assert.equal(kind(path.join(tmp, 'a.transcript'), ''), 'extension');

@@ -4,10 +4,10 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { checkCall, startStates } from '../../core/grammar';
-import { callAt, charGroups, codePointIndex, describeState, findCalls, grammarTrace, offsetOfCodePoint } from '../../extension/panels/grammarTrace';
-import { transcriptText } from '../../extension/panels/trajectories';
+import { callAt, charGroups, codePointIndex, describeState, findCalls, grammarTrace, offsetOfCodePoint } from '../../core/transcript/grammarTrace';
+import { transcriptText } from '../../core/transcript/trajectories';
 
-describe('grammar trace (extension/panels/grammarTrace.ts)', () => {
+describe('grammar trace (core/transcript/grammarTrace.ts)', () => {
   it('a call with k = 0: rejected at the 0, in the value of k, which allows 1-9', () => {
     const body = '{"tool": "search", "args": {"query": "q", "k": 0}}';
     const t = grammarTrace(body);

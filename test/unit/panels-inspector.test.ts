@@ -4,8 +4,8 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { EMPTY_FILTER, InspectorFilter, TrajectorySummary } from '../../core/protocol/panels';
-import { decodedOffsetAt, rawColumnOf, stringValueRange } from '../../extension/panels/jsonText';
-import { FORCED_ANSWER_PREFIX, compactCall, detailOf, guardOf, parseSource, parseSteps, splitTurns, summarizeText, transcriptText } from '../../extension/panels/trajectories';
+import { decodedOffsetAt, rawColumnOf, stringValueRange } from '../../core/transcript/jsonText';
+import { compactCall, detailOf, guardOf, parseSource, parseSteps, splitTurns, summarizeText, transcriptText } from '../../core/transcript/trajectories';
 import { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../../trainer/agentRuntime';
 import { syntheticEvalRows } from '../ui/fixtures';
 import { facetsOf, filterRows, formatReward, outcomeLabel, searchTerms, searchTextOf } from '../../webview-ui/inspector/filter';
@@ -49,8 +49,7 @@ describe('inspector data: parsing', () => {
     assert.deepEqual(p.problems, []);
   });
 
-  it('keeps the harness texts of the agent runtime', () => {
-    assert.equal(FORCED_ANSWER_PREFIX, FORCED_ANSWER_TEXT);
+  it('names the guard of each harness observation of the agent runtime', () => {
     assert.equal(guardOf(FORMAT_ERROR), 'FormatError');
     assert.equal(guardOf(REPEATED_CALL), 'RepeatedCall');
     assert.equal(guardOf('NoResults'), 'NoResults');

@@ -5,7 +5,7 @@ import * as assert from 'node:assert/strict';
 import type { LossMaskResult } from '../../core/protocol/lsp';
 import { segment } from '../../core/lossMask';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
-import { harnessFlags } from '../../extension/panels/maskHarness';
+import { harnessFlags } from '../../core/transcript/maskHarness';
 import { FORCED_ANSWER_TEXT } from '../../trainer/agentRuntime';
 import { syntheticEvalRows } from '../ui/fixtures';
 import { describeToken, maskModel, percent, visible } from '../../webview-ui/lossMask/model';
@@ -87,7 +87,7 @@ describe('loss-mask model (webview-ui/lossMask/model.ts)', () => {
   });
 });
 
-describe('harness text in eval rows (extension/panels/maskHarness.ts)', () => {
+describe('harness text in eval rows (core/transcript/maskHarness.ts)', () => {
   const forcedRow = syntheticEvalRows(9).find((r) => r.variant === 'out-of-steps')!;
 
   it('rows without generated flags have none', () => {

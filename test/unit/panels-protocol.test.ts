@@ -11,8 +11,8 @@ import {
   parsePanelState,
   parseToWebview,
 } from '../../core/protocol/panels';
-import { grammarTrace } from '../../extension/panels/grammarTrace';
-import { detailOf, parseSource } from '../../extension/panels/trajectories';
+import { grammarTrace } from '../../core/transcript/grammarTrace';
+import { detailOf, parseSource } from '../../core/transcript/trajectories';
 import { readFileSync } from 'node:fs';
 
 const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';

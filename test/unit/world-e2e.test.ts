@@ -91,7 +91,7 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const run = path.join(tmp, 'run-elements');
     const t = await cli(['train', 'sft', '--world', world, '--steps', '12', '--eval-limit', '0', '--run', run]);
     assert.equal(t.code, 0, t.stderr);
-    const config = JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8')) as Record<string, any>;
+    const config = JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8'));
     assert.equal(config['world'].name, 'elements');
     assert.equal(config['world'].dir, world);
     assert.equal(config['world'].source.files[0].path, ELEMENTS);
@@ -109,7 +109,7 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const evalRows = rows(path.join(run, 'eval', 'heldout.jsonl'));
     assert.deepEqual(evalRows.map((r) => r['question']), heldout.slice(0, 6).map((r) => r['question']));
     assert.ok(evalRows.every((r) => heldQuestions.has(r['question'])));
-    const evalSummary = JSON.parse(fs.readFileSync(path.join(run, 'eval', 'heldout.json'), 'utf8')) as Record<string, any>;
+    const evalSummary = JSON.parse(fs.readFileSync(path.join(run, 'eval', 'heldout.json'), 'utf8'));
     assert.equal(evalSummary['worlds'].kind, 'custom');
     // The fresh splits are textbook worlds: refused for this run, with the reason.
     const f = await cli(['eval', '--run', run, '--split', 'fresh-values', '--limit', '2']);
@@ -134,7 +134,7 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const g = await cli(['train', 'grpo', '--from', run, '--steps', '1', '--group', '2', '--tasks', '1', '--eval-limit', '2', '--run', grpoRun]);
     assert.equal(g.code, 0, g.stderr);
     assert.deepEqual(rows(path.join(grpoRun, 'world', 'heldout.jsonl')), heldout);
-    const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8')) as Record<string, any>;
+    const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8'));
     assert.equal(grpoConfig['world'].dir, world);
     assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
     assert.match(g.stderr, /\d+ RL tasks \(pool train\)/);
@@ -162,7 +162,7 @@ interface ChatRequest {
   messages: { role: string; content: string }[];
 }
 
-/** The transcript the chat messages stand for (the inverse of the HTTP teacher's mapping, DESIGN.md "HTTP teacher"). */
+/** The transcript the chat messages stand for (the inverse of the HTTP teacher's mapping, docs/architecture.md, "HTTP teacher"). */
 function transcriptOf(messages: ChatRequest['messages']): string {
   let t = `${SYS}${SYSTEM_PROMPT}${END}`;
   for (const m of messages.slice(1)) {

@@ -247,7 +247,7 @@ describe('agent-lab world --facts | --docs --tasks (in-process CLI)', () => {
     const r = await capture(() => main(['world', '--facts', ELEMENTS, '--split', 'heldout=60,dev=30', '--out', out]));
     assert.equal(r.code, 0, r.stderr);
     for (const f of ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', 'world.json']) assert.ok(fs.existsSync(path.join(out, f)), f);
-    const m = JSON.parse(fs.readFileSync(path.join(out, 'world.json'), 'utf8')) as Record<string, any>;
+    const m = JSON.parse(fs.readFileSync(path.join(out, 'world.json'), 'utf8'));
     assert.equal(m['format'], 'agent-lab-world/1');
     assert.equal(m['source'].kind, 'facts');
     assert.match(m['source'].files[0].sha256, /^[0-9a-f]{64}$/);

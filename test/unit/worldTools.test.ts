@@ -117,7 +117,7 @@ describe('world tool lists', () => {
       const out = path.join(tmp, 'w');
       const r = await capture(() => main(['world', '--facts', ELEMENTS, '--tools', toolsFile, '--out', out]));
       assert.equal(r.code, 0, r.stderr);
-      const m = JSON.parse(fs.readFileSync(path.join(out, 'world.json'), 'utf8')) as Record<string, any>;
+      const m = JSON.parse(fs.readFileSync(path.join(out, 'world.json'), 'utf8'));
       assert.equal(m['tools'].system_prompt, SYSTEM_PROMPT);
       const longQueries = [...['train', 'heldout', 'dev']].flatMap((s) =>
         fs.readFileSync(path.join(out, `${s}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { hints: { queries: string[] } }),

@@ -140,7 +140,7 @@ describe('the teacher that restates what it read (recipe knob teacherNotes)', ()
     const calls = (t: string) => t.match(/<\|tool_call\|>[^<]*/g);
     assert.deepEqual(calls(notes), calls(seedText));
     assert.equal(notes.slice(notes.lastIndexOf('Answer:')), seedText.slice(seedText.lastIndexOf('Answer:')));
-    const [[e0, a0], [e1, a1]] = sum.hints.facts as [string, string][];
+    const [[e0, a0], [e1, a1]] = sum.hints.facts as [[string, string], [string, string]];
     // The values come from this world's corpus (not the seed's): read them from the passages independently.
     const valueOf = (e: string, a: string) => {
       const clause = `the ${a} of ${e} is `;

@@ -2,7 +2,7 @@
 // tests; test/ui/run.ts: the UI tests): code-server 4.100.3 started in its own process
 // group (setsid) on a free port with scratch user-data, extensions and HOME folders, a
 // supervisor that kills the group when the launcher dies, and Debian's Chromium through
-// playwright-core. See docs/DESIGN.md, "Testing tiers".
+// playwright-core. See docs/architecture.md, "Testing tiers".
 import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -255,7 +255,7 @@ export async function startCodeServer(opts: {
   return { host, process: server, exitReason: () => serverExit, stop };
 }
 
-/** Headless Chromium with a fresh profile (the flags DESIGN.md lists). */
+/** Headless Chromium with a fresh profile (the flags docs/architecture.md lists). */
 export function launchChromium(profileDir: string, viewport = { width: 1440, height: 900 }): Promise<BrowserContext> {
   return chromium.launchPersistentContext(profileDir, {
     executablePath: chromiumPath,

@@ -1,11 +1,10 @@
-// Which supervised tokens of an eval or RL row the harness wrote (DESIGN.md, "What
+// Which supervised tokens of an eval or RL row the harness wrote (docs/architecture.md, "What
 // supervised means": where a trace carries generated flags, text the harness wrote is shown
 // as harness text, not as supervised). Pure: no vscode, no Node.
-import type { LossMaskResult } from '../../core/protocol/lsp';
-import { ASST } from '../../core/wire';
-import { FORCED_ANSWER_PREFIX } from './trajectories';
+import type { LossMaskResult } from '../protocol/lsp';
+import { ASST, FORCED_ANSWER_TEXT } from '../wire';
+import { isObj } from '../protocol/isObj';
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Per token, or null when the row carries no generated flags. When the row's flags line up
@@ -21,7 +20,7 @@ export function harnessFlags(mask: Pick<LossMaskResult, 'ids' | 'offsets' | 'sup
     return mask.supervised.map((s, i) => s && gen[i] === 0);
   }
   const regions: [number, number][] = [];
-  const needle = ASST + FORCED_ANSWER_PREFIX;
+  const needle = ASST + FORCED_ANSWER_TEXT;
   for (let k = mask.text.indexOf(needle); k >= 0; k = mask.text.indexOf(needle, k + 1)) {
     regions.push([k + ASST.length, k + needle.length]);
   }

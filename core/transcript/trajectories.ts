@@ -3,12 +3,12 @@
 // reward, text, generated}) parsed into list summaries (small, for 10,000 rows) and, on
 // demand, step cards (thought, tool call, observation, guard, answer). Pure: no vscode,
 // no Node; the panel (inspector.ts) reads the file and posts the results.
-import type { GuardName, SourceKind, StepCard, TrajectoryDetail, TrajectorySummary } from '../../core/protocol/panels';
-import { JsonValue, pyJsonDumps } from '../../core/pyjson';
-import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep } from '../../core/wire';
+import type { GuardName, SourceKind, StepCard, TrajectoryDetail, TrajectorySummary } from '../protocol/panels';
+import { JsonValue, pyJsonDumps } from '../pyjson';
+import { ASST, END, FORCED_ANSWER_TEXT, SYS, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep } from '../wire';
+import { isObj } from '../protocol/isObj';
 
-/** The harness's texts (trainer/agentRuntime.ts; a unit test keeps them equal). */
-export const FORCED_ANSWER_PREFIX = 'Thought: I must answer now.\nAnswer:';
+/** The guards' observations start with their names (core/wire.ts holds the harness's texts). */
 const GUARD_PREFIXES: readonly [string, GuardName][] = [
   ['RepeatedCall:', 'RepeatedCall'],
   ['FormatError:', 'FormatError'],
@@ -97,7 +97,7 @@ export function parseSteps(text: string): { question: string; steps: StepCard[];
     }
     if (!turn.closed) problems.push(`the assistant turn at offset ${turn.start} has no <|end|>`);
     const action = parseAssistantStep(content);
-    const harness = content.startsWith(FORCED_ANSWER_PREFIX);
+    const harness = content.startsWith(FORCED_ANSWER_TEXT);
     const next = turns[t + 1];
     const result = next && next.role === 'tool_result' ? next : undefined;
     const observation = result ? text.slice(result.contentStart, result.contentEnd) : null;
@@ -138,7 +138,6 @@ export interface ParsedSource {
   problems: string[];
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
@@ -172,7 +171,7 @@ export function summarizeText(text: string): { question: string; steps: number; 
     if (turn.role !== 'assistant') continue;
     steps++;
     lastAssistant = turn;
-    if (text.startsWith(FORCED_ANSWER_PREFIX, turn.contentStart)) addGuard('ForcedAnswer');
+    if (text.startsWith(FORCED_ANSWER_TEXT, turn.contentStart)) addGuard('ForcedAnswer');
     const callAt = text.indexOf(TOOL_CALL, turn.contentStart);
     if (callAt < 0 || callAt >= turn.contentEnd) continue;
     const payload = text.slice(callAt + TOOL_CALL.length, turn.contentEnd).trim();
@@ -221,7 +220,7 @@ function summarize(index: number, line: number, text: string, row: Record<string
   return { summary, text };
 }
 
-/** Strips the one trailing newline editors add (DESIGN.md, transcript files). */
+/** Strips the one trailing newline editors add (docs/architecture.md, transcript files). */
 export function transcriptText(fileText: string): string {
   if (fileText.endsWith('\r\n')) return fileText.slice(0, -2);
   if (fileText.endsWith('\n')) return fileText.slice(0, -1);

@@ -2,9 +2,9 @@
 // tool-call body character by character, keeping the live states and the characters
 // allowed before each character, and where and why it was rejected; and the tool call
 // under a cursor in a transcript. Pure: no vscode, no Node.
-import type { GrammarStep, GrammarTrace } from '../../core/protocol/panels';
-import { StateSet, TEMPLATES, accepts, allowedChars, startStates, step, unpackState } from '../../core/grammar';
-import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER } from '../../core/wire';
+import type { GrammarStep, GrammarTrace } from '../protocol/panels';
+import { StateSet, TEMPLATES, accepts, allowedChars, startStates, step, unpackState } from '../grammar';
+import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER } from '../wire';
 
 /** Characters as a reader scans them: ranges (a-z, 0-9, 1-9), named blanks, the rest one by one. */
 export function charGroups(chars: string): string[] {

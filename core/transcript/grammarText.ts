@@ -1,6 +1,6 @@
 // The call grammar's verdict in words: what was legal where a call broke, for diagnostics
 // and hovers ("expected a digit 1-9 for k, got '0'").
-import { Hole, StateSet, TEMPLATES, accepts, startStates, step, unpackState } from '../../core/grammar';
+import { Hole, StateSet, TEMPLATES, accepts, startStates, step, unpackState } from '../grammar';
 
 const HOLE_PHRASES: Record<string, string> = {
   k: 'a digit 1-9 for k',

@@ -1,0 +1,68 @@
+// `agent-lab bench TARGET`: the benchmarks run in a child process from their own
+// development bundle (dist/bench.js, which a production build does not make and the .vsix
+// never ships) or from the source tree through tsx, so neither they nor the test harnesses
+// they borrow (bench/lsp.ts drives the server with test/lsp/client.ts) are in dist/cli.js.
+// A packaged install has no bench/ folder: it says so (exit 1). What the CLI keeps is the
+// argument checking, so `bench nothing` is still bad usage (exit 2) without a checkout.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CliError, UsageError } from './args';
+import type { BackendAsk } from '../trainer/backend';
+
+export const BENCH_TARGETS = ['lsp', 'grammar', 'train'] as const;
+export type BenchTarget = (typeof BENCH_TARGETS)[number];
+
+/** What bench/main.ts is asked to run: the CLI's options, already checked. */
+export interface BenchRequest {
+  target: BenchTarget;
+  json: boolean;
+  large: boolean;
+  iterations?: number;
+  backend?: BackendAsk;
+  rounds?: number;
+  warmup?: number;
+}
+
+export function checkBenchTarget(target: string): BenchTarget {
+  const known = BENCH_TARGETS.find((t) => t === target);
+  if (!known) throw new UsageError(`unknown bench '${target}': this build has ${BENCH_TARGETS.map((t) => `'${t}'`).join(', ')}`);
+  return known;
+}
+
+/** The repository root above this bundle (dist/cli.js) or this source file (cli/bench.ts). */
+function checkoutRoot(): string {
+  return path.resolve(__dirname, '..');
+}
+
+/**
+ * Runs the benchmarks in a child process: the development bundle dist/bench.js when the
+ * build made one (the figures are then the bundled code's, as shipped), else bench/main.ts
+ * through tsx. Resolves when the child exits with 0.
+ */
+export async function runBenchFromSource(request: BenchRequest): Promise<void> {
+  const root = checkoutRoot();
+  const bundle = path.join(root, 'dist', 'bench.js');
+  const entry = path.join(root, 'bench', 'main.ts');
+  let args: string[];
+  if (fs.existsSync(bundle) && fs.existsSync(entry)) {
+    args = ['-e', `require(${JSON.stringify(bundle)}).runBenchProcess(process.argv[1])`, JSON.stringify(request)];
+  } else {
+    try {
+      if (!fs.existsSync(entry)) throw new Error('no bench/');
+      // tsx's loader for both module systems: the benchmarks load their parts with import().
+      args = ['--import', pathToFileURL(createRequire(entry).resolve('tsx')).href, entry, JSON.stringify(request)];
+    } catch {
+      throw new CliError(`the benchmarks run from a source checkout (bench/*.ts through tsx; npm ci there); this installation at ${root} has none`);
+    }
+  }
+  const child = spawn(process.execPath, args, { cwd: process.cwd(), stdio: 'inherit' });
+  const code = await new Promise<number>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (status, signal) => resolve(status ?? (signal ? 1 : 0)));
+  });
+  // The child printed its own one-line error first.
+  if (code !== 0) throw new CliError(`bench ${request.target} failed (exit ${code})`);
+}

@@ -1,0 +1,30 @@
+// Lint: `npm run lint`. Type-aware (typescript-eslint's project service reads the nearest
+// tsconfig: tsconfig.json for the Node side, webview-ui/tsconfig.json for the panels).
+// The folder import boundaries are one local rule (scripts/eslint/boundaries.mjs).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import boundaries from './scripts/eslint/boundaries.mjs';
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'out/**', 'runs/**', '.test-tools/**', '.vscode-test/**', 'test-results/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { 'agent-lab': boundaries },
+    rules: {
+      'agent-lab/boundaries': 'error',
+      // A promise nobody awaits loses its rejection: the bug class this lint is here for.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+      // The lexers match ASCII on purpose (/[^\x00-\x7f]/): a control-character range is the point there.
+      'no-control-regex': 'off',
+      // tsc's noUnusedLocals/noUnusedParameters already say this; `_name` marks a parameter kept for a signature.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+    },
+  },
+);

@@ -1,0 +1,150 @@
+// The Stack model's configuration: its dimensions, the presets (tiny ... stack-100m), the
+// parameter names and shapes in their canonical order (checkpoints and flat gradient
+// buffers use it), and the label value of a position that is not a loss target. No
+// tensors here: the CLI, the extension and the run folders read presets without tfjs.
+// (Split out of trainer/model.ts, which re-exports all of it.)
+import { IGNORE_INDEX } from '../core/sftFormat';
+
+export interface ModelConfig {
+  /** Embedding rows (the tokenizer's vocabulary size, or that padded up; see padVocabTo). */
+  vocab: number;
+  dModel: number;
+  layers: number;
+  /** Query heads; head dim = dModel / heads. */
+  heads: number;
+  /** Key/value heads (grouped-query attention); divides `heads`. */
+  kvHeads: number;
+  /** SwiGLU inner size. */
+  mlp: number;
+  /** Context length (the longest sequence the model accepts). */
+  maxSeq: number;
+  /** RoPE base. */
+  ropeBase: number;
+}
+
+export type PresetName = 'tiny' | 'small' | 'long' | 'stack-100m';
+export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'long', 'stack-100m'];
+
+export interface Preset {
+  /** Model dimensions; the vocabulary comes from the tokenizer (padded up to padVocabTo). */
+  model: Omit<ModelConfig, 'vocab'> & { padVocabTo?: number };
+  /** Sequences per optimiser step. */
+  batch: number;
+  /** Peak learning rate (AdamW). */
+  lr: number;
+  /** Default training budget in minutes (optimiser time), when the preset has no `steps`. */
+  minutes: number;
+  /** Default training budget in optimiser steps (wins over `minutes`): reproducible under load. */
+  steps?: number;
+  betas: [number, number];
+  weightDecay: number;
+  /** Global gradient-norm clip. */
+  clip: number;
+  warmupSteps: number;
+  /** Cosine decay ends at lr * minLrRatio. */
+  minLrRatio: number;
+  /** Where the preset is meant to run. */
+  device: 'cpu' | 'gpu';
+  summary: string;
+}
+
+export const PRESETS: Record<PresetName, Preset> = {
+  tiny: {
+    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 4e-3,
+    minutes: 12,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 50,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: '~465k parameters at vocab 748: the calibration that learned best on 2 CPU cores (PyTorch, 12 minutes)',
+  },
+  small: {
+    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 3e-3,
+    minutes: 20,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 50,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: '~1.3M parameters: more capacity, fewer steps per minute',
+  },
+  long: {
+    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 4e-3,
+    minutes: 60,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 100,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: "~650k parameters (tiny's width, one more layer) for a 60-minute CPU budget",
+  },
+  'stack-100m': {
+    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768 },
+    batch: 8,
+    lr: 6e-4,
+    minutes: 120,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 200,
+    minLrRatio: 0.1,
+    device: 'gpu',
+    summary: "the seed's ~101M-parameter Stack (d 512, 30 layers, 8 q / 2 kv heads, head 64): for a GPU",
+  },
+};
+
+/** The ModelConfig of a preset for a tokenizer of `vocab` tokens (padded up when the preset says so). */
+export function presetConfig(name: PresetName, vocab: number): ModelConfig {
+  const p = PRESETS[name];
+  if (!p) throw new Error(`unknown preset '${name}' (known: ${PRESET_NAMES.join(', ')})`);
+  const { padVocabTo, ...dims } = p.model;
+  return { vocab: padVocabTo !== undefined ? Math.max(vocab, padVocabTo) : vocab, ...dims };
+}
+
+export function validateConfig(cfg: ModelConfig): void {
+  const ints: (keyof ModelConfig)[] = ['vocab', 'dModel', 'layers', 'heads', 'kvHeads', 'mlp', 'maxSeq'];
+  for (const k of ints) {
+    if (!Number.isInteger(cfg[k]) || cfg[k] < 1) throw new Error(`model config: ${k} must be a positive integer (got ${cfg[k]})`);
+  }
+  if (cfg.dModel % cfg.heads !== 0) throw new Error(`model config: dModel ${cfg.dModel} is not a multiple of heads ${cfg.heads}`);
+  if (cfg.heads % cfg.kvHeads !== 0) throw new Error(`model config: heads ${cfg.heads} is not a multiple of kvHeads ${cfg.kvHeads}`);
+  if ((cfg.dModel / cfg.heads) % 2 !== 0) throw new Error('model config: the head dim must be even (RoPE)');
+  if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');
+}
+
+/** Parameter names and shapes, in the canonical order (checkpoints and flat buffers use it). */
+export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[] {
+  const hd = cfg.dModel / cfg.heads;
+  const d = cfg.dModel;
+  const specs: { name: string; shape: number[] }[] = [{ name: 'tok_embeddings', shape: [cfg.vocab, d] }];
+  for (let i = 0; i < cfg.layers; i++) {
+    specs.push(
+      { name: `layers.${i}.attn_norm`, shape: [d] },
+      { name: `layers.${i}.wqkv`, shape: [d, (cfg.heads + 2 * cfg.kvHeads) * hd] },
+      { name: `layers.${i}.wo`, shape: [cfg.heads * hd, d] },
+      { name: `layers.${i}.mlp_norm`, shape: [d] },
+      { name: `layers.${i}.w_gate`, shape: [d, cfg.mlp] },
+      { name: `layers.${i}.w_up`, shape: [d, cfg.mlp] },
+      { name: `layers.${i}.w_down`, shape: [cfg.mlp, d] },
+    );
+  }
+  specs.push({ name: 'final_norm', shape: [d] });
+  return specs;
+}
+
+export function countParams(cfg: ModelConfig): number {
+  return paramSpecs(cfg).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+}
+
+/** Label value of a position that is not a loss target (the data's IGNORE_INDEX, one constant). */
+export const IGNORE = IGNORE_INDEX;
