@@ -125,6 +125,13 @@ export const RECIPES: Record<string, Recipe> = {
     description: 'copy-enlarged with the answer span weighted x3 more (x15 in all): the held-out misses are answers not copied from the calculator',
     kindWeights: { answer: 3 },
   },
+  'balanced-answer': {
+    ...COPY_ENLARGED,
+    name: 'balanced-answer',
+    description: 'answer-heavy with shape-balanced sampling: double and lookup are 3.7% of the natural mix and fail at every budget',
+    shapeWeights: BALANCED,
+    kindWeights: { answer: 3 },
+  },
   'reader-answer': {
     ...COPY_ENLARGED,
     name: 'reader-answer',
