@@ -91,8 +91,8 @@ export async function runTrainCommand(o: Options): Promise<void> {
   );
   const s = result.summary;
   console.log(
-    `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
-      (s['heldout_accuracy'] !== undefined ? `; held-out exact match ${(100 * Number(s['heldout_accuracy'])).toFixed(1)}%` : ''),
+    `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
+      (s.heldout_accuracy !== undefined ? `; held-out exact match ${(100 * s.heldout_accuracy).toFixed(1)}%` : ''),
   );
   console.log(JSON.stringify(s));
 }
@@ -137,11 +137,11 @@ export async function runGrpoCommand(o: Options): Promise<void> {
     ),
   );
   const s = result.summary;
-  const pct = (x: unknown) => `${(100 * Number(x)).toFixed(1)}%`;
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   console.log(
-    `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} GRPO steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
-      (s['heldout_accuracy_before'] !== undefined ? `; held-out exact match before ${pct(s['heldout_accuracy_before'])}` : '') +
-      (s['heldout_accuracy'] !== undefined ? `, after ${pct(s['heldout_accuracy'])}` : ''),
+    `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} GRPO steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
+      (s.heldout_accuracy_before !== undefined ? `; held-out exact match before ${pct(s.heldout_accuracy_before)}` : '') +
+      (s.heldout_accuracy !== undefined ? `, after ${pct(s.heldout_accuracy)}` : ''),
   );
   console.log(JSON.stringify(s));
 }
@@ -162,15 +162,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
       hooks,
     ),
   );
-  const s = result.summary as {
-    accuracy: number;
-    n: number;
-    by_kind: Record<string, { n: number; accuracy: number }>;
-    failures: Record<string, number>;
-    span_accuracy: Record<string, number>;
-    contaminated: number;
-    steps_mean: number;
-  };
+  const s = result.summary;
   if (!o['json']) {
     console.log(`exact match ${(100 * s.accuracy).toFixed(1)}% on ${s.n} tasks (mean ${s.steps_mean.toFixed(2)} steps)`);
     for (const [k, v] of Object.entries(s.by_kind)) console.log(`  ${k.padEnd(8)} ${(100 * v.accuracy).toFixed(1)}% of ${v.n}`);

@@ -37,6 +37,8 @@ import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
+import type { MetricRecord } from '../core/protocol/metrics';
+import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
 import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadWorldTasks, startBackend } from './sft';
 import type { AdapterInfo } from './backend';
 
@@ -248,7 +250,7 @@ export function flatlineMessage(steps: number, accuracy: number, rewardStd: numb
   );
 }
 
-export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancelled: boolean; summary: Record<string, unknown> }> {
+export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResult<'grpo'>> {
   const runDir = path.resolve(o.runDir);
   const configFile = path.join(runDir, CONFIG_FILE);
   let previous: GrpoConfig | null = null;
@@ -492,8 +494,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   let flatRun = 0;
   let cancelled = false;
   const zeroStdCurve: number[] = [];
-  const curve: { step: number; accuracy: number }[] = [];
-  let lastRecord: Record<string, unknown> = {};
+  const curve: AccuracyPoint[] = [];
+  let lastRewardMean: number | undefined;
 
   const divergence = new DivergenceGuard(runDir);
   const checkpoint = async () => {
@@ -653,14 +655,17 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       const groups = groupStds.length;
       const frac = groups ? groupsFlat / groups : 0;
       zeroStdCurve.push(frac);
-      const rec: Record<string, unknown> = {
+      const rewardMean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+      const accuracy = rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length);
+      const rewardStd = groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups);
+      const rec: MetricRecord = {
         phase: 'grpo',
         step,
         time: elapsed(),
-        reward_mean: rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length),
+        reward_mean: rewardMean,
         // TRL's reward_std: the mean over groups of the within-group std.
-        reward_std: groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups),
-        accuracy: rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length),
+        reward_std: rewardStd,
+        accuracy,
         frac_reward_zero_std: frac,
         skipped_groups: skipped,
         groups,
@@ -682,18 +687,18 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       if (frac === 1) flatRun++;
       else flatRun = 0;
       if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
-        const msg = flatlineMessage(flatRun, rec['accuracy'] as number, rec['reward_std'] as number, g.temperature, formatRewardSpec(rewardSpec));
+        const msg = flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
         rec['warning'] = msg;
         hooks.log('warn', msg);
       }
-      metrics.append(rec as { phase: 'grpo'; step: number; time: number });
+      metrics.append(rec);
       hooks.metrics(rec);
-      lastRecord = rec;
+      lastRewardMean = rewardMean;
       hooks.progress(
         'grpo',
         budget.steps !== undefined ? step : Math.round(elapsed()),
         budget.steps ?? Math.round(budgetMs / 1000),
-        `step ${step}: reward ${(rec['reward_mean'] as number).toFixed(3)}, solved ${(100 * (rec['accuracy'] as number)).toFixed(0)}%, ` +
+        `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
           `flat groups ${groupsFlat}/${groups}`,
       );
       if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();
@@ -704,20 +709,20 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     }
     await checkpoint();
     const after = !cancelled && !hooks.isCancelled() ? await accuracyPoint(true) : null;
-    const summary = {
+    const summary: GrpoSummary = {
       runDir,
       from: fromRun,
       steps: step,
       minutes: elapsed() / 60,
       wallMinutes: (Date.now() - startedAt) / 60000,
       backend: backend.used,
-      reward_mean: lastRecord['reward_mean'],
+      reward_mean: lastRewardMean,
       ...(before ? { heldout_accuracy_before: before.accuracy } : {}),
       ...(after ? { heldout_accuracy: after.accuracy, by_kind: after.by_kind } : {}),
       frac_reward_zero_std: zeroStdCurve,
       curve,
     };
-    return { cancelled, summary };
+    return { kind: 'grpo', cancelled, summary };
   } finally {
     metrics.close();
     opt.dispose();

@@ -29,13 +29,15 @@ import { dataFiles, ensureRunData, loadTokenizer, readJsonlRows, readTraceRows }
 import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkSftConfig, checkpointModelConfig, ignoredOnResume, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
 import { DEFAULT_RECIPE, Recipe, TeacherKnobs, getRecipe, phaseAt } from './recipes';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
+import type { MetricRecord } from '../core/protocol/metrics';
+import type { AccuracyPoint, JobResult, SftSummary } from '../core/protocol/worker';
 import { taskFromRow, type TaskRowLike } from './taskRows';
 import { WorldSplits, readWorldFolder, runSplits, worldRecord } from './worldFolder';
 
 export interface JobHooks {
   started(backend: string): void;
   progress(phase: string, done: number, total: number, message?: string): void;
-  metrics(record: Record<string, unknown>): void;
+  metrics(record: MetricRecord): void;
   log(level: 'info' | 'warn' | 'error', message: string): void;
   checkpoint(step: number, path: string): void;
   isCancelled(): boolean;
@@ -272,7 +274,7 @@ export async function startBackend(ask: string, hooks: Pick<JobHooks, 'started' 
   return backend;
 }
 
-export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelled: boolean; summary: Record<string, unknown> }> {
+export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<'sft'>> {
   const runDir = path.resolve(o.runDir);
   const configFile = path.join(runDir, CONFIG_FILE);
   const files = dataFiles(runDir);
@@ -548,9 +550,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
   const ckEvery = (o.checkpointEverySeconds ?? 120) * 1000;
   let step = startStep;
   let cancelled = false;
-  let lastRecord: Record<string, unknown> = {};
-  const curve: { step: number; time: number; accuracy: number }[] = [];
-  const devCurve: { step: number; time: number; accuracy: number }[] = [];
+  let lastStep: { loss: number; sup_acc: number } | undefined;
+  const curve: AccuracyPoint[] = [];
+  const devCurve: AccuracyPoint[] = [];
 
   const divergence = new DivergenceGuard(runDir);
   const checkpoint = async () => {
@@ -614,7 +616,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
       const dt = Date.now() - t0;
       trainMs += dt;
       step = r.step;
-      const rec: Record<string, unknown> = {
+      const rec: MetricRecord = {
         phase: 'sft',
         step,
         time: elapsed(),
@@ -630,9 +632,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
         ...(r.skipped ? { skipped: true } : {}),
       };
       if (step % heldoutEvery === 0 && heldExamples.length) rec['heldout_loss'] = await heldoutLoss(model, heldExamples);
-      metrics.append(rec as { phase: 'sft'; step: number; time: number });
+      metrics.append(rec);
       hooks.metrics(rec);
-      lastRecord = rec;
+      lastStep = { loss: r.loss, sup_acc: r.supervised ? r.correct / r.supervised : 0 };
       divergence.observe(r, step); // throws after MAX_NONFINITE_STEPS in a row (no checkpoint of NaN weights)
       if (totalSteps !== undefined) hooks.progress('sft', step, totalSteps, `loss ${r.loss.toFixed(3)}`);
       else hooks.progress('sft', Math.round(elapsed()), Math.round(budgetMs / 1000), `step ${step}, loss ${r.loss.toFixed(3)}`);
@@ -646,19 +648,19 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<{ cancelle
     await checkpoint();
     let final: EvalSummary | null = null;
     if (!cancelled && evalPoints.includes(1) && !hooks.isCancelled()) final = await accuracyPoint(true);
-    const summary = {
+    const summary: SftSummary = {
       runDir,
       steps: step,
       minutes: elapsed() / 60,
       wallMinutes: (Date.now() - startedAt) / 60000,
       backend: backend.used,
-      loss: lastRecord['loss'],
-      sup_acc: lastRecord['sup_acc'],
+      loss: lastStep?.loss,
+      sup_acc: lastStep?.sup_acc,
       ...(final ? { heldout_accuracy: final.accuracy, by_kind: final.by_kind, span_accuracy: final.span_accuracy } : {}),
       curve,
       dev_curve: devCurve,
     };
-    return { cancelled, summary };
+    return { kind: 'sft', cancelled, summary };
   } finally {
     metrics.close();
     opt.dispose();
