@@ -15,7 +15,8 @@ import { checkpointModelConfig, configModel, readRunConfig } from '../trainer/ru
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
-import { UserError, runSft } from '../trainer/sft';
+import { UserError } from '../trainer/jobRun';
+import { runSft } from '../trainer/sft';
 import { PreflightRefusal, RlPool, ScaleRewards, runGrpo } from '../trainer/grpo';
 import type { EvalSplit } from '../core/protocol/worker';
 import { worldEnv, worldTemplates } from '../core/worlds';

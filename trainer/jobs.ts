@@ -15,11 +15,13 @@ import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { stubTeacherOptions, teacherKnobsOf } from './recipes';
 import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
-import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
+import { type JobHooks, UserError } from './jobRun';
+import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
+import { runSft } from './sft';
 import { runGrpo } from './grpo';
 import { readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
 
-export type { JobHooks } from './sft';
+export type { JobHooks } from './jobRun';
 export type { JobResult } from '../core/protocol/worker';
 
 /** Runs one job; the result's `kind` (and so its summary's type) is the spec's. */
