@@ -2,7 +2,7 @@
 // progress on stderr. Ctrl-C stops after the current step with a checkpoint (a second
 // Ctrl-C exits at once; the last complete checkpoint is still there).
 import * as path from 'node:path';
-import { CliError, UsageError } from './args';
+import { CliError, OptionSpec, ParsedArgs, UsageError } from './args';
 import { ToolEnv } from '../core/env';
 import { buildCorpus } from '../core/world';
 import { AgentRuntime } from '../trainer/agentRuntime';
@@ -17,12 +17,34 @@ import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError } from '../trainer/jobRun';
 import { runSft } from '../trainer/sft';
-import { PreflightRefusal, RlPool, ScaleRewards, runGrpo } from '../trainer/grpo';
+import { PreflightRefusal, RL_POOLS, RlPool, SCALE_REWARDS, ScaleRewards, runGrpo } from '../trainer/grpo';
 import type { EvalSplit } from '../core/protocol/worker';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
 type Options = Record<string, string | number | boolean | undefined>;
+
+/** Options of `train grpo` only (docs/architecture.md, "GRPO defaults" for their defaults). */
+export const GRPO_OPTIONS: Record<string, OptionSpec> = {
+  from: { kind: 'string', path: true },
+  'from-checkpoint': { kind: 'string' },
+  group: { kind: 'int', min: 1, max: 1024 },
+  tasks: { kind: 'int', min: 1, max: 1024 },
+  temperature: { kind: 'number', min: 0, max: 10 },
+  'max-steps': { kind: 'int', min: 1, max: 100 },
+  reward: { kind: 'string' },
+  clip: { kind: 'number', min: 0, max: 1 },
+  'kl-beta': { kind: 'number', min: 0, max: 100 },
+  'epochs-per-batch': { kind: 'int', min: 1, max: 100 },
+  lr: { kind: 'number', min: 0, max: 1 },
+  seed: { kind: 'int' },
+  'eval-every': { kind: 'int', min: 0, max: 1000000 },
+  'system-prompt': { kind: 'string' },
+  pool: { kind: 'string', choices: [...RL_POOLS] },
+  'scale-rewards': { kind: 'string', choices: [...SCALE_REWARDS] },
+  'dynamic-sampling': { kind: 'string', choices: ['on', 'off'] },
+  'max-draws': { kind: 'int', min: 1, max: 100000 },
+};
 
 export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
   let cancelled = false;
@@ -228,4 +250,42 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
   } finally {
     model.dispose();
   }
+}
+
+/** `train sft|grpo`: which options belong to which training, and what a resume may not change. */
+export async function cmdTrain(a: ParsedArgs): Promise<void> {
+  if (a.positional !== 'sft' && a.positional !== 'grpo') throw new UsageError(`unknown training '${a.positional}': this build has 'sft' and 'grpo'`);
+  if (a.options['minutes'] !== undefined && a.options['steps'] !== undefined) throw new UsageError('give --minutes or --steps, not both');
+  const misplaced = (names: readonly string[]) => names.filter((n) => a.options[n] !== undefined).map((n) => `--${n}`);
+  // A resumed run keeps what it learns with (its config.json); silently ignoring a new value would mislead.
+  const notOnResume = (names: readonly string[]): void => {
+    const given = a.options['resume'] ? misplaced(names) : [];
+    if (given.length) {
+      throw new UsageError(
+        `--resume continues the run with the settings in its config.json; ${given.join(', ')} cannot change them ` +
+          '(drop them to continue the run as it was, or start a new run with another --run)',
+      );
+    }
+  };
+  if (a.positional === 'sft') {
+    // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
+    const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
+    if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces']);
+    if (a.options['from'] !== undefined && a.options['world'] !== undefined) throw new UsageError("--from continues on that run's data and world: drop --world");
+    await runTrainCommand(a.options);
+    return;
+  }
+  notOnResume([...Object.keys(GRPO_OPTIONS), 'steps', 'minutes']);
+  if (a.options['world'] !== undefined || a.options['traces'] !== undefined) {
+    throw new UsageError("'train grpo' takes the world of its --from run (recorded in its config.json): drop --world/--traces");
+  }
+  const wrong = misplaced(['preset', 'recipe']);
+  if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
+  if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
+  await runGrpoCommand(a.options);
+}
+
+export async function cmdEval(a: ParsedArgs): Promise<void> {
+  await runEvalCommand(a.options);
 }
