@@ -17,34 +17,16 @@ import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError } from '../trainer/jobRun';
 import { runSft } from '../trainer/sft';
-import { PreflightRefusal, RL_POOLS, RlPool, SCALE_REWARDS, ScaleRewards, runGrpo } from '../trainer/grpo';
+import { PreflightRefusal, runGrpo } from '../trainer/grpo';
+import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
 import type { EvalSplit } from '../core/protocol/worker';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
-/** Options of `train grpo` only (docs/architecture.md, "GRPO defaults" for their defaults). */
-export const GRPO_OPTIONS: Record<string, OptionSpec> = {
-  from: { kind: 'string', path: true },
-  'from-checkpoint': { kind: 'string' },
-  group: { kind: 'int', min: 1, max: 1024 },
-  tasks: { kind: 'int', min: 1, max: 1024 },
-  temperature: { kind: 'number', min: 0, max: 10 },
-  'max-steps': { kind: 'int', min: 1, max: 100 },
-  reward: { kind: 'string' },
-  clip: { kind: 'number', min: 0, max: 1 },
-  'kl-beta': { kind: 'number', min: 0, max: 100 },
-  'epochs-per-batch': { kind: 'int', min: 1, max: 100 },
-  lr: { kind: 'number', min: 0, max: 1 },
-  seed: { kind: 'int' },
-  'eval-every': { kind: 'int', min: 0, max: 1000000 },
-  'system-prompt': { kind: 'string' },
-  pool: { kind: 'string', choices: [...RL_POOLS] },
-  'scale-rewards': { kind: 'string', choices: [...SCALE_REWARDS] },
-  'dynamic-sampling': { kind: 'string', choices: ['on', 'off'] },
-  'max-draws': { kind: 'int', min: 1, max: 100000 },
-};
+/** Options of `train grpo` only (the GRPO option table, core/protocol/grpoOptions.ts; "GRPO defaults" for their defaults). */
+export const GRPO_OPTIONS: Record<string, OptionSpec> = grpoOnlyFlags();
 
 export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
   let cancelled = false;
@@ -123,38 +105,12 @@ export async function runTrainCommand(o: Options): Promise<void> {
 /** `agent-lab train grpo`: RL from an SFT run; the pre-flight report, progress and warnings on stderr. */
 export async function runGrpoCommand(o: Options): Promise<void> {
   const hooks = trainJobHooks();
-  const num = (k: string) => (o[k] !== undefined ? (o[k] as number) : undefined);
-  const pick = <T>(k: string, v: T | undefined) => (v !== undefined ? { [k]: v } : {});
   const result = await withSigint(hooks, () =>
     runGrpo(
       {
         runDir: o['run'] as string,
-        ...pick('from', o['from'] as string | undefined),
-        ...pick('fromCheckpoint', o['from-checkpoint'] as string | undefined),
-        ...pick('steps', num('steps')),
-        ...pick('minutes', num('minutes')),
-        ...pick('groupSize', num('group')),
-        ...pick('tasksPerStep', num('tasks')),
-        ...pick('temperature', num('temperature')),
-        ...pick('maxSteps', num('max-steps')),
-        ...pick('reward', o['reward'] as string | undefined),
-        ...pick('clip', num('clip')),
-        ...pick('klBeta', num('kl-beta')),
-        ...pick('epochsPerBatch', num('epochs-per-batch')),
-        ...pick('lr', num('lr')),
-        ...pick('seed', num('seed')),
-        ...pick('evalEvery', num('eval-every')),
-        ...pick('evalLimit', num('eval-limit')),
-        ...pick('systemPrompt', o['system-prompt'] as string | undefined),
-        ...pick('backend', o['backend'] as string | undefined),
-        ...pick('checkpointEverySeconds', num('checkpoint-every')),
-        ...pick('pool', o['pool'] as RlPool | undefined),
-        ...pick('scaleRewards', o['scale-rewards'] as ScaleRewards | undefined),
-        ...pick('dynamicSampling', o['dynamic-sampling'] === undefined ? undefined : o['dynamic-sampling'] === 'on'),
-        ...pick('maxDraws', num('max-draws')),
-        ...pick('parallel', o['threads'] === undefined ? undefined : (o['threads'] as number) - 1),
-        ...pick('keepCheckpoints', num('keep-checkpoints')),
-        ...(o['resume'] ? { resume: true } : {}),
+        ...grpoOptionsFromFlags(o),
+        ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
       },
       hooks,
     ),

@@ -11,6 +11,7 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
+import { grpoJobOptionsFromSettings } from '../core/protocol/grpoOptions';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
@@ -319,25 +320,19 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
   const runDir = await uniqueRunDir(folder, args.runName ?? `grpo-${timestamp()}`);
-  const num = (key: string, v: number | undefined) => {
-    const value = v ?? config.get<number>(key);
-    return typeof value === 'number' ? value : undefined;
-  };
-  const steps = num('grpo.steps', args.steps);
-  const groupSize = num('grpo.groupSize', args.groupSize);
-  const tasksPerStep = num('grpo.tasksPerStep', args.tasksPerStep);
-  const temperature = num('grpo.temperature', undefined);
-  const reward = args.reward ?? config.get<string>('grpo.reward');
+  // The agentLab.grpo.* settings the option table names (core/protocol/grpoOptions.ts), under the arguments given.
+  const fromSettings = grpoJobOptionsFromSettings((setting) => config.get(setting), {
+    steps: args.steps,
+    groupSize: args.groupSize,
+    tasksPerStep: args.tasksPerStep,
+    reward: args.reward,
+  });
   const spec: JobSpec = {
     kind: 'grpo',
     runDir,
     from,
     backend: config.get<string>('backend') ?? 'auto',
-    ...(steps !== undefined ? { steps } : {}),
-    ...(groupSize !== undefined ? { groupSize } : {}),
-    ...(tasksPerStep !== undefined ? { tasksPerStep } : {}),
-    ...(temperature !== undefined ? { temperature } : {}),
-    ...(reward ? { reward } : {}),
+    ...fromSettings,
     ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
     ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
     ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),

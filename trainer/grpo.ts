@@ -37,6 +37,7 @@ import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, type MetricsWriter } from './runStore';
+import { RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
 import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
@@ -69,50 +70,19 @@ export const GRPO_DEFAULTS = {
   maxDrawsPerTask: 3,
 };
 
-export interface GrpoOptions {
+/**
+ * A GRPO run's options: the table's (core/protocol/grpoOptions.ts: the CLI flags, the job
+ * spec and the editor settings are derived from it) and what only code sets.
+ */
+export interface GrpoOptions extends GrpoTableOptions {
   runDir: string;
-  /** The SFT run whose checkpoint is the starting policy and the frozen reference. */
-  from?: string;
-  fromCheckpoint?: string;
-  steps?: number;
-  minutes?: number;
-  groupSize?: number;
-  tasksPerStep?: number;
-  temperature?: number;
-  maxSteps?: number;
-  reward?: string;
-  clip?: number;
-  klBeta?: number;
-  epochsPerBatch?: number;
-  lr?: number;
-  seed?: number;
-  /** GRPO steps between held-out accuracy points (0: only before and after). */
-  evalEvery?: number;
-  /** Held-out tasks per accuracy point (default all 50; 0: none). */
-  evalLimit?: number;
-  /** Overrides the system prompt of the rollouts (the drift check compares it with the SFT data). */
-  systemPrompt?: string;
-  resume?: boolean;
-  backend?: string;
+  /** Data-parallel worker threads ('auto' default; the CLI's --threads N is N - 1 of them). */
   parallel?: number | 'auto';
-  checkpointEverySeconds?: number;
+  /** Flat steps in a row before the run says so in words. */
   flatlineSteps?: number;
-  /** The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled). */
-  pool?: RlPool;
-  /** How advantages are scaled: by the group's reward std, the batch's, or not at all. */
-  scaleRewards?: ScaleRewards;
-  /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */
-  dynamicSampling?: boolean;
-  /** Tasks drawn per step at most under dynamic sampling. */
-  maxDraws?: number;
-  /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
-  keepCheckpoints?: number;
 }
 
-export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities'] as const;
-export type RlPool = (typeof RL_POOLS)[number];
-export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
-export type ScaleRewards = (typeof SCALE_REWARDS)[number];
+export { RL_POOLS, SCALE_REWARDS, type RlPool, type ScaleRewards };
 
 /** Fresh RL pools: this many training worlds, this many tasks of each shape from each. */
 const RL_POOL_WORLDS = 50;

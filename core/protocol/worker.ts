@@ -6,6 +6,7 @@
 // kind (JobResult: what the trainer's jobs return and the CLI prints); a `metrics` message a
 // metrics.jsonl record (./metrics.ts). Types and validators only: no Node, no DOM.
 import { isObj } from './isObj';
+import { GRPO_JOB_FIELDS, type GrpoJobOptions } from './grpoOptions';
 import { isMetricRecord, type MetricRecord } from './metrics';
 
 export type JobKind = 'sft' | 'grpo' | 'eval';
@@ -42,28 +43,13 @@ export interface EvalJobSpec {
   /** Evaluate on this world folder's split instead of the run's own world. */
   world?: string;
 }
-/** GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out). */
-export interface GrpoJobSpec {
+/**
+ * GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out): the
+ * options the table marks `job` (./grpoOptions.ts; `from` is not needed with resume).
+ */
+export interface GrpoJobSpec extends GrpoJobOptions {
   kind: 'grpo';
   runDir: string;
-  /** The SFT run folder (not needed with resume). */
-  from?: string;
-  backend?: string;
-  steps?: number;
-  minutes?: number;
-  resume?: boolean;
-  groupSize?: number;
-  tasksPerStep?: number;
-  temperature?: number;
-  maxSteps?: number;
-  reward?: string;
-  klBeta?: number;
-  lr?: number;
-  evalEvery?: number;
-  evalLimit?: number;
-  systemPrompt?: string;
-  /** Seconds between checkpoints (default 120; 0: after every step). */
-  checkpointEverySeconds?: number;
 }
 export type JobSpec = SftJobSpec | GrpoJobSpec | EvalJobSpec;
 
@@ -187,11 +173,9 @@ export function checkJobSpec(v: unknown): string | null {
     return null;
   }
   if (v['kind'] === 'grpo') {
-    for (const k of ['from', 'backend', 'reward', 'systemPrompt']) if (!optStr(v[k])) return `job.${k} must be a string`;
-    for (const k of ['steps', 'minutes', 'groupSize', 'tasksPerStep', 'temperature', 'maxSteps', 'klBeta', 'lr', 'evalEvery', 'evalLimit', 'checkpointEverySeconds']) {
-      if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
-    }
-    if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
+    for (const k of GRPO_JOB_FIELDS.strings) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of GRPO_JOB_FIELDS.numbers) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
+    for (const k of GRPO_JOB_FIELDS.flags) if (v[k] !== undefined && typeof v[k] !== 'boolean') return `job.${k} must be a boolean`;
     if (v['from'] === undefined && v['resume'] !== true) return 'job.from (the SFT run folder) is required unless resuming';
     return null;
   }
