@@ -127,3 +127,9 @@ function convert(name: string, value: string, opt: OptionSpec, usage: string): s
   }
   return value;
 }
+
+/** An int option's value, or `fallback` when it was not given. */
+export function intOption(a: ParsedArgs, name: string, fallback: number): number {
+  const v = a.options[name];
+  return typeof v === 'number' ? v : fallback;
+}

@@ -9,8 +9,8 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CliError, UsageError } from './args';
-import type { BackendAsk } from '../trainer/backend';
+import { CliError, CommandSpec, ParsedArgs, UsageError, parseArgs } from './args';
+import { BACKEND_CHOICES, type BackendAsk } from '../trainer/backend';
 
 export const BENCH_TARGETS = ['lsp', 'grammar', 'train'] as const;
 export type BenchTarget = (typeof BENCH_TARGETS)[number];
@@ -65,4 +65,31 @@ export async function runBenchFromSource(request: BenchRequest): Promise<void> {
   });
   // The child printed its own one-line error first.
   if (code !== 0) throw new CliError(`bench ${request.target} failed (exit ${code})`);
+}
+
+/** `bench`'s options, which may also follow the target. */
+export const BENCH_SPEC: CommandSpec = {
+  name: 'bench',
+  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N]',
+  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
+  positionals: 'none',
+};
+
+/** `bench TARGET [options]`: options may also follow the target (`bench lsp --json`). */
+export async function cmdBench(a: ParsedArgs): Promise<void> {
+  const [target, ...rest] = (a.positional ?? '').split(' ');
+  const more = parseArgs(rest, BENCH_SPEC).options;
+  const opt = (k: string): string | number | boolean | undefined => more[k] ?? a.options[k];
+  const num = (k: string): number | undefined => (typeof opt(k) === 'number' ? (opt(k) as number) : undefined);
+  const backend = opt('backend');
+  // The benchmarks run from the source tree (cli/bench.ts): none of bench/ or test/ is bundled here.
+  await runBenchFromSource({
+    target: checkBenchTarget(target ?? ''),
+    json: opt('json') === true,
+    large: opt('large') === true,
+    ...(num('iterations') !== undefined ? { iterations: num('iterations') } : {}),
+    ...(typeof backend === 'string' ? { backend: backend as BackendAsk } : {}),
+    ...(num('rounds') !== undefined ? { rounds: num('rounds') } : {}),
+    ...(num('warmup') !== undefined ? { warmup: num('warmup') } : {}),
+  });
 }

@@ -172,13 +172,7 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   log(`Training the default student (tiny preset, ${DEFAULT_RECIPE} recipe) for ${minutes} minute(s); progress on stderr.`);
   const hooks = trainJobHooks();
   const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1], ...(options.world !== undefined ? { world: options.world } : {}) }, hooks);
-  const s = result.summary as {
-    steps: number;
-    backend: string;
-    heldout_accuracy?: number;
-    by_kind?: Record<string, { n: number; accuracy: number }>;
-    span_accuracy?: Record<string, number>;
-  };
+  const s = result.summary;
   const pctOf = (x: number | undefined) => (x === undefined ? 'n/a' : `${(100 * x).toFixed(1)}%`);
   log('');
   log(`Student after ${minutes} minute(s) (${s.steps} optimiser steps on ${s.backend}):`);

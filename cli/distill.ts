@@ -3,7 +3,7 @@
 // stderr, the summary to stdout; FILE is written atomically (a killed run leaves the old
 // file or none; Ctrl-C stops new rollouts and writes the tasks already finished).
 import * as path from 'node:path';
-import { UsageError } from './args';
+import { CliError, ParsedArgs, UsageError } from './args';
 import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { AsyncDistillStats, AsyncTeacher, DEFAULT_CONCURRENCY, distillAsync, newDistillStats } from '../core/distillAsync';
 import { API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, makeHttpTeacher } from '../core/teachers/http';
@@ -276,4 +276,14 @@ function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: P
     corpus: parse(path.join(dir, 'corpus.jsonl'), rowToPassage),
     tasks: parse(path.join(dir, `${split}.jsonl`), rowToTask),
   };
+}
+
+/** `distill`: a teacher's failure (a fatal HTTP error, a broken student) is exit 1, not bad usage. */
+export async function cmdDistill(a: ParsedArgs): Promise<void> {
+  try {
+    await runDistillCommand(a.options);
+  } catch (err) {
+    if (err instanceof DistillFailure) throw new CliError(err.message);
+    throw err;
+  }
 }

@@ -2,7 +2,7 @@
 // progress on stderr. Ctrl-C stops after the current step with a checkpoint (a second
 // Ctrl-C exits at once; the last complete checkpoint is still there).
 import * as path from 'node:path';
-import { CliError, UsageError } from './args';
+import { CliError, OptionSpec, ParsedArgs, UsageError } from './args';
 import { ToolEnv } from '../core/env';
 import { buildCorpus } from '../core/world';
 import { AgentRuntime } from '../trainer/agentRuntime';
@@ -15,13 +15,18 @@ import { checkpointModelConfig, configModel, readRunConfig } from '../trainer/ru
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
-import { UserError, runSft } from '../trainer/sft';
-import { PreflightRefusal, RlPool, ScaleRewards, runGrpo } from '../trainer/grpo';
+import { UserError } from '../trainer/jobRun';
+import { runSft } from '../trainer/sft';
+import { PreflightRefusal, runGrpo } from '../trainer/grpo';
+import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
 import type { EvalSplit } from '../core/protocol/worker';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
 type Options = Record<string, string | number | boolean | undefined>;
+
+/** Options of `train grpo` only (the GRPO option table, core/protocol/grpoOptions.ts; "GRPO defaults" for their defaults). */
+export const GRPO_OPTIONS: Record<string, OptionSpec> = grpoOnlyFlags();
 
 export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
   let cancelled = false;
@@ -91,8 +96,8 @@ export async function runTrainCommand(o: Options): Promise<void> {
   );
   const s = result.summary;
   console.log(
-    `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
-      (s['heldout_accuracy'] !== undefined ? `; held-out exact match ${(100 * Number(s['heldout_accuracy'])).toFixed(1)}%` : ''),
+    `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
+      (s.heldout_accuracy !== undefined ? `; held-out exact match ${(100 * s.heldout_accuracy).toFixed(1)}%` : ''),
   );
   console.log(JSON.stringify(s));
 }
@@ -100,48 +105,22 @@ export async function runTrainCommand(o: Options): Promise<void> {
 /** `agent-lab train grpo`: RL from an SFT run; the pre-flight report, progress and warnings on stderr. */
 export async function runGrpoCommand(o: Options): Promise<void> {
   const hooks = trainJobHooks();
-  const num = (k: string) => (o[k] !== undefined ? (o[k] as number) : undefined);
-  const pick = <T>(k: string, v: T | undefined) => (v !== undefined ? { [k]: v } : {});
   const result = await withSigint(hooks, () =>
     runGrpo(
       {
         runDir: o['run'] as string,
-        ...pick('from', o['from'] as string | undefined),
-        ...pick('fromCheckpoint', o['from-checkpoint'] as string | undefined),
-        ...pick('steps', num('steps')),
-        ...pick('minutes', num('minutes')),
-        ...pick('groupSize', num('group')),
-        ...pick('tasksPerStep', num('tasks')),
-        ...pick('temperature', num('temperature')),
-        ...pick('maxSteps', num('max-steps')),
-        ...pick('reward', o['reward'] as string | undefined),
-        ...pick('clip', num('clip')),
-        ...pick('klBeta', num('kl-beta')),
-        ...pick('epochsPerBatch', num('epochs-per-batch')),
-        ...pick('lr', num('lr')),
-        ...pick('seed', num('seed')),
-        ...pick('evalEvery', num('eval-every')),
-        ...pick('evalLimit', num('eval-limit')),
-        ...pick('systemPrompt', o['system-prompt'] as string | undefined),
-        ...pick('backend', o['backend'] as string | undefined),
-        ...pick('checkpointEverySeconds', num('checkpoint-every')),
-        ...pick('pool', o['pool'] as RlPool | undefined),
-        ...pick('scaleRewards', o['scale-rewards'] as ScaleRewards | undefined),
-        ...pick('dynamicSampling', o['dynamic-sampling'] === undefined ? undefined : o['dynamic-sampling'] === 'on'),
-        ...pick('maxDraws', num('max-draws')),
-        ...pick('parallel', o['threads'] === undefined ? undefined : (o['threads'] as number) - 1),
-        ...pick('keepCheckpoints', num('keep-checkpoints')),
-        ...(o['resume'] ? { resume: true } : {}),
+        ...grpoOptionsFromFlags(o),
+        ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
       },
       hooks,
     ),
   );
   const s = result.summary;
-  const pct = (x: unknown) => `${(100 * Number(x)).toFixed(1)}%`;
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   console.log(
-    `${result.cancelled ? 'stopped' : 'trained'}: ${String(s['steps'])} GRPO steps in ${Number(s['minutes']).toFixed(1)} min on ${String(s['backend'])}` +
-      (s['heldout_accuracy_before'] !== undefined ? `; held-out exact match before ${pct(s['heldout_accuracy_before'])}` : '') +
-      (s['heldout_accuracy'] !== undefined ? `, after ${pct(s['heldout_accuracy'])}` : ''),
+    `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} GRPO steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
+      (s.heldout_accuracy_before !== undefined ? `; held-out exact match before ${pct(s.heldout_accuracy_before)}` : '') +
+      (s.heldout_accuracy !== undefined ? `, after ${pct(s.heldout_accuracy)}` : ''),
   );
   console.log(JSON.stringify(s));
 }
@@ -162,15 +141,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
       hooks,
     ),
   );
-  const s = result.summary as {
-    accuracy: number;
-    n: number;
-    by_kind: Record<string, { n: number; accuracy: number }>;
-    failures: Record<string, number>;
-    span_accuracy: Record<string, number>;
-    contaminated: number;
-    steps_mean: number;
-  };
+  const s = result.summary;
   if (!o['json']) {
     console.log(`exact match ${(100 * s.accuracy).toFixed(1)}% on ${s.n} tasks (mean ${s.steps_mean.toFixed(2)} steps)`);
     for (const [k, v] of Object.entries(s.by_kind)) console.log(`  ${k.padEnd(8)} ${(100 * v.accuracy).toFixed(1)}% of ${v.n}`);
@@ -235,4 +206,42 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
   } finally {
     model.dispose();
   }
+}
+
+/** `train sft|grpo`: which options belong to which training, and what a resume may not change. */
+export async function cmdTrain(a: ParsedArgs): Promise<void> {
+  if (a.positional !== 'sft' && a.positional !== 'grpo') throw new UsageError(`unknown training '${a.positional}': this build has 'sft' and 'grpo'`);
+  if (a.options['minutes'] !== undefined && a.options['steps'] !== undefined) throw new UsageError('give --minutes or --steps, not both');
+  const misplaced = (names: readonly string[]) => names.filter((n) => a.options[n] !== undefined).map((n) => `--${n}`);
+  // A resumed run keeps what it learns with (its config.json); silently ignoring a new value would mislead.
+  const notOnResume = (names: readonly string[]): void => {
+    const given = a.options['resume'] ? misplaced(names) : [];
+    if (given.length) {
+      throw new UsageError(
+        `--resume continues the run with the settings in its config.json; ${given.join(', ')} cannot change them ` +
+          '(drop them to continue the run as it was, or start a new run with another --run)',
+      );
+    }
+  };
+  if (a.positional === 'sft') {
+    // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
+    const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
+    if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces']);
+    if (a.options['from'] !== undefined && a.options['world'] !== undefined) throw new UsageError("--from continues on that run's data and world: drop --world");
+    await runTrainCommand(a.options);
+    return;
+  }
+  notOnResume([...Object.keys(GRPO_OPTIONS), 'steps', 'minutes']);
+  if (a.options['world'] !== undefined || a.options['traces'] !== undefined) {
+    throw new UsageError("'train grpo' takes the world of its --from run (recorded in its config.json): drop --world/--traces");
+  }
+  const wrong = misplaced(['preset', 'recipe']);
+  if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
+  if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
+  await runGrpoCommand(a.options);
+}
+
+export async function cmdEval(a: ParsedArgs): Promise<void> {
+  await runEvalCommand(a.options);
 }

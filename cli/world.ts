@@ -3,7 +3,7 @@
 // written, so a bad file (one line naming file, line and field; exit 2) writes nothing.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { BadInputError, UsageError } from './args';
+import { BadInputError, ParsedArgs, UsageError, intOption } from './args';
 import type { TaskKind } from '../core/types';
 import {
   BuiltWorld,
@@ -19,7 +19,9 @@ import {
   parseSplitSpec,
   parseTasksFile,
 } from '../core/worldSource';
-import { INPUT_LIMITS, InputError, readInputText } from '../trainer/files';
+import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/files';
+import { findOverlaps } from '../core/overlap';
+import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { McpTool, toolsLine } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
 import { WORLD_FORMAT, WorldManifest, checkWorldTarget, sha256File, writeWorldFiles } from '../trainer/worldFolder';
@@ -172,4 +174,30 @@ export function runSourceWorldCommand(o: Options): void {
   );
   const unsolvable = Object.entries(built.unsolvable);
   if (unsolvable.length) console.log(`  the stub teacher cannot solve: ${unsolvable.map(([r, n]) => `${r} ${n}`).join(', ')} (use --teacher http or student)`);
+}
+
+/** `world`: the textbook's world (seeded), or a user's from --facts or --docs and --tasks. */
+export function cmdWorld(a: ParsedArgs): void {
+  if (isSourceWorld(a.options) || a.options['shapes'] !== undefined || a.options['split'] !== undefined || a.options['tools'] !== undefined) {
+    if (!isSourceWorld(a.options)) throw new UsageError('--shapes, --split and --tools describe a world from --facts FILE or --docs DIR --tasks FILE');
+    runSourceWorldCommand(a.options);
+    return;
+  }
+  const seed = intOption(a, 'seed', 0);
+  const out = a.options['out'] as string;
+  const corpus = buildCorpus(seed, intOption(a, 'distractors', 120));
+  let pool;
+  try {
+    pool = makeTaskPool(seed, intOption(a, 'train', 200), intOption(a, 'heldout', 50));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  writeJsonlAtomic(path.join(out, 'corpus.jsonl'), corpus.map(passageToRow));
+  writeJsonlAtomic(path.join(out, 'train.jsonl'), pool.train.map(taskToRow));
+  writeJsonlAtomic(path.join(out, 'heldout.jsonl'), pool.heldout.map(taskToRow));
+  const overlap = findOverlaps(pool.train, pool.heldout);
+  console.log(
+    `wrote ${out}: ${corpus.length} passages, ${pool.train.length} train and ${pool.heldout.length} held-out tasks; ` +
+      `${overlap.exact.length} held-out questions also in train, ${overlap.swapped.length} more with operands swapped (training excludes both)`,
+  );
 }

@@ -10,7 +10,8 @@ import * as fs from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { FromWorker, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
+import { FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
+import { grpoJobOptionsFromSettings } from '../core/protocol/grpoOptions';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
@@ -24,13 +25,17 @@ interface ActiveJob {
   spec: JobSpec;
   child: ChildProcess;
   cancel(): void;
-  done: Promise<JobResult>;
+  done: Promise<JobReport>;
 }
-export interface JobResult {
+/** What a training or eval command returns (for scripted use, tests and the message buttons). */
+export interface JobReport {
   ok: boolean;
-  cancelled: boolean;
   runDir: string;
-  summary: Record<string, unknown>;
+  /** The worker's `done` (core/protocol/worker.ts: the summary typed per job kind); null when it never said done. */
+  done: JobResult | null;
+  /** done's `cancelled` and `summary`, flat for scripted callers (empty when it never said done). */
+  cancelled: boolean;
+  summary: JobResult['summary'] | Record<string, never>;
   checkpoints: number[];
   progressEvents: number;
   error?: string;
@@ -201,7 +206,7 @@ async function pickBudget(folder: vscode.WorkspaceFolder): Promise<Budget | unde
   return pick.ask === 'minutes' ? { minutes: Number(value) } : { steps: Math.round(Number(value)) };
 }
 
-async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs | vscode.Uri | RunRef): Promise<JobResult | undefined> {
+async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs | vscode.Uri | RunRef): Promise<JobReport | undefined> {
   // From the Explorer or the Runs view: a traces file (or a world folder with one).
   if (arg instanceof vscode.Uri) {
     const file = fs.statSync(arg.fsPath).isDirectory() ? path.join(arg.fsPath, 'train.traces.jsonl') : arg.fsPath;
@@ -216,7 +221,7 @@ async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs
   return trainSft(context, arg ?? {}, arg === undefined);
 }
 
-async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, interactive: boolean): Promise<JobResult | undefined> {
+async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, interactive: boolean): Promise<JobReport | undefined> {
   const folder = await pickWorkspaceFolder();
   if (!folder) {
     void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
@@ -290,7 +295,7 @@ async function sftRuns(folder: vscode.WorkspaceFolder): Promise<string[]> {
   });
 }
 
-async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Promise<JobResult | undefined> {
+async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Promise<JobReport | undefined> {
   const folder = await pickWorkspaceFolder();
   if (!folder) {
     void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
@@ -315,25 +320,19 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
   const runDir = await uniqueRunDir(folder, args.runName ?? `grpo-${timestamp()}`);
-  const num = (key: string, v: number | undefined) => {
-    const value = v ?? config.get<number>(key);
-    return typeof value === 'number' ? value : undefined;
-  };
-  const steps = num('grpo.steps', args.steps);
-  const groupSize = num('grpo.groupSize', args.groupSize);
-  const tasksPerStep = num('grpo.tasksPerStep', args.tasksPerStep);
-  const temperature = num('grpo.temperature', undefined);
-  const reward = args.reward ?? config.get<string>('grpo.reward');
+  // The agentLab.grpo.* settings the option table names (core/protocol/grpoOptions.ts), under the arguments given.
+  const fromSettings = grpoJobOptionsFromSettings((setting) => config.get(setting), {
+    steps: args.steps,
+    groupSize: args.groupSize,
+    tasksPerStep: args.tasksPerStep,
+    reward: args.reward,
+  });
   const spec: JobSpec = {
     kind: 'grpo',
     runDir,
     from,
     backend: config.get<string>('backend') ?? 'auto',
-    ...(steps !== undefined ? { steps } : {}),
-    ...(groupSize !== undefined ? { groupSize } : {}),
-    ...(tasksPerStep !== undefined ? { tasksPerStep } : {}),
-    ...(temperature !== undefined ? { temperature } : {}),
-    ...(reward ? { reward } : {}),
+    ...fromSettings,
     ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
     ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
     ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
@@ -343,7 +342,7 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
 }
 
 /** Resume: continues an unfinished SFT or GRPO run from its last checkpoint, with its own budget. */
-async function resume(context: vscode.ExtensionContext, ref?: RunRef): Promise<JobResult | undefined> {
+async function resume(context: vscode.ExtensionContext, ref?: RunRef): Promise<JobReport | undefined> {
   let runDir = ref?.runDir;
   if (!runDir) {
     const folder = await pickWorkspaceFolder();
@@ -385,7 +384,7 @@ interface EvalArgs {
   askSplit?: boolean;
 }
 
-async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobResult | undefined> {
+async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobReport | undefined> {
   let runDir = args.runDir;
   if (!runDir) {
     const folder = await pickWorkspaceFolder();
@@ -425,10 +424,10 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
 }
 
 /** The message a job ends with: what it reached, and buttons for the next step. */
-function closeJob(result: JobResult, spec: JobSpec): JobResult {
+function closeJob(result: JobReport, spec: JobSpec): JobReport {
   const name = path.basename(spec.runDir);
-  const s = result.summary;
-  const stepsDone = Number(s['steps'] ?? result.checkpoints.at(-1) ?? 0);
+  const done = result.done;
+  const stepsDone = done && done.kind !== 'eval' ? done.summary.steps : result.checkpoints.at(-1) ?? 0;
   if (spec.kind !== 'eval') rememberOutcome(spec.runDir, result.error ? 'failed' : result.cancelled ? 'cancelled' : 'finished');
   runsChanged.fire();
   if (result.error) return result; // startWorker has shown the error with "Show Log"
@@ -439,13 +438,14 @@ function closeJob(result: JobResult, spec: JobSpec): JobResult {
     message = `${spec.kind.toUpperCase()} ${name} cancelled at step ${stepsDone}; ` + (ck !== undefined ? `checkpoint step-${ck} kept.` : 'no checkpoint was written.');
     actions = ck !== undefined ? ['Resume', 'Open Curves'] : ['Open Curves'];
   } else if (spec.kind === 'eval') {
-    const acc = Number(s['accuracy'] ?? 0);
-    message = `${name}: ${spec.split} exact match ${percent(acc)} on ${Number(s['n'] ?? 0)} tasks (checkpoint step-${Number(s['step'] ?? 0)}).`;
+    const s = done?.kind === 'eval' ? done.summary : undefined;
+    message = `${name}: ${spec.split} exact match ${percent(s?.accuracy ?? 0)} on ${s?.n ?? 0} tasks (checkpoint step-${s?.step ?? 0}).`;
     actions = ['Inspect Evaluation', 'Open Curves', ...(readRun(spec.runDir).kind === 'sft' ? ['Train (GRPO)'] : [])];
   } else {
-    const minutes = Number(s['minutes'] ?? 0).toFixed(1);
-    const held = s['heldout_accuracy'];
-    const before = s['heldout_accuracy_before'];
+    const s = done && done.kind !== 'eval' ? done.summary : undefined;
+    const minutes = (s?.minutes ?? 0).toFixed(1);
+    const held = s?.heldout_accuracy;
+    const before = s && 'heldout_accuracy_before' in s ? s.heldout_accuracy_before : undefined;
     const figure =
       typeof held === 'number'
         ? typeof before === 'number'
@@ -471,7 +471,7 @@ function closeJob(result: JobResult, spec: JobSpec): JobResult {
   return result;
 }
 
-function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title: string): Thenable<JobResult> {
+function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title: string): Thenable<JobReport> {
   return vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: ${title}`, cancellable: true },
     (progress, token) => {
@@ -517,7 +517,7 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
   const workerPath = path.join(context.extensionPath, 'dist', 'worker.js');
   mkdirSync(path.dirname(spec.runDir), { recursive: true });
   const child = fork(workerPath, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], cwd: path.dirname(spec.runDir) });
-  const result: JobResult = { ok: false, cancelled: false, runDir: spec.runDir, summary: {}, checkpoints: [], progressEvents: 0 };
+  const result: JobReport = { ok: false, runDir: spec.runDir, done: null, cancelled: false, summary: {}, checkpoints: [], progressEvents: 0 };
   let killTimer: NodeJS.Timeout | undefined;
   const job: ActiveJob = {
     spec,
@@ -527,7 +527,7 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
       // A worker that does not stop within a minute is killed; checkpoints are complete files.
       killTimer ??= setTimeout(() => child.kill('SIGKILL'), 60_000);
     },
-    done: new Promise<JobResult>((resolve) => {
+    done: new Promise<JobReport>((resolve) => {
       child.stdout?.on('data', (d: Buffer) => log.info(`[worker] ${d.toString().trimEnd()}`));
       child.stderr?.on('data', (d: Buffer) => log.warn(`[worker] ${d.toString().trimEnd()}`));
       child.on('message', (raw: unknown) => {
@@ -553,11 +553,14 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
           case 'progress':
             result.progressEvents++;
             break;
-          case 'done':
+          case 'done': {
+            const { type: _type, ...done } = msg;
             result.ok = true;
-            result.cancelled = msg.cancelled;
-            result.summary = msg.summary;
+            result.done = done;
+            result.cancelled = done.cancelled;
+            result.summary = done.summary;
             break;
+          }
           case 'failed':
             result.error = msg.error;
             break;

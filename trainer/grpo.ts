@@ -35,9 +35,13 @@ import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
-import { DEFAULT_KEEP_CHECKPOINTS, DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf, saveGuarded } from './runGuards';
-import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
-import { CODE_VERSION, JobHooks, UserError, evaluateModel, loadWorldTasks, startBackend } from './sft';
+import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
+import { CONFIG_FILE, type MetricsWriter } from './runStore';
+import { RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
+import type { MetricRecord } from '../core/protocol/metrics';
+import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
+import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
+import { evaluateModel, loadWorldTasks } from './jobEval';
 import type { AdapterInfo } from './backend';
 
 /** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
@@ -66,50 +70,19 @@ export const GRPO_DEFAULTS = {
   maxDrawsPerTask: 3,
 };
 
-export interface GrpoOptions {
+/**
+ * A GRPO run's options: the table's (core/protocol/grpoOptions.ts: the CLI flags, the job
+ * spec and the editor settings are derived from it) and what only code sets.
+ */
+export interface GrpoOptions extends GrpoTableOptions {
   runDir: string;
-  /** The SFT run whose checkpoint is the starting policy and the frozen reference. */
-  from?: string;
-  fromCheckpoint?: string;
-  steps?: number;
-  minutes?: number;
-  groupSize?: number;
-  tasksPerStep?: number;
-  temperature?: number;
-  maxSteps?: number;
-  reward?: string;
-  clip?: number;
-  klBeta?: number;
-  epochsPerBatch?: number;
-  lr?: number;
-  seed?: number;
-  /** GRPO steps between held-out accuracy points (0: only before and after). */
-  evalEvery?: number;
-  /** Held-out tasks per accuracy point (default all 50; 0: none). */
-  evalLimit?: number;
-  /** Overrides the system prompt of the rollouts (the drift check compares it with the SFT data). */
-  systemPrompt?: string;
-  resume?: boolean;
-  backend?: string;
+  /** Data-parallel worker threads ('auto' default; the CLI's --threads N is N - 1 of them). */
   parallel?: number | 'auto';
-  checkpointEverySeconds?: number;
+  /** Flat steps in a row before the run says so in words. */
   flatlineSteps?: number;
-  /** The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled). */
-  pool?: RlPool;
-  /** How advantages are scaled: by the group's reward std, the batch's, or not at all. */
-  scaleRewards?: ScaleRewards;
-  /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */
-  dynamicSampling?: boolean;
-  /** Tasks drawn per step at most under dynamic sampling. */
-  maxDraws?: number;
-  /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
-  keepCheckpoints?: number;
 }
 
-export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities'] as const;
-export type RlPool = (typeof RL_POOLS)[number];
-export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
-export type ScaleRewards = (typeof SCALE_REWARDS)[number];
+export { RL_POOLS, SCALE_REWARDS, type RlPool, type ScaleRewards };
 
 /** Fresh RL pools: this many training worlds, this many tasks of each shape from each. */
 const RL_POOL_WORLDS = 50;
@@ -248,21 +221,14 @@ export function flatlineMessage(steps: number, accuracy: number, rewardStd: numb
   );
 }
 
-export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancelled: boolean; summary: Record<string, unknown> }> {
-  const runDir = path.resolve(o.runDir);
-  const configFile = path.join(runDir, CONFIG_FILE);
-  let previous: GrpoConfig | null = null;
-  const existing = readRunConfig(runDir);
-  if (existing) {
-    const c = existing.config;
-    if (c['kind'] !== 'grpo') throw new UserError(`${runDir} already holds a run of kind ${String(c['kind'])}; choose another --run for GRPO`);
-    checkGrpoConfig(c, configFile);
-    previous = c as unknown as GrpoConfig;
-  }
-  if (o.resume && !previous) throw new UserError(`--resume: ${runDir} has no GRPO run to resume (no ${CONFIG_FILE} of kind grpo)`);
-  if (!o.resume && previous) throw new UserError(`${runDir} already holds a GRPO run; pass --resume to continue it, or choose another --run`);
-
-  // The settings: the run's own on resume, else the options over the Contract's defaults.
+/**
+ * The run's GRPO settings: its own on resume, else the options over the Contract's defaults;
+ * each checked (a UserError naming the bad one), the reward parsed.
+ */
+function grpoSettings(
+  o: GrpoOptions,
+  previous: GrpoConfig | null,
+): { g: GrpoConfig['grpo']; pool: RlPool; scaleRewards: ScaleRewards; dynamicSampling: boolean; maxDraws: number; rewardSpec: RewardSpec } {
   const g = previous?.grpo ?? {
     groupSize: o.groupSize ?? GRPO_DEFAULTS.groupSize,
     tasksPerStep: o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep,
@@ -302,6 +268,39 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     if (err instanceof RewardSpecError) throw new UserError(err.message);
     throw err;
   }
+  return { g, pool, scaleRewards, dynamicSampling, maxDraws, rewardSpec };
+}
+
+/**
+ * A new GRPO run carries the SFT run's tokenizer and data (and its world) so eval and the
+ * panels read it alone. Copied through the checked reader: a FIFO or a device in the SFT
+ * run must not hang the copy. Every source is read before anything is written: a refused
+ * copy leaves no half-made run folder.
+ */
+function copySftRunFiles(fromRun: string, runDir: string): void {
+  const fromFiles = dataFiles(fromRun);
+  const files = dataFiles(runDir);
+  const copies = (
+    [
+      ...['tokenizer.json', 'tokenizer_config.json'].map((f) => [path.join(fromRun, f), path.join(runDir, f)]),
+      [fromFiles.trainTasks, files.trainTasks],
+      [fromFiles.trainTraces, files.trainTraces],
+      [fromFiles.heldoutTraces, files.heldoutTraces],
+      // A user's world (docs/worlds.md) travels with the run, so eval finds it again.
+      ...(fs.existsSync(path.join(fromRun, 'world', WORLD_MANIFEST)) ? WORLD_COPY.map((f) => [path.join(fromRun, 'world', f), path.join(runDir, 'world', f)]) : []),
+    ] as [string, string][]
+  )
+    .filter(([src]) => fs.existsSync(src))
+    .map(([src, dst]) => [dst, readInputBytes(src, 'the SFT run file', INPUT_LIMITS.data)] as const);
+  for (const [dst, bytes] of copies) writeFileAtomic(dst, bytes);
+}
+
+export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResult<'grpo'>> {
+  const runDir = path.resolve(o.runDir);
+  const configFile = path.join(runDir, CONFIG_FILE);
+  const previous = previousRunConfig(runDir, 'grpo', o.resume, checkGrpoConfig, 'refuse') as GrpoConfig | null;
+
+  const { g, pool, scaleRewards, dynamicSampling, maxDraws, rewardSpec } = grpoSettings(o, previous);
   const seed = previous?.seed ?? o.seed ?? 0;
 
   // The SFT run: its checkpoint is the starting policy and the frozen reference.
@@ -346,23 +345,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
 
   // The run folder carries the SFT run's tokenizer and data so eval and the panels read it alone.
-  if (!previous) {
-    // Copied through the checked reader: a FIFO or a device in the SFT run must not hang the copy.
-    // Every source is read before anything is written: a refused copy leaves no half-made run folder.
-    const copies = (
-      [
-        ...['tokenizer.json', 'tokenizer_config.json'].map((f) => [path.join(fromRun, f), path.join(runDir, f)]),
-        [fromFiles.trainTasks, files.trainTasks],
-        [fromFiles.trainTraces, files.trainTraces],
-        [fromFiles.heldoutTraces, files.heldoutTraces],
-        // A user's world (docs/worlds.md) travels with the run, so eval finds it again.
-        ...(fs.existsSync(path.join(fromRun, 'world', WORLD_MANIFEST)) ? WORLD_COPY.map((f) => [path.join(fromRun, 'world', f), path.join(runDir, 'world', f)]) : []),
-      ] as [string, string][]
-    )
-      .filter(([src]) => fs.existsSync(src))
-      .map(([src, dst]) => [dst, readInputBytes(src, 'the SFT run file', INPUT_LIMITS.data)] as const);
-    for (const [dst, bytes] of copies) writeFileAtomic(dst, bytes);
-  }
+  if (!previous) copySftRunFiles(fromRun, runDir);
 
   // The SFT run's world: the textbook's, or a user's copied into world/ (registered here for the tools).
   const split = runSplits(runDir);
@@ -400,7 +383,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     // Killed before its first checkpoint: start again from the SFT policy (step 0).
     model = StackModel.fromWeights(cfg, refCk.weights);
     opt = makeTrainer(model);
-    metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), 0);
+    metrics = openMetrics(runDir, 0);
     hooks.log('warn', 'the run had no checkpoint yet: GRPO starts again from the SFT policy at step 0');
   } else if (previous) {
     const ck = loadCheckpoint(runDir, 'latest');
@@ -410,7 +393,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     const st = resumeStateOf(ck, RESUME_STATE);
     step = st.step;
     elapsedBefore = st.elapsed;
-    metrics = reopenMetricsForResume(path.join(runDir, METRICS_FILE), step);
+    metrics = openMetrics(runDir, step);
     hooks.log('info', `resumed GRPO at step ${step}`);
   } else {
     model = StackModel.fromWeights(cfg, refCk.weights);
@@ -423,7 +406,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       model: cfg,
       ...(fromConfig.preset ? { preset: fromConfig.preset } : {}),
       params: model.paramCount(),
-      backend: { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}), ...(backend.adapter ? { adapter: backend.adapter } : {}) },
+      backend: backendRecord(backend),
       seed,
       budget: o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps },
       grpo: { ...g, reward: formatRewardSpec(rewardSpec) },
@@ -444,7 +427,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       created: new Date().toISOString(),
     };
     writeJsonAtomic(configFile, config);
-    metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));
+    metrics = openMetrics(runDir, null);
   }
   const budget = previous?.budget ?? (o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps });
   const budgetMs = (budget.minutes ?? 0) * 60_000;
@@ -482,25 +465,21 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     return items.map((_, i) => all[i % parts]![Math.floor(i / parts)]!);
   };
   const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
-  const startedAt = Date.now();
-  let runMs = 0;
-  const elapsed = () => elapsedBefore + runMs / 1000;
+  const clock = new RunClock(elapsedBefore); // rollout and update time: evaluations are not counted in the budget
+  const elapsed = () => clock.elapsed();
   const done = () => (budget.steps !== undefined ? step >= budget.steps : elapsed() * 1000 >= budgetMs);
-  let lastCheckpoint = Date.now();
-  const ckEvery = (o.checkpointEverySeconds ?? 120) * 1000;
   const flatAfter = o.flatlineSteps ?? GRPO_DEFAULTS.flatlineSteps;
   let flatRun = 0;
   let cancelled = false;
   const zeroStdCurve: number[] = [];
-  const curve: { step: number; accuracy: number }[] = [];
-  let lastRecord: Record<string, unknown> = {};
+  const curve: AccuracyPoint[] = [];
+  let lastRewardMean: number | undefined;
 
   const divergence = new DivergenceGuard(runDir);
-  const checkpoint = async () => {
-    const p = await saveGuarded(runDir, () => saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed() } }), hooks, o.keepCheckpoints ?? DEFAULT_KEEP_CHECKPOINTS);
-    lastCheckpoint = Date.now();
-    if (p) hooks.checkpoint(step, p);
-  };
+  const checkpoints = new RunCheckpoints(runDir, hooks, { everySeconds: o.checkpointEverySeconds, keep: o.keepCheckpoints }, () =>
+    saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed() } }),
+  );
+  const checkpoint = () => checkpoints.write(step);
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
@@ -516,8 +495,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
   try {
     const before = previous ? null : await accuracyPoint(false);
     while (!done()) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (hooks.isCancelled()) {
+      if (await cancelRequested(hooks)) {
         cancelled = true;
         break;
       }
@@ -647,20 +625,23 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
         };
       }
       const tEnd = Date.now();
-      runMs += tEnd - t0;
+      clock.add(tEnd - t0);
       step++;
       const rewards = rollouts.map((r) => r.reward);
       const groups = groupStds.length;
       const frac = groups ? groupsFlat / groups : 0;
       zeroStdCurve.push(frac);
-      const rec: Record<string, unknown> = {
+      const rewardMean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+      const accuracy = rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length);
+      const rewardStd = groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups);
+      const rec: MetricRecord = {
         phase: 'grpo',
         step,
         time: elapsed(),
-        reward_mean: rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length),
+        reward_mean: rewardMean,
         // TRL's reward_std: the mean over groups of the within-group std.
-        reward_std: groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups),
-        accuracy: rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length),
+        reward_std: rewardStd,
+        accuracy,
         frac_reward_zero_std: frac,
         skipped_groups: skipped,
         groups,
@@ -682,21 +663,21 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
       if (frac === 1) flatRun++;
       else flatRun = 0;
       if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
-        const msg = flatlineMessage(flatRun, rec['accuracy'] as number, rec['reward_std'] as number, g.temperature, formatRewardSpec(rewardSpec));
+        const msg = flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
         rec['warning'] = msg;
         hooks.log('warn', msg);
       }
-      metrics.append(rec as { phase: 'grpo'; step: number; time: number });
+      metrics.append(rec);
       hooks.metrics(rec);
-      lastRecord = rec;
+      lastRewardMean = rewardMean;
       hooks.progress(
         'grpo',
         budget.steps !== undefined ? step : Math.round(elapsed()),
         budget.steps ?? Math.round(budgetMs / 1000),
-        `step ${step}: reward ${(rec['reward_mean'] as number).toFixed(3)}, solved ${(100 * (rec['accuracy'] as number)).toFixed(0)}%, ` +
+        `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
           `flat groups ${groupsFlat}/${groups}`,
       );
-      if (Date.now() - lastCheckpoint >= ckEvery) await checkpoint();
+      if (checkpoints.due()) await checkpoint();
       if (g.evalEvery > 0 && step % g.evalEvery === 0 && !done()) {
         await checkpoint();
         await accuracyPoint(false);
@@ -704,20 +685,20 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<{ cancel
     }
     await checkpoint();
     const after = !cancelled && !hooks.isCancelled() ? await accuracyPoint(true) : null;
-    const summary = {
+    const summary: GrpoSummary = {
       runDir,
       from: fromRun,
       steps: step,
       minutes: elapsed() / 60,
-      wallMinutes: (Date.now() - startedAt) / 60000,
+      wallMinutes: clock.wallMinutes(),
       backend: backend.used,
-      reward_mean: lastRecord['reward_mean'],
+      reward_mean: lastRewardMean,
       ...(before ? { heldout_accuracy_before: before.accuracy } : {}),
       ...(after ? { heldout_accuracy: after.accuracy, by_kind: after.by_kind } : {}),
       frac_reward_zero_std: zeroStdCurve,
       curve,
     };
-    return { cancelled, summary };
+    return { kind: 'grpo', cancelled, summary };
   } finally {
     metrics.close();
     opt.dispose();

@@ -1,7 +1,7 @@
 // The jobs the worker process (and the CLI, in-process) runs: SFT, GRPO and evaluation.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { EvalSplit, JobSpec } from '../core/protocol/worker';
+import type { EvalJobSpec, EvalJobSummary, EvalSplit, GrpoJobSpec, JobResult, JobSpec, SftJobSpec, SplitManifest } from '../core/protocol/worker';
 import { rollout } from '../core/distill';
 import { makeStubTeacher } from '../core/stubTeacher';
 import { WorldTask, splitManifest, worldEnv } from '../core/worlds';
@@ -15,17 +15,20 @@ import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { stubTeacherOptions, teacherKnobsOf } from './recipes';
 import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
-import { JobHooks, UserError, evaluateModel, loadWorldTasks, runSft, splitTasks, trainingKeysOf } from './sft';
+import { type JobHooks, UserError } from './jobRun';
+import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
+import { runSft } from './sft';
 import { runGrpo } from './grpo';
 import { readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
 
-export type { JobHooks } from './sft';
+export type { JobHooks } from './jobRun';
+export type { JobResult } from '../core/protocol/worker';
 
-export interface JobResult {
-  cancelled: boolean;
-  summary: Record<string, unknown>;
-}
-
+/** Runs one job; the result's `kind` (and so its summary's type) is the spec's. */
+export async function runJob(spec: SftJobSpec, hooks: JobHooks): Promise<JobResult<'sft'>>;
+export async function runJob(spec: GrpoJobSpec, hooks: JobHooks): Promise<JobResult<'grpo'>>;
+export async function runJob(spec: EvalJobSpec, hooks: JobHooks): Promise<JobResult<'eval'>>;
+export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>;
 export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult> {
   if (spec.kind === 'sft') {
     return runSft(
@@ -58,7 +61,7 @@ export async function runEval(
   limit: number | undefined,
   hooks: JobHooks,
   worldDir?: string,
-): Promise<JobResult> {
+): Promise<JobResult<'eval'>> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
   const run = readRunConfig(runDir);
@@ -109,7 +112,7 @@ export async function runEval(
       .filter((e): e is TrainExample => e !== null);
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
-    const manifest = pool.world
+    const manifest: SplitManifest | undefined = pool.world
       ? split === 'train'
         ? undefined
         : { kind: 'custom', seeds: [pool.id.seed], tasks: (split === 'dev' ? pool.dev : pool.heldout).length, world: worldRecord(pool.world) }
@@ -134,7 +137,8 @@ export async function runEval(
     metrics.append(rec);
     metrics.close();
     hooks.metrics(rec);
-    return { cancelled: hooks.isCancelled(), summary: { ...summary, checkpoint: which, step: ck.step } };
+    const jobSummary: EvalJobSummary = { ...summary, checkpoint: which, step: ck.step };
+    return { kind: 'eval', cancelled: hooks.isCancelled(), summary: jobSummary };
   } finally {
     model.dispose();
   }

@@ -39,7 +39,7 @@ process.on('message', (raw: unknown) => {
     isCancelled: () => cancelled,
   }).then(
     (result) => {
-      send({ type: 'done', cancelled: result.cancelled, summary: result.summary });
+      send({ type: 'done', ...result });
       process.disconnect?.();
     },
     (err: unknown) => {

@@ -2,8 +2,12 @@
 // extension spawns the worker by path and sends one `start`; the worker answers with
 // started → (progress | metrics | log | checkpoint)* → done | failed. `cancel` may come at
 // any time: the worker finishes the current step, writes a checkpoint and says `done`
-// with `cancelled: true`. Types and validators only: no Node, no DOM.
+// with `cancelled: true`. A `done` carries its job's kind and the summary typed for that
+// kind (JobResult: what the trainer's jobs return and the CLI prints); a `metrics` message a
+// metrics.jsonl record (./metrics.ts). Types and validators only: no Node, no DOM.
 import { isObj } from './isObj';
+import { GRPO_JOB_FIELDS, type GrpoJobOptions } from './grpoOptions';
+import { isMetricRecord, type MetricRecord } from './metrics';
 
 export type JobKind = 'sft' | 'grpo' | 'eval';
 
@@ -39,30 +43,108 @@ export interface EvalJobSpec {
   /** Evaluate on this world folder's split instead of the run's own world. */
   world?: string;
 }
-/** GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out). */
-export interface GrpoJobSpec {
+/**
+ * GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out): the
+ * options the table marks `job` (./grpoOptions.ts; `from` is not needed with resume).
+ */
+export interface GrpoJobSpec extends GrpoJobOptions {
   kind: 'grpo';
   runDir: string;
-  /** The SFT run folder (not needed with resume). */
-  from?: string;
-  backend?: string;
-  steps?: number;
-  minutes?: number;
-  resume?: boolean;
-  groupSize?: number;
-  tasksPerStep?: number;
-  temperature?: number;
-  maxSteps?: number;
-  reward?: string;
-  klBeta?: number;
-  lr?: number;
-  evalEvery?: number;
-  evalLimit?: number;
-  systemPrompt?: string;
-  /** Seconds between checkpoints (default 120; 0: after every step). */
-  checkpointEverySeconds?: number;
 }
 export type JobSpec = SftJobSpec | GrpoJobSpec | EvalJobSpec;
+
+// ---- what a job reports when it ends (the `done` message; the CLI prints it as JSON) ----
+
+/** Exact match on the tasks of one shape. */
+export interface KindFigure {
+  n: number;
+  accuracy: number;
+}
+/** A learning-curve point: held-out (or dev) exact match at a training step. */
+export interface AccuracyPoint {
+  step: number;
+  /** Seconds since the run started (SFT points carry it). */
+  time?: number;
+  accuracy: number;
+}
+
+/** `train sft`'s summary (trainer/sft.ts). Keys are snake_case where they name a metric. */
+export interface SftSummary {
+  runDir: string;
+  steps: number;
+  /** Optimiser minutes across resumes (what the budget counts). */
+  minutes: number;
+  wallMinutes: number;
+  backend: string;
+  /** The last step's figures (absent when no step ran). */
+  loss?: number;
+  sup_acc?: number;
+  /** The final held-out point (absent when the run was cancelled or measured none). */
+  heldout_accuracy?: number;
+  by_kind?: Record<string, KindFigure>;
+  span_accuracy?: Record<string, number>;
+  curve: AccuracyPoint[];
+  dev_curve: AccuracyPoint[];
+}
+
+/** `train grpo`'s summary (trainer/grpo.ts). */
+export interface GrpoSummary {
+  runDir: string;
+  /** The SFT run it started from. */
+  from: string;
+  steps: number;
+  minutes: number;
+  wallMinutes: number;
+  backend: string;
+  reward_mean?: number;
+  heldout_accuracy_before?: number;
+  heldout_accuracy?: number;
+  by_kind?: Record<string, KindFigure>;
+  /** Per step: the share of groups whose rewards were all equal (no gradient). */
+  frac_reward_zero_std: number[];
+  curve: AccuracyPoint[];
+}
+
+/** How an evaluated split was made: world kind, world seeds, task count (and a user's world). */
+export interface SplitManifest {
+  kind: string;
+  seeds: number[];
+  tasks: number;
+  world?: unknown;
+}
+
+/** `eval`'s summary (trainer/jobs.ts; eval/<split>.json plus the checkpoint it used). */
+export interface EvalJobSummary {
+  split: string;
+  accuracy: number;
+  n: number;
+  by_kind: Record<string, KindFigure>;
+  /** Failed tasks per failure kind (docs/architecture.md, "Eval rows"). */
+  failures: Record<string, number>;
+  span_accuracy: Record<string, number>;
+  contaminated: number;
+  steps_mean: number;
+  worlds?: SplitManifest;
+  checkpoint: string;
+  step: number;
+}
+
+/** The summary each job kind ends with. */
+export interface JobSummaries {
+  sft: SftSummary;
+  grpo: GrpoSummary;
+  eval: EvalJobSummary;
+}
+export type JobSummary = JobSummaries[JobKind];
+
+/**
+ * How a job ended: the one shape runSft, runGrpo, runEval and runJob return, the worker
+ * sends as `done` and the extension receives (a union on `kind`, so a reader of
+ * `summary` knows its fields).
+ */
+export type JobResult<K extends JobKind = JobKind> = {
+  [P in K]: { kind: P; cancelled: boolean; summary: JobSummaries[P] };
+}[K];
 
 /** extension → worker */
 export type ToWorker = { type: 'start'; job: JobSpec } | { type: 'cancel' };
@@ -71,10 +153,10 @@ export type ToWorker = { type: 'start'; job: JobSpec } | { type: 'cancel' };
 export type FromWorker =
   | { type: 'started'; job: JobSpec; backend: string; pid: number }
   | { type: 'progress'; phase: string; done: number; total: number; message?: string }
-  | { type: 'metrics'; record: Record<string, unknown> }
+  | { type: 'metrics'; record: MetricRecord }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string }
   | { type: 'checkpoint'; step: number; path: string }
-  | { type: 'done'; cancelled: boolean; summary: Record<string, unknown> }
+  | ({ type: 'done' } & JobResult)
   | { type: 'failed'; error: string };
 
 const optNum = (v: unknown): boolean => v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
@@ -91,11 +173,9 @@ export function checkJobSpec(v: unknown): string | null {
     return null;
   }
   if (v['kind'] === 'grpo') {
-    for (const k of ['from', 'backend', 'reward', 'systemPrompt']) if (!optStr(v[k])) return `job.${k} must be a string`;
-    for (const k of ['steps', 'minutes', 'groupSize', 'tasksPerStep', 'temperature', 'maxSteps', 'klBeta', 'lr', 'evalEvery', 'evalLimit', 'checkpointEverySeconds']) {
-      if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
-    }
-    if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
+    for (const k of GRPO_JOB_FIELDS.strings) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of GRPO_JOB_FIELDS.numbers) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
+    for (const k of GRPO_JOB_FIELDS.flags) if (v[k] !== undefined && typeof v[k] !== 'boolean') return `job.${k} must be a boolean`;
     if (v['from'] === undefined && v['resume'] !== true) return 'job.from (the SFT run folder) is required unless resuming';
     return null;
   }
@@ -132,17 +212,34 @@ export function parseFromWorker(v: unknown): Parsed<FromWorker> {
       return typeof v['phase'] === 'string' && typeof v['done'] === 'number' && typeof v['total'] === 'number'
         ? ok(v as FromWorker) : bad('bad progress');
     case 'metrics':
-      return isObj(v['record']) ? ok(v as FromWorker) : bad('bad metrics');
+      return isMetricRecord(v['record']) ? ok(v as FromWorker) : bad('bad metrics');
     case 'log':
       return ['info', 'warn', 'error'].includes(v['level'] as string) && typeof v['message'] === 'string'
         ? ok(v as FromWorker) : bad('bad log');
     case 'checkpoint':
       return typeof v['step'] === 'number' && typeof v['path'] === 'string' ? ok(v as FromWorker) : bad('bad checkpoint');
     case 'done':
-      return typeof v['cancelled'] === 'boolean' && isObj(v['summary']) ? ok(v as FromWorker) : bad('bad done');
+      return typeof v['cancelled'] === 'boolean' && isJobSummary(v['kind'], v['summary']) ? ok(v as FromWorker) : bad('bad done');
     case 'failed':
       return typeof v['error'] === 'string' ? ok(v as FromWorker) : bad('bad failed');
     default:
       return bad(`unknown message type ${JSON.stringify(v['type'])}`);
   }
+}
+
+const isNum = (v: unknown): v is number => typeof v === 'number';
+
+/**
+ * Whether `v` is the summary a job of `kind` ends with: the fields every reader relies on
+ * (the rest are figures a reader shows if present).
+ */
+export function isJobSummary(kind: unknown, v: unknown): v is JobSummary {
+  if (!isObj(v)) return false;
+  if (kind === 'sft' || kind === 'grpo') {
+    return typeof v['runDir'] === 'string' && isNum(v['steps']) && isNum(v['minutes']) && typeof v['backend'] === 'string' && Array.isArray(v['curve']);
+  }
+  if (kind === 'eval') {
+    return typeof v['split'] === 'string' && isNum(v['accuracy']) && isNum(v['n']) && isNum(v['step']) && typeof v['checkpoint'] === 'string' && isObj(v['by_kind']);
+  }
+  return false;
 }

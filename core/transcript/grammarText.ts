@@ -1,5 +1,7 @@
 // The call grammar's verdict in words: what was legal where a call broke, for diagnostics
-// and hovers ("expected a digit 1-9 for k, got '0'").
+// and hovers ("expected a digit 1-9 for k, got '0'"). The acceptor runs over a body here
+// only (runGrammar, memoised); the Grammar Debugger's step-by-step trace
+// (./grammarTrace.ts) is the same run, described state by state for the panel.
 import { Hole, StateSet, TEMPLATES, accepts, startStates, step, unpackState } from '../grammar';
 
 const HOLE_PHRASES: Record<string, string> = {
@@ -147,9 +149,14 @@ function memoStep(states: StateSet, ch: string): StateSet {
   return next;
 }
 
-/** Runs the acceptor over a call body, keeping the live states where it stopped. */
-export function runGrammar(body: string): CallVerdict {
+/**
+ * Runs the acceptor over a call body, keeping the live states where it stopped; `onStates`
+ * sees the live states at the start and after each accepted character (the Grammar
+ * Debugger's steps, core/transcript/grammarTrace.ts).
+ */
+export function runGrammar(body: string, onStates?: (states: StateSet) => void): CallVerdict {
   let states = intern(startStates());
+  onStates?.(states);
   let offset = 0;
   let index = 0;
   for (const ch of body) {
@@ -158,6 +165,7 @@ export function runGrammar(body: string): CallVerdict {
       return { accepted: false, complete: false, rejectedOffset: offset, rejectedAt: index, got: ch, states };
     }
     states = next;
+    onStates?.(states);
     offset += ch.length;
     index++;
   }

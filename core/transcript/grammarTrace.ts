@@ -1,9 +1,11 @@
 // The Grammar Debugger's data: the call grammar's acceptor (core/grammar.ts) run over a
-// tool-call body character by character, keeping the live states and the characters
-// allowed before each character, and where and why it was rejected; and the tool call
-// under a cursor in a transcript. Pure: no vscode, no Node.
+// tool-call body character by character (the run the diagnostics use, ./grammarText.ts's
+// runGrammar), keeping the live states and the characters allowed before each character,
+// and where and why it was rejected; and the tool call under a cursor in a transcript.
+// Pure: no vscode, no Node.
 import type { GrammarStep, GrammarTrace } from '../protocol/panels';
-import { StateSet, TEMPLATES, accepts, allowedChars, startStates, step, unpackState } from '../grammar';
+import { StateSet, TEMPLATES, accepts, allowedChars, unpackState } from '../grammar';
+import { runGrammar } from './grammarText';
 import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER } from '../wire';
 
 /** Characters as a reader scans them: ranges (a-z, 0-9, 1-9), named blanks, the rest one by one. */
@@ -61,18 +63,8 @@ function describeStep(states: StateSet): GrammarStep {
 /** The acceptor over `text`, character (code point) by character, to the end or the first rejection. */
 export function grammarTrace(text: string): GrammarTrace {
   const chars = [...text];
-  let states = startStates();
-  const steps: GrammarStep[] = [describeStep(states)];
-  let rejectedAt: number | null = null;
-  for (let i = 0; i < chars.length; i++) {
-    const next = step(states, chars[i]!);
-    if (next.length === 0) {
-      rejectedAt = i;
-      break;
-    }
-    states = next;
-    steps.push(describeStep(states));
-  }
+  const steps: GrammarStep[] = [];
+  const { rejectedAt } = runGrammar(text, (states) => steps.push(describeStep(states)));
   const last = steps[steps.length - 1]!;
   const accepted = rejectedAt === null;
   const complete = accepted && last.accepts;

@@ -1,7 +1,9 @@
 // One JSONL row, scanned with jsonc-parser (offsets, decoded values, errors), and the map
 // from a character of the decoded `text` string back to its column in the source line:
-// `\n`, `\"` and `\uXXXX` each stand for one UTF-16 unit, so the map stays exact.
+// `\n`, `\"` and `\uXXXX` each stand for one UTF-16 unit, so the map stays exact (the escape
+// rule is ./jsonText.ts's, which the panels use on raw lines).
 import { ParseErrorCode, createScanner, printParseErrorCode, visit } from 'jsonc-parser';
+import { escapeWidth } from './jsonText';
 
 export interface RowScan {
   /** The first JSON error: its column and a message. */
@@ -171,9 +173,7 @@ function rowString(line: string, value: string, offset: number, length: number, 
   let u = 0;
   while (i < rawEnd && u < value.length) {
     map[u++] = i;
-    if (line.charCodeAt(i) === 0x5c /* \ */) {
-      i += line[i + 1] === 'u' ? 6 : 2;
-    } else i += 1;
+    i += escapeWidth(line, i);
   }
   const approximate = scanError || u !== value.length || i !== rawEnd;
   for (; u <= value.length; u++) map[u] = rawEnd;

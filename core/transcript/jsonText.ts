@@ -1,6 +1,13 @@
 // Offsets inside one JSONL row's string value (the `text` of a dataset or eval row): a
 // decoded UTF-16 offset of the transcript maps to its column in the raw line and back,
 // escape-exact (`\n` and `\"` are two columns, `\uXXXX` six). Pure: no vscode, no Node.
+// The one home of that escape rule: the language server's row scan (./jsonRow.ts) builds
+// its decoded-to-column map with `escapeWidth` too.
+
+/** Raw columns that the decoded UTF-16 unit at raw column `i` takes: `\uXXXX` six, another escape two, a plain character one. */
+export function escapeWidth(line: string, i: number): number {
+  return line.charCodeAt(i) === 0x5c /* \ */ ? (line[i + 1] === 'u' ? 6 : 2) : 1;
+}
 
 /** Raw [start, end) of the content of the top-level string property `key` (without quotes). */
 export function stringValueRange(line: string, key = 'text'): { start: number; end: number } | null {
@@ -55,7 +62,7 @@ export function rawColumnOf(line: string, range: { start: number; end: number },
   let raw = range.start;
   let decoded = 0;
   while (raw < range.end && decoded < offset) {
-    raw += line[raw] === '\\' ? (line[raw + 1] === 'u' ? 6 : 2) : 1;
+    raw += escapeWidth(line, raw);
     decoded++;
   }
   return Math.min(raw, range.end);
@@ -66,7 +73,7 @@ export function decodedOffsetAt(line: string, range: { start: number; end: numbe
   let raw = range.start;
   let decoded = 0;
   while (raw < range.end) {
-    const width = line[raw] === '\\' ? (line[raw + 1] === 'u' ? 6 : 2) : 1;
+    const width = escapeWidth(line, raw);
     if (column < raw + width) return decoded;
     raw += width;
     decoded++;

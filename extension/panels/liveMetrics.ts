@@ -2,11 +2,12 @@
 // a running worker here (and the end of the job), so an open Training Curves panel adds
 // the run and re-reads its metrics.jsonl at once instead of waiting for its next poll.
 import * as vscode from 'vscode';
+import type { MetricRecord } from '../../core/protocol/metrics';
 
 export interface LiveMetricsEvent {
   runDir: string;
   /** The worker's record; null when the job ended. */
-  record: Record<string, unknown> | null;
+  record: MetricRecord | null;
 }
 
 const emitter = new vscode.EventEmitter<LiveMetricsEvent>();
@@ -15,7 +16,7 @@ export const onLiveMetrics = emitter.event;
 /** Runs whose job is running now (a run folder per job). */
 export const liveRuns = new Set<string>();
 
-export function publishLiveMetrics(runDir: string, record: Record<string, unknown>): void {
+export function publishLiveMetrics(runDir: string, record: MetricRecord): void {
   liveRuns.add(runDir);
   emitter.fire({ runDir, record });
 }

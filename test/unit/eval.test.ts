@@ -12,7 +12,7 @@ import { AgentRuntime, DecodeSession, Policy } from '../../trainer/agentRuntime'
 import { evaluateTasks, reward } from '../../trainer/eval';
 import { initBackend } from '../../trainer/backend';
 import { StackModel, presetConfig } from '../../trainer/model';
-import { evaluateModel } from '../../trainer/sft';
+import { evaluateModel } from '../../trainer/jobEval';
 import { freshSplitTasks, topHitHolds } from '../../core/worlds';
 import { stubTeacherOptions } from '../../trainer/recipes';
 

@@ -4,6 +4,7 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { EMPTY_FILTER, InspectorFilter, TrajectorySummary } from '../../core/protocol/panels';
+import { scanRow } from '../../core/transcript/jsonRow';
 import { decodedOffsetAt, rawColumnOf, stringValueRange } from '../../core/transcript/jsonText';
 import { compactCall, detailOf, guardOf, parseSource, parseSteps, splitTurns, summarizeText, transcriptText } from '../../core/transcript/trajectories';
 import { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../../trainer/agentRuntime';
@@ -208,5 +209,15 @@ describe('inspector data: a row’s transcript inside its JSON line', () => {
     assert.equal(decodedOffsetAt(line, r, r.start + 2), 1, 'inside \\" is the quote');
     assert.equal(stringValueRange('{"text": 3}'), null);
     assert.equal(stringValueRange('{"meta": {"text": "x"}, "text": "y"}')!.start, '{"meta": {"text": "x"}, "text": "'.length);
+  });
+
+  it("the panels' offset map and the language server's row scan agree column for column (one escape rule)", () => {
+    const row = { task: 'q', text: 'Thought: "x"\\ \t\u0001\n\u00e9\u{1F600}<|tool_call|>["calc", {"expr": "1+2"}]<|end|>', kind: 'calc' };
+    const line = JSON.stringify(row).replace('é', '\\u00e9');
+    const r = stringValueRange(line)!;
+    const scanned = scanRow(line).text!;
+    assert.equal(scanned.value, row.text);
+    assert.equal(scanned.approximate, false);
+    for (let o = 0; o <= row.text.length; o++) assert.equal(rawColumnOf(line, r, o), scanned.map[o], `offset ${o}`);
   });
 });

@@ -2,10 +2,11 @@
 // checkpoints are written; a run killed with SIGKILL mid-training (plus a torn last
 // metrics line) resumes from its last checkpoint with the same metrics file.
 import * as assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { fork, spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { parseFromWorker, type ToWorker } from '../../core/protocol/worker';
 import { repoRoot } from '../support/reference';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -158,6 +159,26 @@ describe('SFT training (CLI, tiny preset)', function () {
       assert.deepEqual(Object.keys(row).slice(0, 9), ['question', 'gold', 'answer', 'solved', 'kind', 'failure', 'steps', 'reward', 'text']);
       assert.ok(row.text.startsWith('<|system|>'));
     }
+  });
+
+  it('the worker process ends an eval job with a typed done: its kind, the summary the extension validates', async () => {
+    const run = path.join(tmp, 'short');
+    const worker = fork(path.join(repoRoot, 'dist', 'worker.js'), [], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    const messages: unknown[] = [];
+    worker.on('message', (m: unknown) => messages.push(m));
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.send({ type: 'start', job: { kind: 'eval', runDir: run, split: 'heldout', limit: 2 } } satisfies ToWorker);
+    await exited;
+    const parsed = messages.map((m) => parseFromWorker(m));
+    assert.deepEqual(parsed.filter((p) => !p.ok), [], 'every message validates');
+    const done = parsed.flatMap((p) => (p.ok && p.message.type === 'done' ? [p.message] : []));
+    assert.equal(done.length, 1, JSON.stringify(messages.at(-1)));
+    assert.equal(done[0]!.kind, 'eval');
+    if (done[0]!.kind !== 'eval') return;
+    assert.equal(done[0]!.summary.n, 2);
+    assert.equal(done[0]!.summary.checkpoint, 'latest');
+    const metrics = parsed.flatMap((p) => (p.ok && p.message.type === 'metrics' ? [p.message.record] : []));
+    assert.deepEqual(metrics.map((r) => [r.phase, r['split']]), [['eval', 'heldout']]);
   });
 
   it('run answers one question through the real loop and prints the trajectory', () => {

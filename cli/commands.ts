@@ -1,0 +1,242 @@
+// The `agent-lab` command table: each command's name, usage line, options and positionals
+// (what cli/args.ts parses and checks) and the handler that runs it. The forms are a
+// contract other tools rely on (docs/architecture.md, "The CLI"); the handlers live per
+// area (world.ts, distill.ts, tools.ts, train.ts, export.ts, bench.ts, demo.ts).
+import { CommandSpec, OptionSpec, ParsedArgs, UsageError } from './args';
+import { EVAL_SPLITS } from '../core/protocol/worker';
+import { BACKEND_CHOICES } from '../trainer/backend';
+import { PRESET_NAMES } from '../trainer/model';
+import { RECIPE_NAMES } from '../trainer/recipes';
+import { BENCH_SPEC, cmdBench } from './bench';
+import { runDemoWithTraining } from './demo';
+import { DISTILL_USAGE, cmdDistill } from './distill';
+import { EXPORT_USAGE, runExportCommand } from './export';
+import { cmdAuditReward, cmdCalc, cmdGrammar, cmdMask, cmdSearch } from './tools';
+import { GRPO_OPTIONS, cmdEval, cmdTrain, runAskCommand } from './train';
+import { WORLD_USAGE, cmdWorld } from './world';
+
+/** Seeds: the world derives seed + 1 and seed + 2, which must stay exact integers. */
+const SEED_OPTION: OptionSpec = { kind: 'int', min: -(Number.MAX_SAFE_INTEGER - 2), max: Number.MAX_SAFE_INTEGER - 2 };
+
+export const COMMANDS: Record<
+  string,
+  CommandSpec & { run: (a: ParsedArgs) => void | Promise<void>; summary: string; subcommands?: readonly string[] }
+> = {
+  world: {
+    name: 'world',
+    summary: "build a world's corpus and task splits and write them as JSONL: the textbook's, or yours from a fact table or documents and questions",
+    usage: WORLD_USAGE,
+    options: {
+      seed: SEED_OPTION,
+      distractors: { kind: 'int', min: 0, max: 100000 },
+      train: { kind: 'int', min: 0 },
+      heldout: { kind: 'int', min: 0 },
+      facts: { kind: 'string', path: true },
+      docs: { kind: 'string', path: true },
+      tasks: { kind: 'string', path: true },
+      shapes: { kind: 'string' },
+      split: { kind: 'string' },
+      tools: { kind: 'string', path: true },
+      out: { kind: 'string', required: true, path: true },
+    },
+    positionals: 'none',
+    run: cmdWorld,
+  },
+  distill: {
+    name: 'distill',
+    summary: 'run the teacher through the ReAct loop and keep solved trajectories',
+    usage: DISTILL_USAGE,
+    options: {
+      split: { kind: 'string', choices: ['train', 'heldout', 'dev'], required: true },
+      seed: SEED_OPTION,
+      distractors: { kind: 'int', min: 0, max: 100000 },
+      world: { kind: 'string', path: true },
+      teacher: { kind: 'string', choices: ['stub', 'http', 'student'] },
+      samples: { kind: 'int', min: 1, max: 1000 },
+      roles: { kind: 'flag' },
+      out: { kind: 'string', required: true, path: true },
+      // --teacher http (the key comes from AGENT_LAB_TEACHER_API_KEY only)
+      'teacher-url': { kind: 'string' },
+      'teacher-model': { kind: 'string' },
+      temperature: { kind: 'string' },
+      'max-tokens': { kind: 'int', min: 1, max: 1000000 },
+      'timeout-ms': { kind: 'int', min: 1, max: 3600000 },
+      retries: { kind: 'int', min: 0, max: 20 },
+      concurrency: { kind: 'int', min: 1, max: 64 },
+      // --teacher student
+      run: { kind: 'string', path: true },
+      checkpoint: { kind: 'string' },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+    },
+    positionals: 'none',
+    run: cmdDistill,
+  },
+  mask: {
+    name: 'mask',
+    summary: "show the loss mask (the seed's _segment) of a transcript file",
+    usage: 'agent-lab mask [--json] FILE',
+    options: { json: { kind: 'flag' } },
+    positionals: 'one',
+    positionalName: 'FILE',
+    run: cmdMask,
+  },
+  grammar: {
+    name: 'grammar',
+    summary: 'check a tool-call JSON body against the call grammar',
+    usage: "agent-lab grammar [--json] [--world DIR] [--] TEXT      (--world: that world's tool list narrows the grammar)",
+    options: { json: { kind: 'flag' }, world: { kind: 'string', path: true } },
+    positionals: 'one-or-more',
+    positionalName: 'TEXT',
+    run: cmdGrammar,
+  },
+  calc: {
+    name: 'calc',
+    summary: 'evaluate an arithmetic expression with the safe calculator',
+    usage: 'agent-lab calc [--] EXPR',
+    options: {},
+    positionals: 'one-or-more',
+    positionalName: 'EXPR',
+    run: cmdCalc,
+  },
+  search: {
+    name: 'search',
+    summary: 'BM25 search over the default corpus',
+    usage: 'agent-lab search [--k K] [--] QUERY',
+    options: { k: { kind: 'int', min: -1000000, max: 1000000 } },
+    positionals: 'optional',
+    positionalName: 'QUERY',
+    run: cmdSearch,
+  },
+  demo: {
+    name: 'demo',
+    summary: 'the main job on the embedded default: world, distillation, tokenizer, SFT data, a short training',
+    usage: 'agent-lab demo [--minutes M] [--world DIR] [--run DIR]',
+    options: { run: { kind: 'string', path: true }, minutes: { kind: 'int', min: 0, max: 10000 }, world: { kind: 'string', path: true } },
+    positionals: 'none',
+    run: (a) =>
+      runDemoWithTraining({
+        runDir: a.options['run'] as string | undefined,
+        world: a.options['world'] as string | undefined,
+        ...(typeof a.options['minutes'] === 'number' ? { minutes: a.options['minutes'] } : {}),
+      }),
+  },
+  // ---- the student: training and evaluation (issue 3) -------------------------------------
+  train: {
+    name: 'train',
+    summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
+    usage:
+      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN] [--resume] [--eval-limit N]\n' +
+      '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
+      '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
+      '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
+      '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
+      '      [--pool train|fresh-values|fresh-entities] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N]\n' +
+      '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR',
+    options: {
+      ...GRPO_OPTIONS,
+      preset: { kind: 'string', choices: PRESET_NAMES },
+      recipe: { kind: 'string', choices: RECIPE_NAMES },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      minutes: { kind: 'number', min: 0.05, max: 100000 },
+      steps: { kind: 'int', min: 1, max: 100000000 },
+      resume: { kind: 'flag' },
+      'eval-limit': { kind: 'int', min: 0, max: 100000 },
+      'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
+      threads: { kind: 'int', min: 1, max: 64 },
+      'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
+      world: { kind: 'string', path: true },
+      traces: { kind: 'string', path: true },
+      run: { kind: 'string', required: true, path: true },
+    },
+    positionals: 'none',
+    subcommands: ['sft', 'grpo'],
+    run: cmdTrain,
+  },
+  'audit-reward': {
+    name: 'audit-reward',
+    summary: 'score a fixed synthetic group (correct, wasteful, wrong, malformed, no answer, empty, spam) with a reward; exit 1 when it cannot rank them',
+    usage: 'agent-lab audit-reward [--reward R] [--max-steps N] [--json]   (R e.g. exact,step=0.05 | exact,step=0.05,format=0.1,cap=0 | ...,gate=answer-tag)',
+    options: { reward: { kind: 'string' }, 'max-steps': { kind: 'int', min: 1, max: 100 }, json: { kind: 'flag' } },
+    positionals: 'none',
+    run: cmdAuditReward,
+  },
+  eval: {
+    name: 'eval',
+    summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
+    usage: 'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
+    options: {
+      run: { kind: 'string', required: true, path: true },
+      checkpoint: { kind: 'string' },
+      split: { kind: 'string', choices: [...EVAL_SPLITS] },
+      limit: { kind: 'int', min: 1, max: 100000 },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      world: { kind: 'string', path: true },
+      json: { kind: 'flag' },
+    },
+    positionals: 'none',
+    run: cmdEval,
+  },
+  run: {
+    name: 'run',
+    summary: 'the student answers one question through the real loop and prints its trajectory',
+    usage: 'agent-lab run --run DIR [--world DIR] [--checkpoint latest|step-N] [--backend B] [--json] [--] QUESTION',
+    options: {
+      run: { kind: 'string', required: true, path: true },
+      world: { kind: 'string', path: true },
+      checkpoint: { kind: 'string' },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      json: { kind: 'flag' },
+    },
+    positionals: 'one-or-more',
+    positionalName: 'QUESTION',
+    run: (a) => runAskCommand(a.options, a.positional!),
+  },
+  // ---- export to Hugging Face TRL (issue 4) ---------------------------------------------
+  export: {
+    name: 'export',
+    summary: "write a run's data for Hugging Face TRL: SFTTrainer datasets (trl-sft) or GRPOTrainer prompts and reward (trl-grpo)",
+    usage: EXPORT_USAGE,
+    options: {
+      format: { kind: 'string', choices: ['trl-sft', 'trl-grpo'], required: true },
+      run: { kind: 'string', path: true },
+      split: { kind: 'string', choices: ['train', 'heldout', 'dev'] },
+      data: { kind: 'string', path: true },
+      world: { kind: 'string', path: true },
+      out: { kind: 'string', required: true, path: true },
+    },
+    positionals: 'none',
+    run: (a) => void runExportCommand(a.options),
+  },
+  // ---- end of the export block ------------------------------------------------------------
+  // ---- the language server and its bench (issue 5) ----------------------------------------
+  lsp: {
+    name: 'lsp',
+    summary: 'the language server for transcripts and datasets, over stdin/stdout',
+    usage: 'agent-lab lsp --stdio',
+    options: { stdio: { kind: 'flag' } },
+    positionals: 'none',
+    run: async (a) => {
+      if (!a.options['stdio']) throw new UsageError('the language server speaks over stdio only: pass --stdio');
+      const { runStdioServer } = await import('../language-server/stdio'); // loads the server only here
+      await runStdioServer();
+    },
+  },
+  bench: {
+    name: 'bench',
+    summary: 'benchmarks that print figures (JSON is the last line)',
+    usage: BENCH_SPEC.usage,
+    options: BENCH_SPEC.options,
+    positionals: 'one-or-more',
+    positionalName: 'TARGET',
+    run: cmdBench,
+  },
+  // ---- end of the language server block -----------------------------------------------------
+};
+
+/** The usage of every command (`agent-lab help`). */
+export function usageAll(): string {
+  const lines = ['usage: agent-lab <command> [options] [arguments]', '', 'commands:'];
+  for (const c of Object.values(COMMANDS)) lines.push(`  ${c.usage}`, `      ${c.summary}`);
+  lines.push('', "Options come before arguments; '--' ends options.");
+  return lines.join('\n');
+}
