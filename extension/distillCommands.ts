@@ -1,7 +1,8 @@
 // "Agent Lab: Distill Trajectories": runs the teacher chosen in `agentLab.teacher.kind`
 // (the stub, an OpenAI-compatible HTTP server, or a run's student) through the real ReAct
 // loop (BM25 search + calculator) on one split of a world folder and writes the solved,
-// de-duplicated trajectories to <folder>/<split>.traces.jsonl. The student needs tfjs, which
+// de-duplicated trajectories to <folder>/<split>.traces.jsonl; the folder is the one built
+// from `agentLab.world` (extension/worldPicker.ts), else picked. The student needs tfjs, which
 // never runs in the extension host: that case runs `agent-lab distill` in a child process.
 import { fork } from 'node:child_process';
 import * as path from 'node:path';
@@ -13,6 +14,7 @@ import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
 import type { Task } from '../core/types';
 import { log, reportError } from './log';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
+import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
 
 export const SAMPLES_PER_TASK = 4;
@@ -50,6 +52,16 @@ async function pickWorldFolder(): Promise<vscode.Uri | undefined> {
   if (!ws) {
     void vscode.window.showWarningMessage('Agent Lab: open a folder first.');
     return undefined;
+  }
+  // agentLab.world: the newest folder built from it (Build World first when there is none).
+  const configured = configuredWorld(ws);
+  if (configured) {
+    const built = builtFolderOf(ws, configured);
+    if (built) return vscode.Uri.file(built);
+    const choice = await vscode.window.showWarningMessage(`Agent Lab: ${describeWorld(configured)} (agentLab.world) is not built yet. Build it first?`, 'Build World');
+    if (choice !== 'Build World') return undefined;
+    const made = await vscode.commands.executeCommand<{ folder: vscode.Uri } | undefined>('agentLab.buildWorld');
+    return made?.folder;
   }
   const worlds = await listWorldFolders(runsFolderUri(ws));
   if (worlds.length === 0) {
