@@ -11,7 +11,10 @@ import { ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { distillAsync, newDistillStats } from '../core/distillAsync';
 import { isHinted } from '../core/worldSource';
 import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
+import type { McpTool } from '../core/tools/schemas';
 import type { Task } from '../core/types';
+import { parseToolList } from '../core/worldTools';
+import { TOOLS_FILE } from '../trainer/worldFolder';
 import { log, reportError } from './log';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
 import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
@@ -121,7 +124,7 @@ async function distillCommand(
       let tasks = await readTasks(folder, chosen);
       await yieldToUi();
       const env = new ToolEnv(corpus);
-      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token);
+      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token, await readToolList(folder));
       // Questions without hints (a user's documents world, docs/worlds.md) have no answer key
       // for the stub teacher: they are counted and left to the HTTP teacher or a student.
       const allTasks = tasks.length;
@@ -192,6 +195,13 @@ function teacherSettings(folder: vscode.Uri): TeacherSettings {
 
 type Progress = vscode.Progress<{ message?: string; increment?: number }>;
 
+/** The world folder's tool list (tools.json, docs/worlds.md "Tools"), or undefined for the textbook's tools. */
+async function readToolList(folder: vscode.Uri): Promise<McpTool[] | undefined> {
+  const uri = vscode.Uri.joinPath(folder, TOOLS_FILE);
+  if (!(await exists(uri))) return undefined;
+  return parseToolList(new TextDecoder().decode(await vscode.workspace.fs.readFile(uri)), uri.fsPath);
+}
+
 async function distillWithHttp(
   t: TeacherSettings,
   env: ToolEnv,
@@ -200,10 +210,20 @@ async function distillWithHttp(
   file: vscode.Uri,
   progress: Progress,
   token: vscode.CancellationToken,
+  tools: McpTool[] | undefined,
 ): Promise<DistillResult | undefined> {
   if (!t.baseUrl || !t.model) throw new Error('set agentLab.teacher.baseUrl and agentLab.teacher.model for the HTTP teacher');
   // The key is read from the environment VS Code was started with, never from settings.
-  const teacher = makeHttpTeacher({ baseUrl: t.baseUrl, model: t.model, temperature: t.temperature, maxTokens: t.maxTokens, timeoutMs: t.timeoutMs, retries: t.retries });
+  // A world's own tool list is what the teacher is shown.
+  const teacher = makeHttpTeacher({
+    baseUrl: t.baseUrl,
+    model: t.model,
+    temperature: t.temperature,
+    maxTokens: t.maxTokens,
+    timeoutMs: t.timeoutMs,
+    retries: t.retries,
+    ...(tools ? { tools } : {}),
+  });
   log.info(`HTTP teacher ${t.model} at ${t.baseUrl} (${process.env[API_KEY_ENV] ? `key from ${API_KEY_ENV}` : `no ${API_KEY_ENV} set`})`);
   const controller = new AbortController();
   const sub = token.onCancellationRequested(() => controller.abort());
