@@ -92,6 +92,24 @@ describe('Your own world: New World, Build World, Train (SFT), Evaluate (integra
     assert.deepEqual(worldFolders(runs), before, 'no world folder was written');
   });
 
+  it('the language server marks the broken fact table in the editor (a .csv reaches it) and hovers a fact', async () => {
+    const uri = vscode.Uri.file(path.join(root, 'broken', 'facts.csv'));
+    await vscode.window.showTextDocument(uri);
+    const ours = () => vscode.languages.getDiagnostics(uri).filter((d) => d.source === 'agent-lab');
+    const deadline = Date.now() + 30_000;
+    while (ours().length === 0) {
+      assert.ok(Date.now() < deadline, 'no agent-lab diagnostics on broken/facts.csv within 30 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const [d] = ours();
+    assert.equal(String(typeof d!.code === 'object' ? d!.code.value : d!.code), 'duplicate-fact');
+    // Line 3 "Iron,atomic number,27": the attribute column.
+    assert.deepEqual([d!.range.start.line, d!.range.start.character, d!.range.end.character], [2, 5, 18]);
+    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, new vscode.Position(1, 2));
+    const text = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
+    assert.match(text, /"the atomic number of Iron is 26"/);
+  });
+
   let worldDir: string;
   let runDir: string;
 
