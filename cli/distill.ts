@@ -13,7 +13,7 @@ import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { isHinted } from '../core/worldSource';
 import type { McpTool } from '../core/tools/schemas';
-import { parseToolList } from '../core/worldTools';
+import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { TOOLS_FILE } from '../trainer/worldFolder';
 import { splitRoles } from '../core/roles';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
@@ -56,7 +56,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
   if (roles) for (const f of Object.values(roles)) checkWritableTarget(f);
   const world = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split as 'train' | 'heldout');
   const corpus = world.corpus;
-  const env = new ToolEnv(corpus);
+  const env = new ToolEnv(corpus, world.tools ? systemPromptFor(world.tools) : undefined);
   // Unsolved tasks are counted by reason, never silently lost (docs/worlds.md).
   const unsolved: Record<string, number> = {};
   let tasks = world.tasks;

@@ -13,7 +13,7 @@ import { isHinted } from '../core/worldSource';
 import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
 import type { McpTool } from '../core/tools/schemas';
 import type { Task } from '../core/types';
-import { parseToolList } from '../core/worldTools';
+import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { TOOLS_FILE } from '../trainer/worldFolder';
 import { log, reportError } from './log';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
@@ -123,8 +123,10 @@ async function distillCommand(
       const corpus = await readCorpus(folder);
       let tasks = await readTasks(folder, chosen);
       await yieldToUi();
-      const env = new ToolEnv(corpus);
-      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token, await readToolList(folder));
+      // A world's own tool list: its system prompt (tool line) and, for the HTTP teacher, its schemas.
+      const tools = await readToolList(folder);
+      const env = new ToolEnv(corpus, tools ? systemPromptFor(tools) : undefined);
+      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token, tools);
       // Questions without hints (a user's documents world, docs/worlds.md) have no answer key
       // for the stub teacher: they are counted and left to the HTTP teacher or a student.
       const allTasks = tasks.length;
