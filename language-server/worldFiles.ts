@@ -131,11 +131,15 @@ function problemDiagnostic(text: string, e: WorldFileError, csv: boolean, kind: 
 
 // ---- documents beside a tasks file -------------------------------------------------------------
 
+/** The last corpus read per docs/ folder, with the files' sizes and times it was read from (edits to the tasks file reuse it). */
+const corpusCache = new Map<string, { signature: string; corpus: Passage[] }>();
+
 /** The docs/ folder beside a tasks file, chunked as `agent-lab world --docs` chunks it; null when there is none (or it is too big). */
 export function corpusBeside(tasksFile: string): { corpus: Passage[]; dir: string } | { skipped: string } | null {
   const dir = path.join(path.dirname(tasksFile), 'docs');
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) return null;
   const files: string[] = [];
+  const stamps: string[] = [];
   let bytes = 0;
   const walk = (d: string) => {
     for (const ent of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
@@ -143,15 +147,22 @@ export function corpusBeside(tasksFile: string): { corpus: Passage[]; dir: strin
       const full = path.join(d, ent.name);
       if (ent.isDirectory()) walk(full);
       else if (ent.isFile() && /\.(txt|md)$/i.test(ent.name)) {
+        const st = fs.statSync(full);
         files.push(full);
-        bytes += fs.statSync(full).size;
+        stamps.push(`${full}\u0000${st.size}\u0000${st.mtimeMs}`);
+        bytes += st.size;
       }
     }
   };
   walk(dir);
   if (bytes > DOCS_LIMIT_BYTES) return { skipped: `${dir} holds over ${DOCS_LIMIT_BYTES >> 20} MB of documents: the corpus checks are skipped` };
+  const signature = stamps.join('\u0001');
+  const hit = corpusCache.get(dir);
+  if (hit && hit.signature === signature) return { corpus: hit.corpus, dir };
   const docs = files.map((f) => ({ relPath: path.relative(dir, f).split(path.sep).join('/'), text: fs.readFileSync(f, 'utf8') }));
-  return { corpus: chunkDocuments(docs), dir };
+  const corpus = chunkDocuments(docs);
+  corpusCache.set(dir, { signature, corpus });
+  return { corpus, dir };
 }
 
 // ---- the analysis ------------------------------------------------------------------------
@@ -159,8 +170,13 @@ export function corpusBeside(tasksFile: string): { corpus: Passage[]; dir: strin
 export interface WorldAnalysis {
   kind: WorldFileKind;
   diagnostics: Diagnostic[];
-  /** Fact tables: the facts by 0-based line, with the tasks each takes part in. */
-  facts: Map<number, { clause: string; numeric: boolean; tasks: { split: string; task: Task }[] }>;
+  /** Fact tables: the facts by 0-based line. */
+  facts: Map<number, { clause: string; numeric: boolean }>;
+  /**
+   * The tasks each fact line takes part in, as `agent-lab world --facts` would make them
+   * (seed 0); built on the first hover, not on every edit (thousands of facts take a while).
+   */
+  tasksOfLine: (line: number) => { split: string; task: Task }[];
   /** Tasks files: the tasks by 0-based line, with the corpus that was checked (null: no docs/ beside). */
   tasks: Map<number, SourceTask>;
   corpus: Passage[] | null;
@@ -178,26 +194,39 @@ function analyseFacts(text: string, file: string): WorldAnalysis {
   const diagnostics = problems.map((e) => problemDiagnostic(text, e, csv, 'facts'));
   diagnostics.push(...nonNumericDiagnostics(text, table, csv));
   const facts: WorldAnalysis['facts'] = new Map();
-  table.facts.forEach(([entity, attribute, value], i) => facts.set(table.lines[i]! - 1, { clause: `the ${attribute} of ${entity} is ${value}`, numeric: isNum(value), tasks: [] }));
-  // The tasks each fact takes part in, as `agent-lab world --facts` would make them (seed 0).
-  if (table.facts.length > 0) {
-    try {
-      const built = buildFactWorld(table);
-      const lineByFact = new Map(table.facts.map(([e, a], i) => [`${e}\u0000${a}`, table.lines[i]! - 1]));
-      for (const [split, tasks] of [
-        ['train', built.train],
-        ['heldout', built.heldout],
-        ['dev', built.dev],
-      ] as const) {
-        for (const task of tasks) {
-          for (const [e, a] of task.hints.facts) facts.get(lineByFact.get(`${e}\u0000${a}`) ?? -1)?.tasks.push({ split, task });
-        }
+  table.facts.forEach(([entity, attribute, value], i) => facts.set(table.lines[i]! - 1, { clause: `the ${attribute} of ${entity} is ${value}`, numeric: isNum(value) }));
+  let membership: Map<number, { split: string; task: Task }[]> | null = null;
+  const tasksOfLine = (line: number) => (membership ??= taskMembership(table)).get(line) ?? [];
+  return { kind: 'facts', diagnostics, facts, tasksOfLine, tasks: new Map(), corpus: null };
+}
+
+/** For each fact's 0-based line, the tasks of the world built from the table that use it. */
+function taskMembership(table: FactTable): Map<number, { split: string; task: Task }[]> {
+  const out = new Map<number, { split: string; task: Task }[]>();
+  if (table.facts.length === 0) return out;
+  let built;
+  try {
+    built = buildFactWorld(table);
+  } catch {
+    return out; // too few tasks for a world: the hover says only the clause (building the world says why)
+  }
+  const lineByFact = new Map(table.facts.map(([e, a], i) => [`${e}\u0000${a}`, table.lines[i]! - 1]));
+  for (const [split, tasks] of [
+    ['train', built.train],
+    ['heldout', built.heldout],
+    ['dev', built.dev],
+  ] as const) {
+    for (const task of tasks) {
+      for (const [e, a] of task.hints.facts) {
+        const line = lineByFact.get(`${e}\u0000${a}`);
+        if (line === undefined) continue;
+        const list = out.get(line) ?? [];
+        list.push({ split, task });
+        out.set(line, list);
       }
-    } catch {
-      // Too few tasks for a world: the hover says only the clause (building the world says why).
     }
   }
-  return { kind: 'facts', diagnostics, facts, tasks: new Map(), corpus: null };
+  return out;
 }
 
 /**
@@ -255,7 +284,7 @@ function analyseTasks(text: string, file: string): WorldAnalysis {
       );
     }
   }
-  return { kind: 'tasks', diagnostics, facts: new Map(), tasks: new Map(tasks.map((t) => [t.line - 1, t])), corpus };
+  return { kind: 'tasks', diagnostics, facts: new Map(), tasksOfLine: () => [], tasks: new Map(tasks.map((t) => [t.line - 1, t])), corpus };
 }
 
 const SPLIT_NAMES: Record<string, string> = { train: 'train', heldout: 'held-out', dev: 'dev' };
@@ -266,13 +295,14 @@ export function worldHover(a: WorldAnalysis, pos: Position): Hover | null {
     const fact = a.facts.get(pos.line);
     if (!fact) return null;
     const lines = [`**Fact** · "${fact.clause}"${fact.numeric ? ' (numeric)' : ''}`, ''];
-    if (fact.tasks.length === 0) lines.push('In no task of the world (seed 0).');
+    const tasks = a.tasksOfLine(pos.line);
+    if (tasks.length === 0) lines.push('In no task of the world (seed 0).');
     else {
       const counts = new Map<string, number>();
-      for (const t of fact.tasks) counts.set(`${SPLIT_NAMES[t.split]} ${t.task.kind}`, (counts.get(`${SPLIT_NAMES[t.split]} ${t.task.kind}`) ?? 0) + 1);
-      lines.push(`In ${fact.tasks.length} task(s) of the world (seed 0): ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}`, '');
-      for (const t of fact.tasks.slice(0, 4)) lines.push(`- ${SPLIT_NAMES[t.split]} ${t.task.kind}: ${t.task.question} → \`${t.task.gold}\``);
-      if (fact.tasks.length > 4) lines.push(`- … and ${fact.tasks.length - 4} more`);
+      for (const t of tasks) counts.set(`${SPLIT_NAMES[t.split]} ${t.task.kind}`, (counts.get(`${SPLIT_NAMES[t.split]} ${t.task.kind}`) ?? 0) + 1);
+      lines.push(`In ${tasks.length} task(s) of the world (seed 0): ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}`, '');
+      for (const t of tasks.slice(0, 4)) lines.push(`- ${SPLIT_NAMES[t.split]} ${t.task.kind}: ${t.task.question} → \`${t.task.gold}\``);
+      if (tasks.length > 4) lines.push(`- … and ${tasks.length - 4} more`);
     }
     return { contents: { kind: MarkupKind.Markdown, value: lines.join('\n') } };
   }
