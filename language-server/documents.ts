@@ -267,7 +267,7 @@ export function analyseRow(lineText: string, tokenizer: ResolvedTokenizer): RowR
   if (!scan.isObject && !scan.error) rowDiag(0, lineText.length, 'row-not-json', 'the row is JSON but not an object: expected {"text": "<transcript>", ...}');
   if (scan.textProblem && scan.isObject) rowDiag(scan.textProblem.start, scan.textProblem.end, 'row-no-text', scan.textProblem.message);
   if (!scan.text || scan.text.approximate) return out;
-  const analysis = analyseTranscript(scan.text.value);
+  const analysis = analyseTranscript(scan.text.value, tokenizer.grammar);
   out.analysis = analysis;
   // Column-based: map through the row's string with a placeholder line.
   const unit = makeUnit(0, analysis, scan.fields, tokenizer, rowMapping(0, scan.text), out.cache);

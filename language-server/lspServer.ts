@@ -380,10 +380,11 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     const stale = (): boolean => states.get(uri) !== s || documents.get(uri)?.version !== version;
     const promise = (async (): Promise<Unit | null> => {
       const text = transcriptText(doc.getText());
-      const same = t !== null && t.unit.analysis.text === text;
+      // The same text under the same grammar (a run's world can change it): the analysis is reused.
+      const same = t !== null && t.unit.analysis.text === text && t.unit.tokenizer.grammar === tok.grammar;
       // The old analysis is dropped before the new one is built (a 20 MB one is hundreds of MB).
       if (!same && s.transcript === t) s.transcript = null;
-      const analysis = same ? t.unit.analysis : await sliced(analyseTranscriptSteps(text), stale);
+      const analysis = same ? t.unit.analysis : await sliced(analyseTranscriptSteps(text, tok.grammar), stale);
       if (analysis === null || stale()) return null;
       const cache: UnitCache = {};
       const count = await sliced(countTokensSteps(analysis, tok.tok), stale);

@@ -6,11 +6,12 @@
 // with the tasks it takes part in, and a task's facts as the corpus states them.
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Diagnostic, Hover, Range } from 'vscode-languageserver-protocol';
+import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { LspClient, repoRootFrom } from './client';
 
 const root = repoRootFrom(__dirname);
@@ -104,6 +105,33 @@ describe('language server: world files (fact tables, tasks files)', function () 
       assert.equal(await client.request<Hover | null>('textDocument/hover', { textDocument: { uri: uriOf(file) }, position: { line: 1, character: 0 } }), null);
       // A fact table would have been diagnosed by now (the hover came after the open).
       assert.equal(client.published.get(uriOf(file)), undefined, 'no diagnostics published');
+    });
+  });
+
+  describe("a run of a world with its own tool list (the run's world/tools.json)", () => {
+    it('checks the calls with the world grammar: calc is refused in a run whose list leaves it out, and accepted elsewhere', async () => {
+      const text = readFileSync(path.join(root, 'samples', 'sum.transcript'), 'utf8');
+      const run = path.join(tmp, 'run-search-only');
+      mkdirSync(path.join(run, 'world'), { recursive: true });
+      mkdirSync(path.join(run, 'asked'), { recursive: true });
+      writeFileSync(path.join(run, 'config.json'), '{"kind": "sft"}\n');
+      writeFileSync(path.join(run, 'world', 'tools.json'), JSON.stringify([AGENT_TOOLS[0]]));
+      const inRun = path.join(run, 'asked', 'sum.transcript');
+      writeFileSync(inRun, text);
+      const outside = path.join(tmp, 'sum.transcript');
+      writeFileSync(outside, text);
+      assert.deepEqual((await client.open(uriOf(outside), text, 'agent-transcript'))!.diagnostics, [], 'the textbook grammar takes calc');
+      const p = (await client.open(uriOf(inRun), text, 'agent-transcript'))!;
+      const rejected = p.diagnostics.filter((d) => d.code === 'grammar-rejected');
+      const calls = text.split('<|tool_call|>').length - 1;
+      const calcCalls = text.split('<|tool_call|>{"tool": "calc"').length - 1;
+      assert.ok(calcCalls >= 1 && calls > calcCalls);
+      assert.equal(rejected.length, calcCalls, 'each calc call, and no search call');
+      const at = text.indexOf('<|tool_call|>{"tool": "calc"') + '<|tool_call|>{"tool": "'.length;
+      const line = text.slice(0, at).split('\n').length - 1;
+      const col = at - (text.lastIndexOf('\n', at - 1) + 1);
+      assert.deepEqual(rejected[0]!.range, { start: { line, character: col }, end: { line, character: col + 1 } });
+      assert.equal(messageOf(rejected[0]!), "tool call rejected by the grammar: expected 's', got 'c'");
     });
   });
 
