@@ -10,7 +10,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Diagnostic, Hover, Range } from 'vscode-languageserver-protocol';
+import type { CompletionItem, Diagnostic, Hover, Range } from 'vscode-languageserver-protocol';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { LspClient, repoRootFrom } from './client';
 
@@ -109,7 +109,7 @@ describe('language server: world files (fact tables, tasks files)', function () 
   });
 
   describe("a run of a world with its own tool list (the run's world/tools.json)", () => {
-    it('checks the calls with the world grammar: calc is refused in a run whose list leaves it out, and accepted elsewhere', async () => {
+    it('checks the calls and offers the completions of the world grammar: calc is refused in a run whose list leaves it out, and accepted elsewhere', async () => {
       const text = readFileSync(path.join(root, 'samples', 'sum.transcript'), 'utf8');
       const run = path.join(tmp, 'run-search-only');
       mkdirSync(path.join(run, 'world'), { recursive: true });
@@ -132,6 +132,13 @@ describe('language server: world files (fact tables, tasks files)', function () 
       const col = at - (text.lastIndexOf('\n', at - 1) + 1);
       assert.deepEqual(rejected[0]!.range, { start: { line, character: col }, end: { line, character: col + 1 } });
       assert.equal(messageOf(rejected[0]!), "tool call rejected by the grammar: expected 's', got 'c'");
+      // Completion inside an assistant turn offers the world's tools only.
+      const asst = text.indexOf('<|assistant|>') + '<|assistant|>'.length;
+      const position = { line: text.slice(0, asst).split('\n').length - 1, character: asst - (text.lastIndexOf('\n', asst - 1) + 1) };
+      const labels = async (file: string) =>
+        ((await client.request<CompletionItem[] | null>('textDocument/completion', { textDocument: { uri: uriOf(file) }, position })) ?? []).map((c) => c.label).filter((l) => l.endsWith(' call'));
+      assert.deepEqual(await labels(inRun), ['search call']);
+      assert.deepEqual(await labels(outside), ['search call', 'calc call']);
     });
   });
 
