@@ -12,6 +12,9 @@ import type { Passage, Task } from '../core/types';
 import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { isHinted } from '../core/worldSource';
+import type { McpTool } from '../core/tools/schemas';
+import { parseToolList, systemPromptFor } from '../core/worldTools';
+import { TOOLS_FILE } from '../trainer/worldFolder';
 import { splitRoles } from '../core/roles';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
 import type { BackendAsk } from '../trainer/backend';
@@ -53,7 +56,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
   if (roles) for (const f of Object.values(roles)) checkWritableTarget(f);
   const world = o['world'] !== undefined ? readWorld(o['world'] as string, split) : defaultWorld(seed, o['distractors'], split as 'train' | 'heldout');
   const corpus = world.corpus;
-  const env = new ToolEnv(corpus);
+  const env = new ToolEnv(corpus, world.tools ? systemPromptFor(world.tools) : undefined);
   // Unsolved tasks are counted by reason, never silently lost (docs/worlds.md).
   const unsolved: Record<string, number> = {};
   let tasks = world.tasks;
@@ -106,6 +109,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
       teacher = makeHttpTeacher({
         baseUrl,
         model,
+        ...(world.tools ? { tools: world.tools } : {}),
         ...(temperature !== undefined ? { temperature } : {}),
         ...(typeof o['max-tokens'] === 'number' ? { maxTokens: o['max-tokens'] } : {}),
         ...(typeof o['timeout-ms'] === 'number' ? { timeoutMs: o['timeout-ms'] } : {}),
@@ -240,14 +244,14 @@ function parseTemperature(v: string | number | boolean | undefined): number | un
   return t;
 }
 
-function defaultWorld(seed: number, distractors: string | number | boolean | undefined, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[] } {
+function defaultWorld(seed: number, distractors: string | number | boolean | undefined, split: 'train' | 'heldout'): { corpus: Passage[]; tasks: Task[]; tools?: McpTool[] } {
   const corpus = buildCorpus(seed, typeof distractors === 'number' ? distractors : 120);
   const pool = makeTaskPool(seed);
   return { corpus, tasks: split === 'train' ? pool.train : pool.heldout };
 }
 
 /** A world folder as `agent-lab world --out DIR` (or Build World) writes it. */
-function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: Passage[]; tasks: Task[] } {
+function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: Passage[]; tasks: Task[]; tools?: McpTool[] } {
   const rows = (file: string): unknown[] => {
     if (!exists(file)) throw new UsageError(`cannot read ${file}: ENOENT (is ${dir} a world folder?)`);
     // A regular file under the size cap (a FIFO or a link to /dev/zero would hang).
@@ -272,9 +276,20 @@ function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: P
       throw new DistillFailure((err as Error).message);
     }
   };
+  // The world's tool list (tools.json, docs/worlds.md "Tools"): the HTTP teacher is shown its schemas.
+  const toolsFile = path.join(dir, TOOLS_FILE);
+  let tools: McpTool[] | undefined;
+  if (exists(toolsFile)) {
+    try {
+      tools = parseToolList(readInputText(toolsFile, 'the tool list', INPUT_LIMITS.json), toolsFile);
+    } catch (err) {
+      throw new DistillFailure((err as Error).message);
+    }
+  }
   return {
     corpus: parse(path.join(dir, 'corpus.jsonl'), rowToPassage),
     tasks: parse(path.join(dir, `${split}.jsonl`), rowToTask),
+    ...(tools ? { tools } : {}),
   };
 }
 

@@ -182,14 +182,14 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
   }
   const model = StackModel.fromWeights(cfg, ck.weights);
   try {
-    const context = model.config.maxSeq;
-    const promptTokens = tokenizer.encode(renderPrompt(question)).length;
-    if (promptTokens + 2 > context) {
-      throw new CliError(`the question does not fit the student's context: the prompt is ${promptTokens} tokens, the context ${context} (shorten the question)`);
-    }
     // The tools search the run's own world (or the folder --world names); the textbook's by default.
     const world = o['world'] !== undefined ? readWorldFolder(o['world'] as string) : runWorld(runDir);
     const env = world ? worldEnv(world.id) : new ToolEnv(buildCorpus());
+    const context = model.config.maxSeq;
+    const promptTokens = tokenizer.encode(renderPrompt(question, env.systemPrompt)).length;
+    if (promptTokens + 2 > context) {
+      throw new CliError(`the question does not fit the student's context: the prompt is ${promptTokens} tokens, the context ${context} (shorten the question)`);
+    }
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer, world ? worldTemplates(world.id) : undefined));
     const ep = await runtime.runAsync({ question });
     if (o['json']) {

@@ -37,7 +37,7 @@ export interface RolloutResult {
 
 /** One ReAct trajectory: the teacher emits a step, real tools answer, until an answer. */
 export function rollout(task: Task, teacher: Teacher, env: ToolEnv, maxSteps = DEFAULT_MAX_STEPS): RolloutResult {
-  let transcript = renderPrompt(task.question);
+  let transcript = renderPrompt(task.question, env.systemPrompt);
   let solved = false;
   let answer: string | null = null;
   let steps = 0;

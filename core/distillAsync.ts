@@ -22,7 +22,7 @@ export interface AsyncRolloutResult extends RolloutResult {
 
 /** `rollout` with an async teacher; a TeacherError ends the rollout unsolved. */
 export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolEnv, maxSteps = DEFAULT_MAX_STEPS, signal?: AbortSignal): Promise<AsyncRolloutResult> {
-  let transcript = renderPrompt(task.question);
+  let transcript = renderPrompt(task.question, env.systemPrompt);
   let solved = false;
   let answer: string | null = null;
   let steps = 0;

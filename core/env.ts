@@ -15,7 +15,14 @@ export const DEFAULT_SEARCH_K = 2;
 export class ToolEnv {
   readonly retriever: Bm25Retriever;
 
-  constructor(corpus: readonly Passage[]) {
+  /**
+   * `systemPrompt`: what a trajectory in this world starts with; a user's world with its
+   * own tool list says its own tool line (core/worldTools.ts systemPromptFor).
+   */
+  constructor(
+    corpus: readonly Passage[],
+    readonly systemPrompt: string = SYSTEM_PROMPT,
+  ) {
     this.retriever = new Bm25Retriever(corpus);
   }
 

@@ -106,22 +106,38 @@ function splitLines(text: string): string[] {
   return text.replace(/^\uFEFF/, '').split(/\r?\n/);
 }
 
-function parseCsvTable(text: string, file: string): FactTable {
+/**
+ * Runs one row's checks. Without `problems` a problem is thrown (the CLI stops at the first);
+ * with it the problem is recorded and the row skipped, so an editor can show every bad row
+ * from the same checks (language-server/worldFiles.ts).
+ */
+function checkedRow(problems: WorldFileError[] | undefined, check: () => void): void {
+  if (!problems) return check();
+  try {
+    check();
+  } catch (err) {
+    if (!(err instanceof WorldFileError)) throw err;
+    problems.push(err);
+  }
+}
+
+function parseCsvTable(text: string, file: string, problems?: WorldFileError[]): FactTable {
   const facts: Fact[] = [];
   const lines: number[] = [];
   let header = false;
-  splitLines(text).forEach((raw, i) => {
+  splitLines(text).forEach((raw, i) => checkedRow(problems, () => {
     const line = i + 1;
     if (raw.trim() === '' || raw.startsWith('#')) return;
-    const fields = csvFields(raw, file, line);
     if (!header) {
-      const got = fields.map((f) => f.trim().toLowerCase());
+      // The first data line is the header, right or wrong (a wrong one is reported once).
+      header = true;
+      const got = csvFields(raw, file, line).map((f) => f.trim().toLowerCase());
       if (got.length !== 3 || got.some((g, j) => g !== FACT_COLUMNS[j])) {
         throw new WorldFileError(file, line, 'header', `expected the header "entity,attribute,value", got ${JSON.stringify(raw)}`);
       }
-      header = true;
       return;
     }
+    const fields = csvFields(raw, file, line);
     if (fields.length !== 3) {
       const field = fields.length < 3 ? FACT_COLUMNS[fields.length]! : 'value';
       throw new WorldFileError(file, line, field, `expected 3 columns (entity,attribute,value), got ${fields.length}`);
@@ -130,8 +146,10 @@ function parseCsvTable(text: string, file: string): FactTable {
     checkFact(file, line, entity, attribute, value);
     facts.push([entity, attribute, value]);
     lines.push(line);
+  }));
+  if (!header) checkedRow(problems, () => {
+    throw new WorldFileError(file, 1, 'header', 'the file is empty: expected the header "entity,attribute,value"');
   });
-  if (!header) throw new WorldFileError(file, 1, 'header', 'the file is empty: expected the header "entity,attribute,value"');
   return { facts, lines, settings: {} };
 }
 
@@ -154,11 +172,11 @@ export function parseSettings(v: unknown, file: string, line: number, field = 's
   return out;
 }
 
-function parseJsonlTable(text: string, file: string): FactTable {
+function parseJsonlTable(text: string, file: string, problems?: WorldFileError[]): FactTable {
   const facts: Fact[] = [];
   const lines: number[] = [];
   let settings: FactSettings = {};
-  splitLines(text).forEach((raw, i) => {
+  splitLines(text).forEach((raw, i) => checkedRow(problems, () => {
     const line = i + 1;
     if (raw.trim() === '') return;
     let row: unknown;
@@ -189,24 +207,43 @@ function parseJsonlTable(text: string, file: string): FactTable {
     checkFact(file, line, entity, attribute, value);
     facts.push([entity, attribute, value]);
     lines.push(line);
-  });
+  }));
   return { facts, lines, settings };
 }
 
 /** A fact table: CSV when the file name ends in .csv, else JSONL. Duplicates and an empty table are errors. */
 export function parseFactTable(text: string, file: string): FactTable {
-  const table = /\.csv$/i.test(file) ? parseCsvTable(text, file) : parseJsonlTable(text, file);
+  return readFactTable(text, file);
+}
+
+/**
+ * Every problem of a fact table, by the same checks as parseFactTable: the good rows (a
+ * duplicate's first occurrence kept) and one WorldFileError per bad row, in line order.
+ */
+export function checkFactTable(text: string, file: string): { table: FactTable; problems: WorldFileError[] } {
+  const problems: WorldFileError[] = [];
+  const table = readFactTable(text, file, problems);
+  problems.sort((a, b) => a.line - b.line);
+  return { table, problems };
+}
+
+function readFactTable(text: string, file: string, problems?: WorldFileError[]): FactTable {
+  const table = /\.csv$/i.test(file) ? parseCsvTable(text, file, problems) : parseJsonlTable(text, file, problems);
   const seen = new Map<string, number>();
-  table.facts.forEach(([e, a], i) => {
+  const keep: boolean[] = table.facts.map(() => true);
+  table.facts.forEach(([e, a], i) => checkedRow(problems, () => {
     const key = `${e}\u0000${a}`;
     const first = seen.get(key);
     if (first !== undefined) {
+      keep[i] = false;
       throw new WorldFileError(file, table.lines[i]!, 'attribute', `duplicate fact: the ${a} of ${e} is already given on line ${first}`);
     }
     seen.set(key, table.lines[i]!);
+  }));
+  if (table.facts.length === 0 && !problems?.length) checkedRow(problems, () => {
+    throw new WorldFileError(file, 1, null, 'no facts: the table needs at least one row');
   });
-  if (table.facts.length === 0) throw new WorldFileError(file, 1, null, 'no facts: the table needs at least one row');
-  return table;
+  return { facts: table.facts.filter((_, i) => keep[i]), lines: table.lines.filter((_, i) => keep[i]), settings: table.settings };
 }
 
 // ---- documents and questions ---------------------------------------------------------
@@ -282,9 +319,20 @@ function parseHints(v: unknown, kind: TaskKind | undefined, file: string, line: 
 
 /** A tasks file (JSONL: question, gold, optional kind, optional hints in the seed's shape). */
 export function parseTasksFile(text: string, file: string): SourceTask[] {
+  return readTasksFile(text, file);
+}
+
+/** Every problem of a tasks file, by the same checks as parseTasksFile: the good tasks and one WorldFileError per bad row. */
+export function checkTasksFile(text: string, file: string): { tasks: SourceTask[]; problems: WorldFileError[] } {
+  const problems: WorldFileError[] = [];
+  const tasks = readTasksFile(text, file, problems);
+  return { tasks, problems };
+}
+
+function readTasksFile(text: string, file: string, problems?: WorldFileError[]): SourceTask[] {
   const out: SourceTask[] = [];
   const seen = new Map<string, number>();
-  splitLines(text).forEach((raw, i) => {
+  splitLines(text).forEach((raw, i) => checkedRow(problems, () => {
     const line = i + 1;
     if (raw.trim() === '') return;
     let row: unknown;
@@ -319,8 +367,10 @@ export function parseTasksFile(text: string, file: string): SourceTask[] {
     }
     const parsed = parseHints(row['hints'], kind, file, line);
     out.push({ task: { question, gold, kind: parsed.kind, hints: parsed.hints }, hinted: true, line });
+  }));
+  if (out.length === 0 && !problems?.length) checkedRow(problems, () => {
+    throw new WorldFileError(file, 1, null, 'no tasks: the file needs at least one row');
   });
-  if (out.length === 0) throw new WorldFileError(file, 1, null, 'no tasks: the file needs at least one row');
   return out;
 }
 
@@ -474,6 +524,37 @@ export interface DocsWorldOptions {
   templates?: readonly Template[];
 }
 
+const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Why the stub teacher cannot solve a hinted task over this corpus, or null: a fact whose
+ * canonical clause "the {attribute} of {entity} is" no passage holds (fact_not_in_corpus),
+ * or a lookup whose gold is not the value the corpus states (gold_differs). The field is
+ * where the problem is (`hints.facts[i]`, `gold`).
+ */
+export function corpusProblem(task: Task, corpus: readonly Passage[]): { reason: 'fact_not_in_corpus' | 'gold_differs'; field: string; message: string } | null {
+  const missing = task.hints.facts.findIndex(([e, a]) => !corpus.some((p) => p.text.includes(`the ${a} of ${e} is `)));
+  if (missing >= 0) {
+    const [e, a] = task.hints.facts[missing]!;
+    return { reason: 'fact_not_in_corpus', field: `hints.facts[${missing}]`, message: `no passage says "the ${a} of ${e} is ...": the stub teacher cannot read it` };
+  }
+  if (task.kind === 'lookup') {
+    const stated = statedFact(task.hints.facts[0]!, corpus);
+    if (stated !== undefined && stated.value !== task.gold) return { reason: 'gold_differs', field: 'gold', message: `${JSON.stringify(task.gold)} but the corpus says ${JSON.stringify(stated.value)}` };
+  }
+  return null;
+}
+
+/** The value the corpus states for a fact (its first canonical clause) and the passage saying it. */
+export function statedFact(fact: readonly [string, string], corpus: readonly Passage[]): { value: string; docId: string } | undefined {
+  const re = new RegExp(`the ${escapeRe(fact[1])} of ${escapeRe(fact[0])} is ([^.,;]+)[.,;]`);
+  for (const p of corpus) {
+    const m = re.exec(p.text)?.[1]?.trim();
+    if (m !== undefined) return { value: m, docId: p.docId };
+  }
+  return undefined;
+}
+
 /**
  * A world from documents and questions. Where a task carries hints, whether the stub
  * teacher can solve it is checked against the corpus: each fact's canonical clause must be
@@ -495,18 +576,8 @@ export function buildDocsWorld(corpus: Passage[], tasks: readonly SourceTask[], 
       unsolvable['no_hints'] = (unsolvable['no_hints'] ?? 0) + 1;
       continue;
     }
-    const missing = st.task.hints.facts.findIndex(([e, a]) => !corpus.some((p) => p.text.includes(`the ${a} of ${e} is `)));
-    if (missing >= 0) {
-      const [e, a] = st.task.hints.facts[missing]!;
-      note('fact_not_in_corpus', `${file}:${st.line}: field "hints.facts[${missing}]": no passage says "the ${a} of ${e} is ...": the stub teacher cannot read it`);
-      continue;
-    }
-    if (st.task.kind === 'lookup') {
-      const [e, a] = st.task.hints.facts[0]!;
-      const re = new RegExp(`the ${a.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} of ${e.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is ([^.,;]+)[.,;]`);
-      const stated = corpus.map((p) => re.exec(p.text)?.[1]?.trim()).find((x) => x !== undefined);
-      if (stated !== undefined && stated !== st.task.gold) note('gold_differs', `${file}:${st.line}: field "gold": ${JSON.stringify(st.task.gold)} but the corpus says ${JSON.stringify(stated)}`);
-    }
+    const problem = corpusProblem(st.task, corpus);
+    if (problem) note(problem.reason, `${file}:${st.line}: field "${problem.field}": ${problem.message}`);
   }
   const split = splitPool(tasks.map((t) => t.task), seed, options.split ?? {});
   noteGrammar([...split.train, ...split.heldout, ...split.dev].filter(isHinted), null, unsolvable, warnings, options.templates);

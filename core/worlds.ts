@@ -9,7 +9,7 @@
 import { ToolEnv } from './env';
 import { TEMPLATES, type Template } from './grammar';
 import type { McpTool } from './tools/schemas';
-import { templatesFor } from './worldTools';
+import { systemPromptFor, templatesFor } from './worldTools';
 import { overlapKey } from './overlap';
 import { PyRandom } from './pyrandom';
 import type { Passage, Task } from './types';
@@ -190,7 +190,8 @@ export function worldEnv(id: WorldId): ToolEnv {
   const name = worldName(id);
   let env = envCache.get(name);
   if (!env) {
-    env = new ToolEnv(buildWorld(id).corpus);
+    const tools = id.kind === 'custom' ? customWorld(id).tools : null;
+    env = new ToolEnv(buildWorld(id).corpus, tools ? systemPromptFor(tools) : undefined);
     envCache.set(name, env);
   }
   return env;

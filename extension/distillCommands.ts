@@ -1,7 +1,8 @@
 // "Agent Lab: Distill Trajectories": runs the teacher chosen in `agentLab.teacher.kind`
 // (the stub, an OpenAI-compatible HTTP server, or a run's student) through the real ReAct
 // loop (BM25 search + calculator) on one split of a world folder and writes the solved,
-// de-duplicated trajectories to <folder>/<split>.traces.jsonl. The student needs tfjs, which
+// de-duplicated trajectories to <folder>/<split>.traces.jsonl; the folder is the one built
+// from `agentLab.world` (extension/worldPicker.ts), else picked. The student needs tfjs, which
 // never runs in the extension host: that case runs `agent-lab distill` in a child process.
 import { fork } from 'node:child_process';
 import * as path from 'node:path';
@@ -10,9 +11,13 @@ import { ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { distillAsync, newDistillStats } from '../core/distillAsync';
 import { isHinted } from '../core/worldSource';
 import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
+import type { McpTool } from '../core/tools/schemas';
 import type { Task } from '../core/types';
+import { parseToolList, systemPromptFor } from '../core/worldTools';
+import { TOOLS_FILE } from '../trainer/worldFolder';
 import { log, reportError } from './log';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
+import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
 
 export const SAMPLES_PER_TASK = 4;
@@ -50,6 +55,16 @@ async function pickWorldFolder(): Promise<vscode.Uri | undefined> {
   if (!ws) {
     void vscode.window.showWarningMessage('Agent Lab: open a folder first.');
     return undefined;
+  }
+  // agentLab.world: the newest folder built from it (Build World first when there is none).
+  const configured = configuredWorld(ws);
+  if (configured) {
+    const built = builtFolderOf(ws, configured);
+    if (built) return vscode.Uri.file(built);
+    const choice = await vscode.window.showWarningMessage(`Agent Lab: ${describeWorld(configured)} (agentLab.world) is not built yet. Build it first?`, 'Build World');
+    if (choice !== 'Build World') return undefined;
+    const made = await vscode.commands.executeCommand<{ folder: vscode.Uri } | undefined>('agentLab.buildWorld');
+    return made?.folder;
   }
   const worlds = await listWorldFolders(runsFolderUri(ws));
   if (worlds.length === 0) {
@@ -108,8 +123,10 @@ async function distillCommand(
       const corpus = await readCorpus(folder);
       let tasks = await readTasks(folder, chosen);
       await yieldToUi();
-      const env = new ToolEnv(corpus);
-      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token);
+      // A world's own tool list: its system prompt (tool line) and, for the HTTP teacher, its schemas.
+      const tools = await readToolList(folder);
+      const env = new ToolEnv(corpus, tools ? systemPromptFor(tools) : undefined);
+      if (teacher.kind === 'http') return distillWithHttp(teacher, env, tasks, chosen, file, progress, token, tools);
       // Questions without hints (a user's documents world, docs/worlds.md) have no answer key
       // for the stub teacher: they are counted and left to the HTTP teacher or a student.
       const allTasks = tasks.length;
@@ -180,6 +197,13 @@ function teacherSettings(folder: vscode.Uri): TeacherSettings {
 
 type Progress = vscode.Progress<{ message?: string; increment?: number }>;
 
+/** The world folder's tool list (tools.json, docs/worlds.md "Tools"), or undefined for the textbook's tools. */
+async function readToolList(folder: vscode.Uri): Promise<McpTool[] | undefined> {
+  const uri = vscode.Uri.joinPath(folder, TOOLS_FILE);
+  if (!(await exists(uri))) return undefined;
+  return parseToolList(new TextDecoder().decode(await vscode.workspace.fs.readFile(uri)), uri.fsPath);
+}
+
 async function distillWithHttp(
   t: TeacherSettings,
   env: ToolEnv,
@@ -188,10 +212,20 @@ async function distillWithHttp(
   file: vscode.Uri,
   progress: Progress,
   token: vscode.CancellationToken,
+  tools: McpTool[] | undefined,
 ): Promise<DistillResult | undefined> {
   if (!t.baseUrl || !t.model) throw new Error('set agentLab.teacher.baseUrl and agentLab.teacher.model for the HTTP teacher');
   // The key is read from the environment VS Code was started with, never from settings.
-  const teacher = makeHttpTeacher({ baseUrl: t.baseUrl, model: t.model, temperature: t.temperature, maxTokens: t.maxTokens, timeoutMs: t.timeoutMs, retries: t.retries });
+  // A world's own tool list is what the teacher is shown.
+  const teacher = makeHttpTeacher({
+    baseUrl: t.baseUrl,
+    model: t.model,
+    temperature: t.temperature,
+    maxTokens: t.maxTokens,
+    timeoutMs: t.timeoutMs,
+    retries: t.retries,
+    ...(tools ? { tools } : {}),
+  });
   log.info(`HTTP teacher ${t.model} at ${t.baseUrl} (${process.env[API_KEY_ENV] ? `key from ${API_KEY_ENV}` : `no ${API_KEY_ENV} set`})`);
   const controller = new AbortController();
   const sub = token.onCancellationRequested(() => controller.abort());

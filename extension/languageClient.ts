@@ -1,8 +1,9 @@
 // The language client: starts dist/server.js (the same server as `agent-lab lsp --stdio`)
-// for transcripts, datasets and any JSONL file (the server decides by glob, run folder or
-// content whether a JSONL file is a dataset, and says so; the client then switches the
-// document's language to agent-dataset). Settings: agentLab.datasetGlobs,
-// agentLab.tokenizerPath, agentLab.trace.server.
+// for transcripts, datasets, any JSONL file and any CSV file (the server decides by glob, run
+// folder or content whether a JSONL file is a dataset, and says so; the client then switches
+// the document's language to agent-dataset; by name or first row whether a CSV or JSONL file
+// is a world's fact table or tasks file, language-server/worldFiles.ts). Settings:
+// agentLab.datasetGlobs, agentLab.tokenizerPath, agentLab.trace.server.
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } from 'vscode-languageclient/node';
 import {
@@ -45,6 +46,8 @@ export function activateLanguageClient(context: vscode.ExtensionContext): void {
       { language: 'agent-transcript' },
       { language: 'agent-dataset' },
       { scheme: 'file', pattern: '**/*.jsonl' },
+      // Fact tables (the server keeps a CSV only when it is one: docs/worlds.md, "In the editor").
+      { scheme: 'file', pattern: '**/*.csv' },
       { scheme: 'untitled', language: 'agent-transcript' },
     ],
     initializationOptions: { settings: settings() },

@@ -19,6 +19,7 @@ import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 import { describeProgress } from './progressText';
 import { RunStatus, datasetsIn, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
 import { PreparedSftData, prepareSftRunData } from './sftData';
+import { configuredWorldFolder, evalWorldFor, userWorldFolders } from './worldPicker';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface ActiveJob {
@@ -119,6 +120,8 @@ interface TrainArgs {
   minutes?: number;
   runName?: string;
   evalLimit?: number;
+  /** A built world folder to train on (its stub-teacher trajectories, as `train sft --world`). */
+  world?: string;
 }
 
 async function uniqueRunDir(folder: vscode.WorkspaceFolder, name: string): Promise<string> {
@@ -128,8 +131,8 @@ async function uniqueRunDir(folder: vscode.WorkspaceFolder, name: string): Promi
   return dir.fsPath;
 }
 
-/** What an SFT run trains on: a distilled traces file, or the default world. */
-type DataChoice = { traces: string } | { defaultWorld: true };
+/** What an SFT run trains on: a distilled traces file, a user's world folder (agentLab.world), or the default world. */
+type DataChoice = { traces: string } | { world: string } | { defaultWorld: true };
 
 /**
  * The distilled trajectories to train on: every *.traces.jsonl of the world folders and of
@@ -147,7 +150,11 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   }
   // A held-out split is never training data.
   const files = [...found.entries()].filter(([f]) => !path.basename(f).startsWith('heldout'));
-  if (files.length === 0) {
+  // A user's world (agentLab.world first): trained on its stub-teacher trajectories, distilled in the run.
+  const configured = configuredWorldFolder(folder);
+  const worlds = [...new Set([...(configured ? [configured] : []), ...userWorldFolders(folder)])];
+  if (files.length === 0 && configured) return { world: configured };
+  if (files.length === 0 && worlds.length === 0) {
     log.info('Train (SFT): no distilled trajectories in the workspace; training on the default world (stub teacher)');
     return { defaultWorld: true };
   }
@@ -160,6 +167,14 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
     detail: fs.existsSync(path.join(path.dirname(file), 'corpus.jsonl')) ? `distilled in world ${path.basename(path.dirname(file))}` : undefined,
     choice: { traces: file },
   }));
+  items.unshift(
+    ...worlds.map((dir) => ({
+      label: `The world ${path.basename(dir)}`,
+      description: dir === configured ? 'agentLab.world' : '',
+      detail: 'its tasks with hints, distilled with the stub teacher inside the run folder',
+      choice: { world: dir } as DataChoice,
+    })),
+  );
   items.push({
     label: 'The default world',
     description: last === 'default' ? 'last used' : '',
@@ -169,7 +184,8 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   if (last === 'default') items.unshift(items.pop()!);
   const pick = await vscode.window.showQuickPick(items, { placeHolder: 'Trajectories to train the student on', ignoreFocusOut: true });
   if (!pick) return undefined;
-  await context.workspaceState.update(LAST_DATA_KEY, 'traces' in pick.choice ? pick.choice.traces : 'default');
+  if ('traces' in pick.choice) await context.workspaceState.update(LAST_DATA_KEY, pick.choice.traces);
+  else if ('defaultWorld' in pick.choice) await context.workspaceState.update(LAST_DATA_KEY, 'default');
   return pick.choice;
 }
 
@@ -228,7 +244,14 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     return undefined;
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
-  const data: DataChoice | undefined = args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(context, folder) : { defaultWorld: true };
+  let data: DataChoice | undefined;
+  try {
+    const world = args.world ?? (interactive || args.traces ? undefined : configuredWorldFolder(folder));
+    data = world ? { world } : args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(context, folder) : { defaultWorld: true };
+  } catch (err) {
+    reportError('Train (SFT)', err);
+    return undefined;
+  }
   if (!data) return undefined;
   let budget: Budget | undefined =
     args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : undefined;
@@ -267,8 +290,13 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     backend: config.get<string>('backend') ?? 'auto',
     ...budget,
     evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
+    ...('world' in data ? { world: data.world } : {}),
   };
-  const title = prepared ? `Training (SFT) on ${prepared.trainRows} trajectories` : 'Training (SFT) on the default world';
+  const title = prepared
+    ? `Training (SFT) on ${prepared.trainRows} trajectories`
+    : 'world' in data
+      ? `Training (SFT) on the world ${path.basename(data.world)}`
+      : 'Training (SFT) on the default world';
   const result = await runWithProgress(context, spec, title);
   if (prepared) result.prepared = prepared;
   return closeJob(result, spec);
@@ -382,6 +410,8 @@ interface EvalArgs {
   limit?: number;
   /** With a runDir: still ask for the split (the Runs view's Evaluate). */
   askSplit?: boolean;
+  /** Evaluate on this built world folder's split instead of the run's own world. */
+  world?: string;
 }
 
 async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobReport | undefined> {
@@ -409,6 +439,13 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
     if (!split) return undefined;
   }
   split ??= 'heldout';
+  let world = args.world;
+  const ws = vscode.workspace.workspaceFolders?.find((f) => runDir.startsWith(f.uri.fsPath + path.sep));
+  if (world === undefined && ws) {
+    const picked = await evalWorldFor(ws, runDir, args.runDir === undefined || args.askSplit === true);
+    if (picked === null) return undefined;
+    world = picked;
+  }
   const config = vscode.workspace.getConfiguration('agentLab');
   const limit = args.limit ?? config.get<number>('evaluate.tasks') ?? 0;
   const spec: JobSpec = {
@@ -418,8 +455,9 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
     split: split as 'heldout' | 'train',
     backend: config.get<string>('backend') ?? 'auto',
     ...(limit > 0 ? { limit } : {}),
+    ...(world !== undefined ? { world } : {}),
   };
-  const result = await runWithProgress(context, spec, `Evaluating ${path.basename(runDir)} on ${split}`);
+  const result = await runWithProgress(context, spec, `Evaluating ${path.basename(runDir)} on ${split}${world !== undefined ? ` of ${path.basename(world)}` : ''}`);
   return closeJob(result, spec);
 }
 

@@ -12,9 +12,11 @@ import { RowScan, RowString, looksLikeTranscript, scanRow } from '../core/transc
 import { TokenTable, countTokens, overLengthDiagnostic, tokenStartAt, tokenTable } from './analysis/tokens';
 import { DiagnosticCode, Severity, TDiagnostic, TranscriptAnalysis, analyseTranscript } from './analysis/transcript';
 import { matchesAnyGlob } from './globs';
+import { worldFileKind } from './worldFiles';
 import type { ResolvedTokenizer } from './tokenizers';
 
-export type DocKind = 'transcript' | 'dataset' | 'ignored';
+/** `facts` and `tasks`: a user's world files (language-server/worldFiles.ts, docs/worlds.md). */
+export type DocKind = 'transcript' | 'dataset' | 'facts' | 'tasks' | 'ignored';
 
 /** A diagnostic in document terms; `fix` edits are document edits. */
 export interface DocDiagnostic {
@@ -66,10 +68,18 @@ export function fsPathOf(uri: string): string | null {
 
 export interface KindVerdict {
   kind: DocKind;
-  reason: DatasetRecognizedParams['reason'] | 'extension' | 'none';
+  reason: DatasetRecognizedParams['reason'] | 'extension' | 'world' | 'none';
 }
 
-export function detectKind(uri: string, languageId: string, firstLine: () => string, settings: Settings, exists: (p: string) => boolean): KindVerdict {
+/** `firstLine`: the first non-blank line; `csvHead`: the first line that is neither blank nor a `#` comment (a fact table's header). */
+export function detectKind(
+  uri: string,
+  languageId: string,
+  firstLine: () => string,
+  settings: Settings,
+  exists: (p: string) => boolean,
+  csvHead: () => string = firstLine,
+): KindVerdict {
   const lower = uri.toLowerCase();
   if (languageId === 'agent-transcript' || lower.endsWith('.transcript')) return { kind: 'transcript', reason: 'extension' };
   if (languageId === 'agent-dataset') return { kind: 'dataset', reason: 'language' };
@@ -77,6 +87,10 @@ export function detectKind(uri: string, languageId: string, firstLine: () => str
   const filePath = fsPath ?? safeDecode(uri.replace(/^[a-z-]+:\/*/i, '/'));
   if (matchesAnyGlob(filePath, settings.datasetGlobs, settings.workspaceRoots)) return { kind: 'dataset', reason: 'glob' };
   const isJsonl = lower.endsWith('.jsonl') || languageId === 'jsonl';
+  if (lower.endsWith('.csv')) {
+    const world = worldFileKind(filePath, csvHead());
+    return world ? { kind: world, reason: 'world' } : { kind: 'ignored', reason: 'none' };
+  }
   if (!isJsonl) return { kind: 'ignored', reason: 'none' };
   if (fsPath) {
     const dir = path.dirname(fsPath);
@@ -85,6 +99,8 @@ export function detectKind(uri: string, languageId: string, firstLine: () => str
       return { kind: 'dataset', reason: 'run-folder' };
     }
   }
+  const world = worldFileKind(filePath, firstLine());
+  if (world) return { kind: world, reason: 'world' };
   const scan = scanRow(firstLine());
   if (scan.text && looksLikeTranscript(scan.text.value)) return { kind: 'dataset', reason: 'content' };
   return { kind: 'ignored', reason: 'none' };
@@ -251,7 +267,7 @@ export function analyseRow(lineText: string, tokenizer: ResolvedTokenizer): RowR
   if (!scan.isObject && !scan.error) rowDiag(0, lineText.length, 'row-not-json', 'the row is JSON but not an object: expected {"text": "<transcript>", ...}');
   if (scan.textProblem && scan.isObject) rowDiag(scan.textProblem.start, scan.textProblem.end, 'row-no-text', scan.textProblem.message);
   if (!scan.text || scan.text.approximate) return out;
-  const analysis = analyseTranscript(scan.text.value);
+  const analysis = analyseTranscript(scan.text.value, tokenizer.grammar);
   out.analysis = analysis;
   // Column-based: map through the row's string with a placeholder line.
   const unit = makeUnit(0, analysis, scan.fields, tokenizer, rowMapping(0, scan.text), out.cache);

@@ -64,6 +64,7 @@ import { rowSymbol, unitFolds, unitSymbols } from './features/structure';
 import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
 import { ChunkedTextDocuments, documentLength, lineText } from './textDocument';
 import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
+import { WorldAnalysis, WorldFileKind, analyseWorldFile, firstWorldLine, worldHover } from './worldFiles';
 
 export interface ServerTuning {
   /** Debounce after an edit before diagnostics are recomputed (ms). Opening is immediate. */
@@ -276,7 +277,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   // ---- documents --------------------------------------------------------------------------
 
   function classify(doc: TextDocument): KindVerdict {
-    return detectKind(doc.uri, doc.languageId, () => firstNonBlankLine(doc.getText({ start: { line: 0, character: 0 }, end: doc.positionAt(1 << 20) })), settings, (p) => fs.existsSync(p));
+    const head = () => doc.getText({ start: { line: 0, character: 0 }, end: doc.positionAt(1 << 20) });
+    return detectKind(doc.uri, doc.languageId, () => firstNonBlankLine(head()), settings, (p) => fs.existsSync(p), () => firstWorldLine(head(), true));
   }
 
   function stateOf(doc: TextDocument): DocState {
@@ -378,10 +380,11 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     const stale = (): boolean => states.get(uri) !== s || documents.get(uri)?.version !== version;
     const promise = (async (): Promise<Unit | null> => {
       const text = transcriptText(doc.getText());
-      const same = t !== null && t.unit.analysis.text === text;
+      // The same text under the same grammar (a run's world can change it): the analysis is reused.
+      const same = t !== null && t.unit.analysis.text === text && t.unit.tokenizer.grammar === tok.grammar;
       // The old analysis is dropped before the new one is built (a 20 MB one is hundreds of MB).
       if (!same && s.transcript === t) s.transcript = null;
-      const analysis = same ? t.unit.analysis : await sliced(analyseTranscriptSteps(text), stale);
+      const analysis = same ? t.unit.analysis : await sliced(analyseTranscriptSteps(text, tok.grammar), stale);
       if (analysis === null || stale()) return null;
       const cache: UnitCache = {};
       const count = await sliced(countTokensSteps(analysis, tok.tok), stale);
@@ -454,8 +457,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
 
   async function diagnose(doc: TextDocument, s: DocState): Promise<void> {
     const gen = s.gen;
-    // A JSONL file may become a dataset as its first row is typed (content sniffing).
-    if (s.kind === 'ignored' && doc.uri.toLowerCase().endsWith('.jsonl')) {
+    // A JSONL file may become a dataset (or a CSV a fact table) as its first row is typed (content sniffing).
+    if (s.kind === 'ignored' && /\.(jsonl|csv)$/.test(doc.uri.toLowerCase())) {
       const v = classify(doc);
       s.kind = v.kind;
       s.reason = v.reason;
@@ -468,6 +471,12 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       s.recognizedSent = true;
       const p: DatasetRecognizedParams = { uri: doc.uri, reason: s.reason as DatasetRecognizedParams['reason'] };
       connection.sendNotification(DatasetRecognizedNotification.method, p).catch(() => undefined);
+    }
+    if (s.kind === 'facts' || s.kind === 'tasks') {
+      const version = doc.version;
+      const analysis = worldAnalysisOf(doc, s.kind);
+      if (s.gen === gen && documents.get(doc.uri)?.version === version) publish(doc.uri, s, analysis.diagnostics.slice(0, tuning.maxDiagnostics), version);
+      return;
     }
     const t0 = performance.now();
     if (s.kind === 'transcript') {
@@ -531,8 +540,23 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
 
   // ---- features -----------------------------------------------------------------------------
 
+  /** A world file's analysis for the document's current version (cached: hovers reuse it). */
+  const worldAnalyses = new Map<string, { version: number; analysis: WorldAnalysis }>();
+  function worldAnalysisOf(doc: TextDocument, kind: WorldFileKind): WorldAnalysis {
+    const hit = worldAnalyses.get(doc.uri);
+    if (hit && hit.version === doc.version && hit.analysis.kind === kind) return hit.analysis;
+    const file = fsPathOf(doc.uri) ?? doc.uri;
+    const analysis = analyseWorldFile(doc.getText(), file, kind);
+    worldAnalyses.set(doc.uri, { version: doc.version, analysis });
+    return analysis;
+  }
+  documents.onDidClose((e) => worldAnalyses.delete(e.document.uri));
+
   connection.onHover(
     safe('hover', null as Hover | null, async (p, token) => {
+      const doc = documents.get(p.textDocument.uri);
+      const s = doc ? stateOf(doc) : undefined;
+      if (doc && s && (s.kind === 'facts' || s.kind === 'tasks')) return worldHover(worldAnalysisOf(doc, s.kind), p.position);
       const at = await locate(p.textDocument.uri, p.position, () => token.isCancellationRequested, true);
       return at ? hoverAt(at.unit, at.offset) : null;
     }),

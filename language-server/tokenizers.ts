@@ -2,11 +2,18 @@
 // `agentLab.tokenizerPath` when set; inside a run folder (the nearest folder above the
 // file that holds a config.json) that run's tokenizer.json; otherwise the lab's default
 // tokenizer, trained deterministically from the default world (about a second, once).
+// The call grammar comes with it: a run of a user's world with a tool list
+// (`<run>/world/tools.json`, docs/worlds.md "Tools") is checked with that world's grammar.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { TokenizerInfo } from '../core/protocol/lsp';
 import { DEFAULT_MAX_LEN } from '../core/sftFormat';
 import { BpeTokenizer, tokenizerFromJsonText, trainDefaultTokenizer } from '../core/tokenizer';
+import { TEMPLATES, type Template } from '../core/grammar';
+import { parseToolList, templatesFor } from '../core/worldTools';
+
+/** A run's copy of its world's tool list (trainer/worldFolder.ts TOOLS_FILE; the server may not import trainer/). */
+const TOOLS_FILE = 'tools.json';
 
 export interface ResolvedTokenizer {
   tok: BpeTokenizer;
@@ -19,6 +26,8 @@ export interface ResolvedTokenizer {
   problem: string | null;
   /** The run folder, when the document is inside one. */
   runDir: string | null;
+  /** The call grammar: the run's world's (its world/tools.json), else the textbook's. */
+  grammar: readonly Template[];
 }
 
 interface Loaded {
@@ -74,6 +83,7 @@ export class TokenizerStore {
   private defaultTok: BpeTokenizer | null = null;
   private readonly files = new Map<string, Loaded>();
   private readonly runDirOf = new Map<string, { at: number; runDir: string | null; maxLen: number }>();
+  private readonly grammars = new Map<string, { templates: readonly Template[]; key: string }>();
 
   constructor(private readonly log: (line: string) => void = () => undefined) {}
 
@@ -120,7 +130,33 @@ export class TokenizerStore {
   ): ResolvedTokenizer {
     const loaded = file ? this.files.get(file) : undefined;
     const key = file ? `${file}@${loaded?.mtimeMs ?? 0}:${loaded?.size ?? 0}` : 'default';
-    return { tok, info: { source, path: file, vocabSize: tok.vocabSize }, key: `${key}#${maxLen}`, maxLen, problem, runDir };
+    const grammar = this.grammarOf(runDir);
+    return { tok, info: { source, path: file, vocabSize: tok.vocabSize }, key: `${key}#${maxLen}#${grammar.key}`, maxLen, problem, runDir, grammar: grammar.templates };
+  }
+
+  /** The run's world grammar (world/tools.json, re-read when it changes); a bad list is logged and the textbook's is used. */
+  private grammarOf(runDir: string | null): { templates: readonly Template[]; key: string } {
+    const file = runDir ? path.join(runDir, 'world', TOOLS_FILE) : null;
+    let st: fs.Stats | null = null;
+    try {
+      st = file ? fs.statSync(file) : null;
+    } catch {
+      st = null;
+    }
+    if (!file || !st) return { templates: TEMPLATES, key: 'grammar:default' };
+    const key = `grammar:${file}@${st.mtimeMs}:${st.size}`;
+    const hit = this.grammars.get(file);
+    if (hit && hit.key === key) return hit;
+    let templates: readonly Template[] = TEMPLATES;
+    try {
+      templates = templatesFor(parseToolList(readRegularFile(file, MAX_CONFIG_BYTES), file));
+      this.log(`grammar of ${file}`);
+    } catch (e) {
+      this.log(`cannot read the tool list ${file}: ${(e as Error).message}; the textbook's grammar is used`);
+    }
+    const entry = { templates, key };
+    this.grammars.set(file, entry);
+    return entry;
   }
 
   private load(file: string): Loaded {

@@ -237,7 +237,7 @@ export class AgentRuntime {
     let outOfSteps = false;
     let contextFull = false;
     try {
-      yield* harness(renderPrompt(task.question, o.systemPrompt));
+      yield* harness(renderPrompt(task.question, o.systemPrompt ?? env.systemPrompt));
       for (let s = 0; s < o.maxSteps && answer === null; s++) {
         steps++;
         yield* harness(ASST);

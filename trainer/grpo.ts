@@ -330,7 +330,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   // Pre-flight, before any rollout (and before anything is written).
   const preflight = runPreflight({
     sftTracesFile: fromFiles.trainTraces,
-    systemPrompt: g.systemPrompt,
+    // Unset: what the rollouts render, the prompt of the SFT run's world.
+    systemPrompt: g.systemPrompt ?? worldEnv(runSplits(fromRun).id).systemPrompt,
     tokenizer,
     ...(fromConfig.tokenizer?.sha256 ? { tokenizerSha: { expected: fromConfig.tokenizer.sha256, actual: sha } } : {}),
     reward: rewardSpec,

@@ -280,7 +280,7 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
   };
   writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools);
   const training = trainingPool('seed', w.train, w.heldout);
-  const env = new ToolEnv(w.corpus);
+  const env = worldEnv(w.id); // the world's corpus, and its system prompt (its tool list's tool line)
   const stubRun = (tasks: Task[]) => {
     const hinted = tasks.filter(isHinted);
     const stats: DistillStats = { perKind: {} };

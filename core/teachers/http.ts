@@ -7,7 +7,7 @@ import { buildCorpus, makeTaskPool } from '../world';
 import { ToolEnv } from '../env';
 import { rollout } from '../distill';
 import { makeStubTeacher } from '../stubTeacher';
-import { AGENT_TOOLS } from '../tools/schemas';
+import { AGENT_TOOLS, type McpTool } from '../tools/schemas';
 import type { Task } from '../types';
 import { ASST, END, SYS, TOOL_RESULT, USER } from '../wire';
 import { AsyncTeacher, TeacherConfigError, TeacherError, TeacherReply, canonicalStep } from './teacher';
@@ -36,6 +36,8 @@ export interface HttpTeacherOptions {
   apiKey?: string;
   /** Two (or more) gold transcripts in the wire format; defaults to defaultExemplars(). */
   exemplars?: readonly string[];
+  /** The world's MCP tool list (docs/worlds.md, "Tools"); defaults to the textbook's search and calc. */
+  tools?: readonly McpTool[];
   /** For tests and proxies; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
@@ -108,22 +110,29 @@ export function defaultExemplars(): string[] {
   return [...out];
 }
 
-/** The system message: the run's system prompt, the tools' MCP schemas, the step format, the exemplars. */
-export function teacherSystemMessage(systemPrompt: string, exemplars: readonly string[] = defaultExemplars()): string {
+/**
+ * The system message: the run's system prompt, the tools' MCP schemas (a world's own list,
+ * which may leave calc out), the step format for those tools, the exemplars. With the
+ * default list it is the message as it always was.
+ */
+export function teacherSystemMessage(systemPrompt: string, exemplars: readonly string[] = defaultExemplars(), tools: readonly McpTool[] = AGENT_TOOLS): string {
+  const has = (name: string) => tools.some((t) => t.name === name);
+  const calls = [
+    ...(has('search') ? ['<|tool_call|>{"tool": "search", "args": {"query": "<keywords>", "k": 2}}'] : []),
+    ...(has('calc') ? ['<|tool_call|>{"tool": "calc", "args": {"expr": "<arithmetic, digits and + - * / ( ) only>"}}'] : []),
+  ];
   return [
     systemPrompt,
     '',
     'The tools, as MCP tool schemas:',
-    JSON.stringify(AGENT_TOOLS, null, 2),
+    JSON.stringify(tools, null, 2),
     '',
     'Reply with exactly ONE step and nothing else: a line "Thought: <one sentence>", then on the next line either a tool call',
-    '<|tool_call|>{"tool": "search", "args": {"query": "<keywords>", "k": 2}}',
-    'or',
-    '<|tool_call|>{"tool": "calc", "args": {"expr": "<arithmetic, digits and + - * / ( ) only>"}}',
+    ...calls.flatMap((c, i) => (i === 0 ? [c] : ['or', c])),
     'or the final answer',
     'Answer: <the answer only>',
     'then stop (the stop sequence is <|end|>). Tool results come back as user messages starting with "Observation:".',
-    'Look facts up with search and compute with calc; never answer from memory.',
+    has('calc') ? 'Look facts up with search and compute with calc; never answer from memory.' : 'Look facts up with search; never answer from memory.',
     '',
     `Solved examples in the wire format (${SYS}, ${USER}, ${ASST} and ${TOOL_RESULT} open a turn, ${END} closes it):`,
     ...exemplars.flatMap((t, i) => ['', `Example ${i + 1}:`, t]),
@@ -135,7 +144,7 @@ export function teacherSystemMessage(systemPrompt: string, exemplars: readonly s
  * the question as the user message, earlier assistant turns as assistant messages (their
  * wire text), tool results as user messages "Observation: ...".
  */
-export function chatMessages(prompt: string, exemplars?: readonly string[]): ChatMessage[] {
+export function chatMessages(prompt: string, exemplars?: readonly string[], tools?: readonly McpTool[]): ChatMessage[] {
   const messages: ChatMessage[] = [];
   let i = 0;
   for (;;) {
@@ -149,7 +158,7 @@ export function chatMessages(prompt: string, exemplars?: readonly string[]): Cha
     }
     const content = prompt.slice(i, end);
     i = end + END.length;
-    if (marker === SYS) messages.push({ role: 'system', content: teacherSystemMessage(content, exemplars) });
+    if (marker === SYS) messages.push({ role: 'system', content: teacherSystemMessage(content, exemplars, tools) });
     else if (marker === USER) messages.push({ role: 'user', content });
     else if (marker === ASST) messages.push({ role: 'assistant', content });
     else messages.push({ role: 'user', content: `Observation: ${content}` });
@@ -277,7 +286,9 @@ export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
   const fetchFn = options.fetch ?? globalThis.fetch;
   if (typeof fetchFn !== 'function') throw new TeacherConfigError('this runtime has no fetch (Node 20 or later is needed)');
   const apiKey = options.apiKey ?? process.env[API_KEY_ENV];
-  const exemplars = options.exemplars ?? defaultExemplars();
+  // A world without calc is not shown an example that calls it.
+  const withoutCalc = options.tools !== undefined && !options.tools.some((t) => t.name === 'calc');
+  const exemplars = options.exemplars ?? defaultExemplars().filter((t) => !(withoutCalc && t.includes('{"tool": "calc"')));
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (apiKey) headers['authorization'] = `Bearer ${apiKey}`;
   const redact = (t: string): string => redactSecrets(t, apiKey);
@@ -286,7 +297,7 @@ export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
   return async (prompt: string, signal?: AbortSignal): Promise<TeacherReply> => {
     const body = JSON.stringify({
       model: o.model,
-      messages: chatMessages(prompt, exemplars),
+      messages: chatMessages(prompt, exemplars, options.tools),
       temperature: o.temperature,
       max_tokens: o.maxTokens,
       stop: [END],

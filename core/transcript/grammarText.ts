@@ -1,8 +1,9 @@
 // The call grammar's verdict in words: what was legal where a call broke, for diagnostics
-// and hovers ("expected a digit 1-9 for k, got '0'"). The acceptor runs over a body here
-// only (runGrammar, memoised); the Grammar Debugger's step-by-step trace
-// (./grammarTrace.ts) is the same run, described state by state for the panel.
-import { Hole, StateSet, TEMPLATES, accepts, startStates, step, unpackState } from '../grammar';
+// and hovers ("expected a digit 1-9 for k, got '0'"). The grammar is the textbook's unless a
+// caller passes a world's (core/worldTools.ts templatesFor: a narrowed or calc-less one). The
+// acceptor runs over a body here only (runGrammar, memoised); the Grammar Debugger's
+// step-by-step trace (./grammarTrace.ts) is the same run, described state by state.
+import { Hole, StateSet, TEMPLATES, type Template, accepts, startStates, step, unpackState } from '../grammar';
 
 const HOLE_PHRASES: Record<string, string> = {
   k: 'a digit 1-9 for k',
@@ -24,8 +25,15 @@ export function describeChar(ch: string): string {
 
 const quote = (ch: string): string => (ch === "'" ? `"'"` : `'${ch}'`);
 
+/** The textbook's holes by name: a world's hole with other characters is described by its own. */
+const DEFAULT_HOLES = new Map(TEMPLATES.flatMap((t) => t.items.filter((i): i is Hole => typeof i !== 'string')).map((h) => [h.name, h]));
+
 function holePhrase(h: Hole): string {
-  return HOLE_PHRASES[h.name] ?? `a character of ${h.name}`;
+  const textbook = DEFAULT_HOLES.get(h.name);
+  const same = textbook !== undefined && textbook.chars.size === h.chars.size && [...h.chars].every((c) => textbook.chars.has(c));
+  if (same && HOLE_PHRASES[h.name]) return HOLE_PHRASES[h.name]!;
+  const chars = [...h.chars].sort().join('');
+  return `a character of ${h.name} (one of the world's ${JSON.stringify(chars.length > 40 ? `${chars.slice(0, 40)}…` : chars)})`;
 }
 
 /** "X", "X or Y", "X, Y or Z". */
@@ -35,7 +43,7 @@ function joinOr(parts: readonly string[]): string {
 }
 
 /** What the live states allow next, as a phrase list (deduplicated, in template order). */
-export function expectedPhrases(states: StateSet): string[] {
+export function expectedPhrases(states: StateSet, grammar: readonly Template[] = TEMPLATES): string[] {
   const phrases: string[] = [];
   const add = (p: string): void => {
     if (!phrases.includes(p)) phrases.push(p);
@@ -45,13 +53,13 @@ export function expectedPhrases(states: StateSet): string[] {
   const literalChars = new Set<string>();
   for (const s of states) {
     const { template, item, consumed } = unpackState(s);
-    const it = TEMPLATES[template]!.items[item];
+    const it = grammar[template]!.items[item];
     if (typeof it === 'string') literalChars.add(it[consumed]!);
   }
   const nameTools = templates.size > 1 && literalChars.size > 1;
   for (const s of states) {
     const { template, item, consumed } = unpackState(s);
-    const t = TEMPLATES[template]!;
+    const t = grammar[template]!;
     const it = t.items[item];
     if (it === undefined) continue;
     if (typeof it === 'string') {
@@ -68,21 +76,21 @@ export function expectedPhrases(states: StateSet): string[] {
   return phrases;
 }
 
-export function describeExpected(states: StateSet): string {
-  return `expected ${joinOr(expectedPhrases(states))}`;
+export function describeExpected(states: StateSet, grammar: readonly Template[] = TEMPLATES): string {
+  return `expected ${joinOr(expectedPhrases(states, grammar))}`;
 }
 
 /**
  * The shortest text that completes the call from these states, when one template is live
  * (`'"}}'`); null when several are or a hole still needs characters.
  */
-export function shortestCompletion(states: StateSet): string | null {
+export function shortestCompletion(states: StateSet, grammar: readonly Template[] = TEMPLATES): string | null {
   const templates = new Set(states.map((s) => unpackState(s).template));
   if (templates.size !== 1) return null;
   let best: string | null = null;
   for (const s of states) {
     const { template, item, consumed } = unpackState(s);
-    const items = TEMPLATES[template]!.items;
+    const items = grammar[template]!.items;
     let rest = '';
     let ok = true;
     for (let i = item; i < items.length; i++) {
@@ -107,44 +115,59 @@ export interface CallVerdict {
   got: string | null;
   /** The states before the rejected character, or at the end of the body. */
   states: StateSet;
+  /** The grammar the states are of (the textbook's, or a world's). */
+  grammar: readonly Template[];
 }
 
 // The acceptor's transitions, memoised: state sets are interned (one array per distinct
 // set), so a transition is two map lookups instead of a Set, a sort and an allocation.
 // The sets are few (one per template position), the characters those calls use.
-const interned = new Map<string, StateSet>();
-const transitions = new Map<StateSet, Map<string, StateSet>>();
-let memoEntries = 0;
+// One memo per grammar (a world's templates are another acceptor).
+interface Memo {
+  interned: Map<string, StateSet>;
+  transitions: Map<StateSet, Map<string, StateSet>>;
+  entries: number;
+}
+const memos = new WeakMap<readonly Template[], Memo>();
 const MEMO_MAX = 200_000;
 
-function intern(states: StateSet): StateSet {
+function memoOf(grammar: readonly Template[]): Memo {
+  let m = memos.get(grammar);
+  if (!m) {
+    m = { interned: new Map(), transitions: new Map(), entries: 0 };
+    memos.set(grammar, m);
+  }
+  return m;
+}
+
+function intern(m: Memo, states: StateSet): StateSet {
   const key = states.join(',');
-  let hit = interned.get(key);
+  let hit = m.interned.get(key);
   if (!hit) {
     hit = states;
-    interned.set(key, hit);
+    m.interned.set(key, hit);
   }
   return hit;
 }
 
-function memoStep(states: StateSet, ch: string): StateSet {
-  let row = transitions.get(states);
+function memoStep(m: Memo, grammar: readonly Template[], states: StateSet, ch: string): StateSet {
+  let row = m.transitions.get(states);
   if (!row) {
     row = new Map();
-    transitions.set(states, row);
+    m.transitions.set(states, row);
   }
   let next = row.get(ch);
   if (next === undefined) {
-    if (memoEntries >= MEMO_MAX) {
+    if (m.entries >= MEMO_MAX) {
       // Unbounded input (every character a new one): start over rather than grow.
-      transitions.clear();
-      interned.clear();
-      memoEntries = 0;
-      return step(states, ch);
+      m.transitions.clear();
+      m.interned.clear();
+      m.entries = 0;
+      return step(states, ch, grammar);
     }
-    next = intern(step(states, ch));
+    next = intern(m, step(states, ch, grammar));
     row.set(ch, next);
-    memoEntries++;
+    m.entries++;
   }
   return next;
 }
@@ -154,39 +177,40 @@ function memoStep(states: StateSet, ch: string): StateSet {
  * sees the live states at the start and after each accepted character (the Grammar
  * Debugger's steps, core/transcript/grammarTrace.ts).
  */
-export function runGrammar(body: string, onStates?: (states: StateSet) => void): CallVerdict {
-  let states = intern(startStates());
+export function runGrammar(body: string, grammar: readonly Template[] = TEMPLATES, onStates?: (states: StateSet) => void): CallVerdict {
+  const m = memoOf(grammar);
+  let states = intern(m, startStates(grammar));
   onStates?.(states);
   let offset = 0;
   let index = 0;
   for (const ch of body) {
-    const next = memoStep(states, ch);
+    const next = memoStep(m, grammar, states, ch);
     if (next.length === 0) {
-      return { accepted: false, complete: false, rejectedOffset: offset, rejectedAt: index, got: ch, states };
+      return { accepted: false, complete: false, rejectedOffset: offset, rejectedAt: index, got: ch, states, grammar };
     }
     states = next;
     onStates?.(states);
     offset += ch.length;
     index++;
   }
-  return { accepted: true, complete: accepts(states), rejectedOffset: null, rejectedAt: null, got: null, states };
+  return { accepted: true, complete: accepts(states, grammar), rejectedOffset: null, rejectedAt: null, got: null, states, grammar };
 }
 
 /** The rejection message: "tool call rejected by the grammar: expected ..., got '0'". */
 export function rejectionMessage(v: CallVerdict): string {
-  return `tool call rejected by the grammar: ${describeExpected(v.states)}, got ${describeChar(v.got ?? '')}`;
+  return `tool call rejected by the grammar: ${describeExpected(v.states, v.grammar)}, got ${describeChar(v.got ?? '')}`;
 }
 
 /** The incomplete-call message at `<|end|>`. */
 export function incompleteMessage(v: CallVerdict): string {
-  const rest = shortestCompletion(v.states);
+  const rest = shortestCompletion(v.states, v.grammar);
   const tail = rest !== null && rest.length > 1 ? `; the call still needs '${rest}'` : '';
-  return `incomplete tool call: <|end|> is legal only after a complete call; ${describeExpected(v.states)}${tail}`;
+  return `incomplete tool call: <|end|> is legal only after a complete call; ${describeExpected(v.states, v.grammar)}${tail}`;
 }
 
 /** One line for hovers: "accepted (complete)", "incomplete: expected ...", "rejected at ...". */
 export function verdictSummary(v: CallVerdict): string {
   if (v.complete) return 'accepted: a complete call (`<|end|>` is legal here)';
-  if (v.accepted) return `incomplete: ${describeExpected(v.states)}`;
-  return `rejected at character ${v.rejectedAt}: ${describeExpected(v.states)}, got ${describeChar(v.got ?? '')}`;
+  if (v.accepted) return `incomplete: ${describeExpected(v.states, v.grammar)}`;
+  return `rejected at character ${v.rejectedAt}: ${describeExpected(v.states, v.grammar)}, got ${describeChar(v.got ?? '')}`;
 }

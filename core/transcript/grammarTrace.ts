@@ -64,7 +64,7 @@ function describeStep(states: StateSet): GrammarStep {
 export function grammarTrace(text: string): GrammarTrace {
   const chars = [...text];
   const steps: GrammarStep[] = [];
-  const { rejectedAt } = runGrammar(text, (states) => steps.push(describeStep(states)));
+  const { rejectedAt } = runGrammar(text, TEMPLATES, (states) => steps.push(describeStep(states)));
   const last = steps[steps.length - 1]!;
   const accepted = rejectedAt === null;
   const complete = accepted && last.accepts;

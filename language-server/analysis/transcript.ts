@@ -11,6 +11,7 @@ import { calc } from '../../core/tools/calc';
 import { normalize } from '../../core/distill';
 import { ASST, END, SYS, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep, renderCallBody } from '../../core/wire';
 import { CallVerdict, incompleteMessage, rejectionMessage, runGrammar } from '../../core/transcript/grammarText';
+import { TEMPLATES, type Template } from '../../core/grammar';
 import { describeNearMiss, scanSpecialsSteps, SpecialHit, suggestSpecial } from './specials';
 import type { SpanRole } from '../../core/protocol/lsp';
 
@@ -135,8 +136,9 @@ const ROLE_WORDS: Record<Role, string> = {
 const WS = /^[\s]*$/;
 
 /** One transcript analysed in one go (small documents, dataset rows, tests). */
-export function analyseTranscript(text: string): TranscriptAnalysis {
-  return runSteps(analyseTranscriptSteps(text));
+/** `grammar`: the call grammar of the transcript's world (a run's world/tools.json narrows it; default the textbook's). */
+export function analyseTranscript(text: string, grammar: readonly Template[] = TEMPLATES): TranscriptAnalysis {
+  return runSteps(analyseTranscriptSteps(text, grammar));
 }
 
 /** Runs a step generator to its end. */
@@ -156,7 +158,7 @@ const STEP_EVERY = 256;
  * takes seconds; the server must stay responsive and drop the work when a newer version
  * arrives). Same result as analyseTranscript.
  */
-export function* analyseTranscriptSteps(text: string): Generator<void, TranscriptAnalysis> {
+export function* analyseTranscriptSteps(text: string, grammar: readonly Template[] = TEMPLATES): Generator<void, TranscriptAnalysis> {
   const diagnostics: TDiagnostic[] = [];
   const specials = yield* scanSpecialsSteps(text);
   let work = 0;
@@ -192,7 +194,7 @@ export function* analyseTranscriptSteps(text: string): Generator<void, Transcrip
 
   const closeCall = (turn: Turn, endMarker: number | null): void => {
     if (openCallHit === null) return;
-    turn.call = analyseCall(text, openCallHit.start, openCallHit.end, turn.contentEnd, endMarker, diagnostics);
+    turn.call = analyseCall(text, openCallHit.start, openCallHit.end, turn.contentEnd, endMarker, diagnostics, grammar);
     openCallHit = null;
   };
 
@@ -493,9 +495,10 @@ function analyseCall(
   bodyEnd: number,
   endMarker: number | null,
   diagnostics: TDiagnostic[],
+  grammar: readonly Template[],
 ): CallInfo {
   const body = text.slice(bodyStart, bodyEnd);
-  const verdict = runGrammar(body);
+  const verdict = runGrammar(body, grammar);
   let parsed: CallInfo['parsed'] = null;
   if (verdict.complete) {
     // A complete call is the template exactly: plain ASCII strings, a one-digit k. It is
@@ -522,7 +525,7 @@ function analyseCall(
   if (canonical !== null && canonical !== body) {
     // It parses but is not spelled as the model was trained: one warning with the fix;
     // the grammar then judges the canonical spelling, mapped back onto this one.
-    const canonicalVerdict = runGrammar(canonical);
+    const canonicalVerdict = runGrammar(canonical, grammar);
     diagnostics.push({
       start: bodyStart,
       end: bodyEnd,

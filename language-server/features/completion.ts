@@ -1,6 +1,7 @@
 // Completion: the nine special tokens (replacing a partly typed `<|...`), and tool-call
 // skeletons built from the tools' MCP `inputSchema`s in the canonical spelling, as
-// snippets whose placeholders are the arguments. Ordered by what is legal at the cursor:
+// snippets whose placeholders are the arguments (the tools of the document's grammar: a run's
+// world may leave calc out). Ordered by what is legal at the cursor:
 // the token the wire format expects next comes first (`<|assistant|>` after a user turn,
 // `<|end|>` inside an open turn, `<|tool_result|>` after a call), the other turn markers
 // next, and `<|bos|>`/`<|eos|>`/`<|pad|>` (never inside a transcript) last.
@@ -49,7 +50,10 @@ export function completionsAt(unit: Unit, offset: number): CompletionItem[] {
   const afterCallMarker = a.text.slice(0, offset).endsWith(TOOL_CALL);
   const insideAssistant = turn?.role === 'assistant' && (!turn.terminated || offset < turn.end);
   if (turn === null || turn.role === 'assistant') {
+    // Only the tools of the document's grammar (a run's world may leave calc out).
+    const tools = new Set(unit.tokenizer.grammar.map((t) => t.tool));
     AGENT_TOOLS.forEach((tool, i) => {
+      if (!tools.has(tool.name)) return;
       const sk = skeleton(tool);
       // Snippet text: literal pieces escaped for the document, then for the snippet syntax.
       let snippet = '';

@@ -160,6 +160,6 @@ function bigintSafe(_k: string, v: unknown): unknown {
  */
 export function hoverVerdict(v: CallVerdict): string {
   if (v.complete) return 'accepted: a complete call (`<|end|>` is legal here)';
-  if (v.accepted) return `incomplete: ${describeExpected(v.states)}`;
-  return `rejected at character ${(v.rejectedAt ?? 0) + 1}: ${describeExpected(v.states)}, got ${describeChar(v.got ?? '')}`;
+  if (v.accepted) return `incomplete: ${describeExpected(v.states, v.grammar)}`;
+  return `rejected at character ${(v.rejectedAt ?? 0) + 1}: ${describeExpected(v.states, v.grammar)}, got ${describeChar(v.got ?? '')}`;
 }

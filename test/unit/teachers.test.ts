@@ -13,7 +13,8 @@ import { main } from '../../cli/main';
 import { SYSTEM_PROMPT, ToolEnv, distill, makeStubTeacher, normalize, rollout } from '../../core/distill';
 import { AsyncTeacher, TeacherError, asyncTeacher, canonicalStep, distillAsync, newDistillStats, rolloutAsync } from '../../core/distillAsync';
 import { splitOnce } from '../../core/pystr';
-import { API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, TeacherConfigError, chatMessages, defaultExemplars, makeHttpTeacher } from '../../core/teachers/http';
+import { AGENT_TOOLS } from '../../core/tools/schemas';
+import { API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, TeacherConfigError, chatMessages, defaultExemplars, makeHttpTeacher, teacherSystemMessage } from '../../core/teachers/http';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokenizer';
 import type { Task } from '../../core/types';
 import { ASST, END, SYS, TOOL_RESULT, USER, parseAssistantStep } from '../../core/wire';
@@ -307,6 +308,28 @@ describe('HTTP teacher against a local chat-completions server (test double)', (
         assert.deepEqual(chatMessages(`${r.transcript.slice(0, r.transcript.lastIndexOf(ASST))}${ASST}`, exemplars), last);
       }),
     );
+  });
+
+  it("a world's tool list without calc: the system message shows its schemas and call forms only, and no exemplar that calls calc", async () => {
+    const searchOnly = [AGENT_TOOLS[0]!];
+    await withServer(asStub(), async (s) => {
+      const teacher = makeHttpTeacher({ baseUrl: s.baseUrl, model: 'm', tools: searchOnly, ...fast });
+      const task = [...pool.heldout, ...pool.train].find((t) => t.kind === 'lookup')!;
+      const r = await rolloutAsync(task, teacher, env);
+      assert.ok(r.solved, 'the lookup is still solved');
+      const system = s.requests[0]!.body.messages[0]!.content;
+      assert.ok(system.includes(JSON.stringify(searchOnly, null, 2)), "the list's schemas");
+      assert.doesNotMatch(system, /"name": "calc"/);
+      assert.doesNotMatch(system, /\{"tool": "calc"/, 'no calc call form, no calc exemplar');
+      assert.match(system, /Look facts up with search; never answer from memory\./);
+      const lookupExemplar = defaultExemplars().find((e) => !e.includes('{"tool": "calc"'))!;
+      assert.ok(system.includes(lookupExemplar), 'the search-only exemplar stays');
+    });
+    // The default list: the calc call form and the sentence as before.
+    const message = teacherSystemMessage(SYSTEM_PROMPT, []);
+    assert.ok(message.includes('<|tool_call|>{"tool": "search", "args": {"query": "<keywords>", "k": 2}}\nor\n<|tool_call|>{"tool": "calc", "args": {"expr": "<arithmetic, digits and + - * / ( ) only>"}}\nor the final answer'));
+    assert.ok(message.includes('Look facts up with search and compute with calc; never answer from memory.'));
+    assert.ok(message.includes(JSON.stringify(AGENT_TOOLS, null, 2)));
   });
 
   it('sends no Authorization header when the key is not set', async () => {

@@ -13,7 +13,10 @@ import {
   WorldFileError,
   buildDocsWorld,
   buildFactWorld,
+  checkFactTable,
+  checkTasksFile,
   chunkDocuments,
+  corpusProblem,
   parseFactTable,
   parseSplitSpec,
   parseTasksFile,
@@ -297,5 +300,59 @@ describe('agent-lab world --facts | --docs --tasks (in-process CLI)', () => {
       assert.match(r.stderr, what);
       assert.equal(fs.existsSync(out), false);
     }
+  });
+});
+
+describe('world files checked whole (the language server): every bad row, by the same checks', () => {
+  const table = ['entity,attribute,value', 'Iron,atomic number,26', 'Iron,atomic number,27', 'Gold,atomic number', 'Tin,symbol,Sn.', 'Zinc,atomic number,30', ''].join('\n');
+
+  it('checkFactTable reports each bad row once, in line order, and keeps the good rows', () => {
+    const { table: t, problems } = checkFactTable(table, 'f.csv');
+    assert.deepEqual(
+      problems.map((e) => [e.line, e.field]),
+      [
+        [3, 'attribute'],
+        [4, 'value'],
+        [5, 'value'],
+      ],
+    );
+    assert.deepEqual(t.facts, [
+      ['Iron', 'atomic number', '26'],
+      ['Zinc', 'atomic number', '30'],
+    ]);
+    assert.deepEqual(t.lines, [2, 6]);
+    // The throwing form stops at the first of them, with the same words.
+    assert.throws(() => parseFactTable(table, 'f.csv'), { message: problems[1]!.message });
+    // A wrong header is reported once, not once per row after it.
+    assert.deepEqual(
+      checkFactTable('name,attribute,value\nA,b,1\nB,b,2\n', 'g.csv').problems.map((e) => [e.line, e.field]),
+      [[1, 'header']],
+    );
+  });
+
+  it('checkTasksFile reports each bad row; corpusProblem names the field the stub teacher trips on', () => {
+    const rows = [
+      '{"question": "What is the mass of X? Use the corpus.", "gold": "5", "hints": {"queries": ["X mass"], "facts": [["X", "mass"]], "op": null}}',
+      '{"question": "Q2", "gold": 2}',
+      '{"question": "Q3", "gold": "a", "kind": "sum"}',
+      '{"question": "What is the mass of Y? Use the corpus.", "gold": "6", "hints": {"queries": ["Y mass"], "facts": [["Y", "mass"]], "op": null}}',
+      'not json',
+    ];
+    const { tasks, problems } = checkTasksFile(rows.join('\n'), 't.jsonl');
+    assert.deepEqual(
+      problems.map((e) => [e.line, e.field]),
+      [
+        [2, 'gold'],
+        [5, null],
+      ],
+    );
+    assert.deepEqual(
+      tasks.map((t) => t.line),
+      [1, 3, 4],
+    );
+    const corpus = [{ docId: 'a.md#0', text: 'Notes: the mass of X is 4. Done.' }];
+    assert.deepEqual(corpusProblem(tasks[0]!.task, corpus), { reason: 'gold_differs', field: 'gold', message: '"5" but the corpus says "4"' });
+    assert.equal(corpusProblem(tasks[2]!.task, corpus)?.field, 'hints.facts[0]');
+    assert.equal(corpusProblem(tasks[2]!.task, corpus)?.reason, 'fact_not_in_corpus');
   });
 });

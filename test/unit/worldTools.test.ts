@@ -6,14 +6,18 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../cli/main';
-import { SYSTEM_PROMPT } from '../../core/env';
+import { SYSTEM_PROMPT, ToolEnv } from '../../core/env';
 import { TEMPLATES, checkCall } from '../../core/grammar';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
-import { renderCallBody } from '../../core/wire';
+import { END, SYS, USER, renderCallBody } from '../../core/wire';
+import { worldEnv } from '../../core/worlds';
 import { WorldFileError } from '../../core/worldSource';
 import { CHARS_KEY, parseToolList, systemPromptFor, templatesFor } from '../../core/worldTools';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { tokenizerCallMask } from '../../trainer/policy';
+import { checkPromptDrift } from '../../trainer/preflight';
+import { prepareWorldRunData } from '../../trainer/prepare';
+import { readWorldFolder } from '../../trainer/worldFolder';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const ELEMENTS = path.join(REPO, 'samples', 'worlds', 'elements', 'elements.csv');
@@ -140,6 +144,44 @@ describe('world tool lists', () => {
       const r3 = await capture(() => main(['world', '--facts', ELEMENTS, '--tools', searchOnly, '--shapes', 'lookup', '--out', never]));
       assert.equal(r3.code, 0, r3.stderr);
       assert.match(JSON.parse(fs.readFileSync(path.join(never, 'world.json'), 'utf8'))['tools'].system_prompt, /Tools: search\(query,k\)\.$/);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it("a world without calc: its trajectories, a run's data, the student's prompt and GRPO's prompt check say its own tool line", async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-tools-prompt-'));
+    try {
+      const searchOnly = path.join(tmp, 'search.json');
+      fs.writeFileSync(searchOnly, JSON.stringify([AGENT_TOOLS[0]]));
+      const world = path.join(tmp, 'w');
+      assert.equal((await capture(() => main(['world', '--facts', ELEMENTS, '--tools', searchOnly, '--shapes', 'lookup', '--out', world]))).code, 0);
+      const prompt = systemPromptFor([AGENT_TOOLS[0]!]);
+      assert.ok(prompt.endsWith('Tools: search(query,k).') && !prompt.includes('calc'));
+      const prefix = `${SYS}${prompt}${END}${USER}`;
+      const rowsOf = (f: string) => fs.readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { task: string; text: string });
+      // agent-lab distill --world
+      const traces = path.join(tmp, 'train.traces.jsonl');
+      const d = await capture(() => main(['distill', '--world', world, '--split', 'train', '--samples', '1', '--out', traces]));
+      assert.equal(d.code, 0, d.stderr);
+      const distilled = rowsOf(traces);
+      assert.ok(distilled.length > 0);
+      for (const r of distilled) assert.ok(r.text.startsWith(prefix), r.text.slice(0, 200));
+      // train sft --world: the run's data, as the trainer prepares it.
+      const loaded = readWorldFolder(world);
+      const runDir = path.join(tmp, 'run');
+      const prepared = prepareWorldRunData(runDir, { world: loaded });
+      assert.ok(prepared.train.rows.length > 0 && prepared.heldout.rows.length > 0);
+      for (const r of [...prepared.train.rows, ...prepared.heldout.rows]) assert.ok(r.text.startsWith(prefix), r.text.slice(0, 200));
+      // The world's env carries the prompt the student's runtime renders (agentRuntime: o.systemPrompt ?? env.systemPrompt).
+      const env = worldEnv(loaded.id);
+      assert.equal(env.systemPrompt, prompt);
+      // GRPO's prompt-drift check: with the world's prompt the data agrees; with the textbook's it would not.
+      const trainTraces = path.join(runDir, 'data', 'train.traces.jsonl');
+      assert.equal(checkPromptDrift(trainTraces, env.systemPrompt).ok, true);
+      assert.equal(checkPromptDrift(trainTraces, undefined).ok, false);
+      // The textbook world's prompt is unchanged.
+      assert.equal(new ToolEnv([]).systemPrompt, SYSTEM_PROMPT);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
