@@ -9,6 +9,9 @@ import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer
 import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
 import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../trainer/files';
 import { dataFiles } from '../trainer/prepare';
+import { TOOLS_FILE } from '../trainer/worldFolder';
+import { parseToolList, systemPromptFor } from '../core/worldTools';
+import { WorldFileError } from '../core/worldSource';
 
 export interface ExportOptions {
   format: ExportFormat;
@@ -35,12 +38,28 @@ export function runExportCommand(options: Record<string, string | number | boole
   );
 }
 
-export function exportToTrl(o: ExportOptions, log: (line: string) => void = () => {}): ExportResult {
+/**
+ * The system prompt a world's own tool list makes (its tools.json: a world without calc
+ * names search only), or undefined for the textbook's tools.
+ */
+function worldSystemPrompt(worldDir: string): { text: string; from: string } | undefined {
+  const toolsFile = path.join(worldDir, TOOLS_FILE);
+  if (!fs.existsSync(toolsFile)) return undefined;
+  try {
+    const tools = parseToolList(readInputText(toolsFile, 'the tool list', INPUT_LIMITS.json), toolsFile);
+    return { text: systemPromptFor(tools), from: `the world's tool list (${toolsFile})` };
+  } catch (err) {
+    if (err instanceof InputError || err instanceof WorldFileError) throw new UsageError(err.message, EXPORT_USAGE);
+    throw err;
+  }
+}
+
+export function exportToTrl(o: ExportOptions, log: (line: string) => void = () => {}, systemPrompt?: { text: string; from: string }): ExportResult {
   if (o.world !== undefined) {
     // A world's tasks are prompts with gold answers; transcripts come from a run (--run).
     if (o.run !== undefined || o.data !== undefined) throw new UsageError('give one of --run DIR, --data FILE, --world DIR', EXPORT_USAGE);
     if (o.format !== 'trl-grpo') throw new UsageError('--world exports a world\'s tasks: --format trl-grpo (transcripts come from a run: --run DIR)', EXPORT_USAGE);
-    return exportToTrl({ ...o, world: undefined, split: undefined, data: path.join(o.world, `${o.split ?? 'train'}.jsonl`) }, log);
+    return exportToTrl({ ...o, world: undefined, split: undefined, data: path.join(o.world, `${o.split ?? 'train'}.jsonl`) }, log, worldSystemPrompt(o.world));
   }
   if (o.split === 'dev') throw new UsageError("--split dev is a world folder's split: use --world DIR", EXPORT_USAGE);
   if ((o.run === undefined) === (o.data === undefined)) throw new UsageError('give --run DIR or --data FILE (one of them)', EXPORT_USAGE);
@@ -50,7 +69,7 @@ export function exportToTrl(o: ExportOptions, log: (line: string) => void = () =
   checkDirCreatable(o.out);
   let result: ExportResult;
   try {
-    result = o.run !== undefined ? fromRun(o, o.run) : fromData(o, o.data!);
+    result = o.run !== undefined ? fromRun(o, o.run) : fromData(o, o.data!, systemPrompt);
   } catch (err) {
     if (err instanceof ExportError) throw new UsageError(err.message, EXPORT_USAGE);
     throw err;
@@ -108,13 +127,13 @@ function fromRun(o: ExportOptions, runDir: string): ExportResult {
   return exportGrpo({ ...base, tasks: readRows(tasks, 'the tasks'), systemPrompt: systemPromptOf(sft) });
 }
 
-function fromData(o: ExportOptions, file: string): ExportResult {
+function fromData(o: ExportOptions, file: string, systemPrompt?: { text: string; from: string }): ExportResult {
   // The rows first (bad input fails at once), then the lab's default tokenizer (the one its
   // language server uses outside runs; training it takes a second or more).
   const rows = readRows(file, 'the data file');
   const base = { source: { data: file }, tokenizerJson: canonicalTokenizerJson(trainDefaultTokenizer()), tokenizerSource: 'the default tokenizer' };
   if (o.format === 'trl-sft') return exportSft({ ...base, traces: rows, maxLen: DEFAULT_MAX_LEN });
-  return exportGrpo({ ...base, tasks: rows, systemPrompt: null });
+  return exportGrpo({ ...base, tasks: rows, ...(systemPrompt ? { systemPrompt: systemPrompt.text, systemPromptFrom: systemPrompt.from } : { systemPrompt: null }) });
 }
 
 /**

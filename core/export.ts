@@ -275,6 +275,8 @@ export interface GrpoInput extends ExportSource {
   tasks: SourceRow[];
   /** The SFT data's system prompt (systemPromptOf), or null for the lab's default. */
   systemPrompt: string | null;
+  /** Where a non-null systemPrompt came from, for the manifest (default: the SFT data). */
+  systemPromptFrom?: string;
 }
 
 /** A JSONL file given as its rows, written as a stream (never one string of the whole file). */
@@ -374,7 +376,7 @@ export function exportGrpo(input: GrpoInput): ExportResult {
     ...input.source,
     prompts: rows.length,
     system_prompt: systemPrompt,
-    system_prompt_from: input.systemPrompt === null ? 'the lab default (no SFT data to take it from)' : 'the SFT data',
+    system_prompt_from: input.systemPrompt === null ? 'the lab default (no SFT data to take it from)' : (input.systemPromptFrom ?? 'the SFT data'),
     max_steps: DEFAULT_MAX_STEPS,
     source_tokenizer_sha256: tokenizerSha(input.tokenizerJson), // as config.json records it
     files: { prompts: 'grpo/prompts.jsonl', reward: 'grpo/reward.py' },

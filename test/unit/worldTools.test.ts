@@ -180,6 +180,16 @@ describe('world tool lists', () => {
       const trainTraces = path.join(runDir, 'data', 'train.traces.jsonl');
       assert.equal(checkPromptDrift(trainTraces, env.systemPrompt).ok, true);
       assert.equal(checkPromptDrift(trainTraces, undefined).ok, false);
+      // export --world: GRPO prompts with the world's system message, and the manifest says where it came from.
+      const out = path.join(tmp, 'export');
+      const ex = await capture(() => main(['export', '--format', 'trl-grpo', '--world', world, '--out', out]));
+      assert.equal(ex.code, 0, ex.stderr);
+      const prompts = fs.readFileSync(path.join(out, 'grpo', 'prompts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { prompt: { role: string; content: string }[] });
+      assert.ok(prompts.length > 0);
+      for (const p of prompts) assert.deepEqual(p.prompt[0], { role: 'system', content: prompt });
+      const manifest = JSON.parse(fs.readFileSync(path.join(out, 'grpo', 'manifest.json'), 'utf8')) as { system_prompt: string; system_prompt_from: string };
+      assert.equal(manifest.system_prompt, prompt);
+      assert.match(manifest.system_prompt_from, /the world's tool list/);
       // The textbook world's prompt is unchanged.
       assert.equal(new ToolEnv([]).systemPrompt, SYSTEM_PROMPT);
     } finally {
