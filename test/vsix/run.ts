@@ -269,6 +269,8 @@ async function main(): Promise<number> {
       run: async () => {
         const p = page!;
         await runCommand(p, 'Agent Lab: Build World');
+        // The samples hold two world sources of their own, so Build World asks which (saved to agentLab.world).
+        await pickExact(p, 'The textbook world');
         await clickButton(await toast(p, /world built in runs\/world-/), 'Distill');
         await pickExact(p, 'train');
         const distilled = await toast(p, /trajectories from 200 train tasks written to/, 60_000);
