@@ -19,7 +19,7 @@ import { DEFAULT_TUNING } from '../language-server/lspServer';
 import { analyseRow, placeRowDiagnostics, DocDiagnostic, rowUnit } from '../language-server/documents';
 import { hoverAt } from '../language-server/features/hover';
 import { TokenizerStore } from '../language-server/tokenizers';
-import { LspClient, repoRootFrom } from '../test/lsp/client';
+import { LspClient, repoRootFrom } from './lspClient';
 import { mulberry32 } from '../core/mulberry32';
 
 export interface LspBenchOptions {

@@ -17,7 +17,7 @@ import { CancellationTokenSource } from 'vscode-jsonrpc';
 import type { PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { mulberry32 } from '../core/mulberry32';
 import { ChunkedTextDocument } from '../language-server/textDocument';
-import { LspClient, repoRootFrom } from '../test/lsp/client';
+import { LspClient, repoRootFrom } from './lspClient';
 import { distilledRows } from './lsp';
 
 export interface StressOptions {

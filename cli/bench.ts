@@ -1,7 +1,7 @@
 // `agent-lab bench TARGET`: the benchmarks run in a child process from their own
 // development bundle (dist/bench.js, which a production build does not make and the .vsix
 // never ships) or from the source tree through tsx, so neither they nor the test harnesses
-// they borrow (bench/lsp.ts drives the server with test/lsp/client.ts) are in dist/cli.js.
+// they use (bench/lspClient.ts, the LSP client the LSP tier shares) are in dist/cli.js.
 // A packaged install has no bench/ folder: it says so (exit 1). What the CLI keeps is the
 // argument checking, so `bench nothing` is still bad usage (exit 2) without a checkout.
 import { spawn } from 'node:child_process';

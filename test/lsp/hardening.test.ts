@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Hover } from 'vscode-languageserver-protocol';
 import { datasetOfSize, runLspStress, transcriptOfSize } from '../../bench/lspStress';
-import { LspClient, repoRootFrom, withTimeout } from './client';
+import { LspClient, repoRootFrom, withTimeout } from '../../bench/lspClient';
 
 const root = repoRootFrom(__dirname);
 

@@ -15,7 +15,7 @@ import { checkCall } from '../../core/grammar';
 import { isJsonObject, pyJsonLoads } from '../../core/pyjson';
 import { renderCallBody } from '../../core/wire';
 import { distilledRows } from '../../bench/lsp';
-import { defaultCommand, repoRootFrom } from './client';
+import { defaultCommand, repoRootFrom } from '../../bench/lspClient';
 import { mulberry32 } from '../../core/mulberry32';
 
 const root = repoRootFrom(__dirname);

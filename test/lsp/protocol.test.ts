@@ -37,7 +37,7 @@ import {
 } from '../../language-server/documents';
 import { TokenizerStore } from '../../language-server/tokenizers';
 import { datasetText, distilledRows, largeDatasetText } from '../../bench/lsp';
-import { LspClient, repoRootFrom, withTimeout } from './client';
+import { LspClient, repoRootFrom, withTimeout } from '../../bench/lspClient';
 
 const root = repoRootFrom(__dirname);
 const sample = (name: string): string => readFileSync(path.join(root, 'samples', name), 'utf8');

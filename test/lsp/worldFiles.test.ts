@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { CompletionItem, Diagnostic, Hover, Range } from 'vscode-languageserver-protocol';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
-import { LspClient, repoRootFrom } from './client';
+import { LspClient, repoRootFrom } from '../../bench/lspClient';
 
 const root = repoRootFrom(__dirname);
 const uriOf = (p: string): string => pathToFileURL(p).toString();

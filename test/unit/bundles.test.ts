@@ -58,6 +58,8 @@ describe('the shipped bundles', () => {
     const bench = path.join(dist, 'bench.js');
     assert.ok(fs.existsSync(bench), 'a development build makes dist/bench.js');
     assert.ok(bundledSources(bench).includes(path.join('bench', 'main.ts')));
+    // Even the development bundle borrows no test code (the LSP client lives in bench/).
+    assert.deepEqual(bundledSources(bench).filter((s) => s.startsWith(`test${path.sep}`)), [], 'dist/bench.js bundles test/ code');
     assert.ok(!shippedBundles().includes(bench), '.vscodeignore must not let dist/bench.js in');
   });
 

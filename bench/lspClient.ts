@@ -1,4 +1,5 @@
-// A small LSP client over a child process's stdio, for the protocol tests and the bench:
+// A small LSP client over a child process's stdio, for the bench and the LSP tier's tests (it
+// lives in bench/, never shipped, so the dev bench bundle holds no test code):
 // spawns `agent-lab lsp --stdio`, speaks JSON-RPC through vscode-languageserver-protocol's
 // connection, and records every publishDiagnostics.
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
@@ -14,7 +15,7 @@ import {
   createProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 
-/** The repository root (this file is test/lsp/client.ts; a bundle is dist/<name>.js: one or two up). */
+/** The repository root (this file is bench/lspClient.ts, a bundle dist/<name>.js: one up; the climb tolerates more). */
 export function repoRootFrom(dir: string): string {
   for (let d = dir, i = 0; i < 4; i++, d = path.dirname(d)) {
     try {
