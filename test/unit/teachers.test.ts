@@ -25,6 +25,7 @@ import { saveCheckpoint } from '../../trainer/checkpoint';
 import { StackModel } from '../../trainer/model';
 import { tokenizerCallMask } from '../../trainer/policy';
 import { makeStudentTeacher, runtimeTeacher } from '../../trainer/studentTeacher';
+import { capture } from '../support/capture';
 
 const corpus = buildCorpus();
 const env = new ToolEnv(corpus);
@@ -124,22 +125,6 @@ async function withServer<T>(handle: (req: Recorded, n: number) => Reply, f: (s:
     return await f(s);
   } finally {
     await s.close();
-  }
-}
-
-async function capture(f: () => Promise<number>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = console.log;
-  const error = console.error;
-  console.log = (...a: unknown[]) => void out.push(a.join(' '));
-  console.error = (...a: unknown[]) => void err.push(a.join(' '));
-  try {
-    const code = await f();
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  } finally {
-    console.log = log;
-    console.error = error;
   }
 }
 

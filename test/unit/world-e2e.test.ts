@@ -21,6 +21,7 @@ import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { parseTasksFile } from '../../core/worldSource';
 import { runSplits } from '../../trainer/worldFolder';
 import { prepareSftRunData } from '../../extension/sftData';
+import { capture } from '../support/capture';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -35,22 +36,6 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
       resolve({ code, stdout, stderr });
     });
   });
-}
-
-async function capture(f: () => Promise<number>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = console.log;
-  const error = console.error;
-  console.log = (...a: unknown[]) => void out.push(a.join(' '));
-  console.error = (...a: unknown[]) => void err.push(a.join(' '));
-  try {
-    const code = await f();
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
 }
 
 const rows = (file: string): Record<string, unknown>[] =>

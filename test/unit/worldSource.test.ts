@@ -22,6 +22,7 @@ import {
   parseTasksFile,
   splitSizes,
 } from '../../core/worldSource';
+import { capture } from '../support/capture';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const ELEMENTS = path.join(REPO, 'samples', 'worlds', 'elements', 'elements.csv');
@@ -35,22 +36,6 @@ function errorOf(f: () => unknown): WorldFileError {
     throw err;
   }
   assert.fail('expected a WorldFileError');
-}
-
-async function capture(f: () => Promise<number>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = console.log;
-  const error = console.error;
-  console.log = (...a: unknown[]) => void out.push(a.join(' '));
-  console.error = (...a: unknown[]) => void err.push(a.join(' '));
-  try {
-    const code = await f();
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
 }
 
 let tmp: string;

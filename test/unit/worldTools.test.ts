@@ -18,28 +18,13 @@ import { tokenizerCallMask } from '../../trainer/policy';
 import { checkPromptDrift } from '../../trainer/preflight';
 import { prepareWorldRunData } from '../../trainer/prepare';
 import { readWorldFolder } from '../../trainer/worldFolder';
+import { capture } from '../support/capture';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const ELEMENTS = path.join(REPO, 'samples', 'worlds', 'elements', 'elements.csv');
 
 const withQuery = (query: Record<string, unknown>, extra: unknown[] = []) =>
   JSON.stringify([{ ...AGENT_TOOLS[0], inputSchema: { ...AGENT_TOOLS[0]!.inputSchema, properties: { ...AGENT_TOOLS[0]!.inputSchema.properties, query } } }, AGENT_TOOLS[1], ...extra]);
-
-async function capture(f: () => Promise<number>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = console.log;
-  const error = console.error;
-  console.log = (...a: unknown[]) => void out.push(a.join(' '));
-  console.error = (...a: unknown[]) => void err.push(a.join(' '));
-  try {
-    const code = await f();
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
 
 describe('world tool lists', () => {
   it("the default list is the textbook's: same tool line, same system prompt, same grammar", () => {
