@@ -442,7 +442,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
         break;
       }
       const progress = progressOf(step);
-      const { index, phase } = phaseAt(recipe, progress);
+      // Continued SFT (--from) picks up where its run ended: in the recipe's last phase, not
+      // back at the first-turn warm-up, which would spend a quarter of its budget on solved turns.
+      const { index, phase } = phaseAt(recipe, fromRun ? 1 : progress);
       const batch = padBatch(sample(phase.turns, phase.batch), 2);
       const t0 = Date.now();
       const r = await opt.stepAsync(batch, { progress: totalSteps !== undefined ? undefined : progress });

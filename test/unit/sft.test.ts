@@ -53,6 +53,23 @@ describe('SFT training (CLI, tiny preset)', function () {
     assert.ok(['wasm', 'cpu', 'tfjs-node', 'tfjs-node-gpu'].includes(config.backend.used));
   });
 
+  it('continued SFT (--from) trains in the recipe\'s last phase, at a constant learning rate, from the run\'s last checkpoint', () => {
+    const base = path.join(tmp, 'from-base');
+    const first = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '8', '--recipe', 'copy', '--eval-limit', '0', '--run', base], { encoding: 'utf8' });
+    assert.equal(first.status, 0, first.stderr);
+    // The base run went through both phases of `copy` (first-turn warm-up, then whole transcripts).
+    assert.deepEqual([...new Set(metricsLines(base).filter((l) => l['phase'] === 'sft').map((l) => l['curriculum']))], [0, 1]);
+    const more = path.join(tmp, 'from-more');
+    const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--from', base, '--minutes', '0.05', '--eval-limit', '0', '--run', more], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = metricsLines(more).filter((l) => l['phase'] === 'sft');
+    assert.ok(lines.length > 0, 'continued SFT made steps');
+    assert.deepEqual([...new Set(lines.map((l) => l['curriculum']))], [1], 'every step in the last phase');
+    assert.deepEqual([...new Set(lines.map((l) => l['batch']))], [2], "the last phase's batch");
+    assert.equal(new Set(lines.map((l) => l['lr'])).size, 1, 'a constant learning rate');
+    assert.equal(JSON.parse(readFileSync(path.join(more, 'config.json'), 'utf8')).recipe.name, 'copy');
+  });
+
   it('a run killed mid-training resumes from its last checkpoint; every metrics line parses', async () => {
     const run = path.join(tmp, 'killed');
     const args = [bin, 'train', 'sft', '--steps', '60', '--eval-limit', '0', '--checkpoint-every', '0', '--run', run];
