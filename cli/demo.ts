@@ -40,6 +40,8 @@ export interface DemoReport {
   tokensPerTranscript: { mean: number; min: number; max: number };
   supervisedShare: number;
   sft: { examples: number; dropped: number; dropRate: number; maxLen: number };
+  /** The recipe's counterfactual-value training worlds, when it has them (their rows are in data/train.traces.jsonl too). */
+  augmentation?: { worlds: number; rows: number; share: number };
   seconds: number;
 }
 
@@ -100,6 +102,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
     },
     supervisedShare: supervised / Math.max(1, total),
     sft: { examples: dataset.examples.length, dropped: dataset.dropped, dropRate: dataset.dropRate, maxLen: dataset.maxLen },
+    ...(data.augment && recipe.augment ? { augmentation: { worlds: data.augment.worlds.length, rows: data.augment.rows, share: recipe.augment.share } } : {}),
     seconds: (Date.now() - started) / 1000,
   };
   if ((options.minutes ?? DEMO_MINUTES) > 0) {
@@ -154,6 +157,9 @@ export function formatReport(r: DemoReport): string[] {
     `  tokens per transcript  mean ${r.tokensPerTranscript.mean.toFixed(1)}, min ${r.tokensPerTranscript.min}, max ${r.tokensPerTranscript.max}`,
     `  supervised share       ${pct(r.supervisedShare)} of tokens`,
     `  SFT examples (train)   ${r.sft.examples} kept, ${r.sft.dropped} dropped over ${r.sft.maxLen} tokens (drop rate ${pct(r.sft.dropRate)})`,
+    ...(r.augmentation
+      ? [`  augmentation           ${r.augmentation.rows} transcripts from ${r.augmentation.worlds} counterfactual-value worlds (${pct(r.augmentation.share)} of the training draws)`]
+      : []),
     `  took                   ${r.seconds.toFixed(1)} s`,
   ];
 }

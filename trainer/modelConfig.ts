@@ -53,9 +53,10 @@ export const PRESETS: Record<PresetName, Preset> = {
     model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
     batch: 2,
     lr: 4e-3,
-    // 12 minutes is about 8,000 steps on a quiet 2-core machine, past where the student stops
-    // gaining (held-out 0.77 +- 0.06 at 6,000 steps over 3 seeds, 0.74 at 12,381 = 18 minutes,
-    // docs/results.md), and with data and evaluations the run stays inside 20 minutes of wall.
+    // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
+    // (reader-answer) was chosen at 8,000 steps (docs/results.md); the memorising recipe it
+    // replaced had stopped gaining by 6,000. With data and evaluations the run stays inside
+    // 20 minutes of wall.
     minutes: 12,
     betas: [0.9, 0.95],
     weightDecay: 0.1,

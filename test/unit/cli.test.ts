@@ -163,7 +163,18 @@ describe('agent-lab CLI', function () {
     assert.equal(report.passages, 268);
     assert.deepEqual(report.overlap, { exact: 2, swapped: 2 });
     assert.ok(report.supervisedShare > 0 && report.supervisedShare < 1);
-    assert.equal(readJsonl(path.join(runDir, 'data/train.traces.jsonl')).length, 1317);
+    // The seed world's 1,317 training transcripts, and the default recipe's augmentation:
+    // 5,160 from 40 counterfactual-value worlds, none of them a reserved evaluation world.
+    const rows = readJsonl(path.join(runDir, 'data/train.traces.jsonl')) as { world?: string }[];
+    const seedRows = rows.filter((r) => r.world === undefined || r.world === 'seed:0');
+    assert.equal(seedRows.length, 1317);
+    assert.equal(report.sft.examples, 1317);
+    const freshWorlds = new Set(rows.filter((r) => !seedRows.includes(r)).map((r) => r.world));
+    assert.deepEqual(report.augmentation, { worlds: 40, rows: rows.length - 1317, share: 0.5 });
+    assert.equal(rows.length - 1317, 5160);
+    assert.equal(freshWorlds.size, 40);
+    for (const w of freshWorlds) assert.match(String(w), /^values:([1-9]|[1-3][0-9]|40)$/);
+    assert.match(r.stdout, /augmentation\s+5160 transcripts from 40 counterfactual-value worlds \(50\.0% of the training draws\)/);
     assert.equal(report.excludedOverlapping, 93);
   });
 });
