@@ -166,10 +166,10 @@ describe('agent-lab CLI', function () {
     // The seed world's 1,317 training transcripts, and the default recipe's augmentation:
     // 5,160 from 40 counterfactual-value worlds, none of them a reserved evaluation world.
     const rows = readJsonl(path.join(runDir, 'data/train.traces.jsonl')) as { world?: string }[];
-    const seedRows = rows.filter((r) => r.world === undefined || r.world === 'seed:0');
-    assert.equal(seedRows.length, 1317);
+    const fromSeed = (r: { world?: string }) => r.world === undefined || r.world === 'seed:0';
+    assert.equal(rows.filter(fromSeed).length, 1317);
     assert.equal(report.sft.examples, 1317);
-    const freshWorlds = new Set(rows.filter((r) => !seedRows.includes(r)).map((r) => r.world));
+    const freshWorlds = new Set(rows.filter((r) => !fromSeed(r)).map((r) => r.world));
     assert.deepEqual(report.augmentation, { worlds: 40, rows: rows.length - 1317, share: 0.5 });
     assert.equal(rows.length - 1317, 5160);
     assert.equal(freshWorlds.size, 40);
