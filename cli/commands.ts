@@ -131,6 +131,7 @@ export const COMMANDS: Record<
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
       '      [--pool train|fresh-values|fresh-entities] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N]\n' +
+      '      [--prescreen N [--prescreen-samples S]]      (--prescreen: N pool tasks sampled first, to predict the share of groups that will carry a gradient)\n' +
       '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR',
     options: {
       ...GRPO_OPTIONS,

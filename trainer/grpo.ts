@@ -19,7 +19,7 @@ import {
   scoreCompletion,
 } from '../core/reward';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
-import type { Task } from '../core/types';
+import type { Task, TaskKind } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { WORLD_COPY, WORLD_MANIFEST, runSplits, worldRecord } from './worldFolder';
 import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
@@ -43,6 +43,7 @@ import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/wor
 import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
 import { evaluateModel, loadWorldTasks } from './jobEval';
 import type { AdapterInfo } from './backend';
+import { formatPrescreen, summarisePrescreen, type PrescreenSummary } from './prescreen';
 
 /** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -159,6 +160,8 @@ interface GrpoConfig {
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
   tokenizer: { sha256: string; vocabSize: number };
   preflight: { name: string; ok: boolean; detail: string }[];
+  /** The pass-rate pre-screen, when one was asked for (--prescreen N). */
+  prescreen?: PrescreenSummary;
   codeVersion: string;
   created: string;
 }
@@ -261,6 +264,9 @@ function grpoSettings(
   if (!(g.clip > 0 && g.clip < 1)) throw new UserError(`GRPO: clip must be in (0, 1) (got ${g.clip})`);
   if (!(g.klBeta >= 0)) throw new UserError(`GRPO: KL beta must be >= 0 (got ${g.klBeta})`);
   if (!(g.lr > 0)) throw new UserError(`GRPO: lr must be > 0 (got ${g.lr})`);
+  if (o.prescreenSamples !== undefined && o.prescreenSamples < g.groupSize) {
+    throw new UserError(`GRPO: prescreen-samples must be >= the group size (${g.groupSize}) to predict a group's spread, got ${o.prescreenSamples}`);
+  }
   let rewardSpec: RewardSpec;
   try {
     rewardSpec = parseRewardSpec(g.reward);
@@ -465,6 +471,55 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     const all = [mine, ...pool.finishRollouts()];
     return items.map((_, i) => all[i % parts]![Math.floor(i / parts)]!);
   };
+  /** `count` rollouts of RL task `ti` at the run's sampling settings, rollout k seeded by `seedOf(k)`. */
+  const taskRollouts = (ti: number, count: number, seedOf: (k: number) => number): RolloutItem[] =>
+    Array.from({ length: count }, (_, k) => ({
+      task: rlTasks[ti]!.task,
+      world: worldName(rlTasks[ti]!.world),
+      options: {
+        maxSteps: g.maxSteps,
+        temperature: g.temperature,
+        constrained: true,
+        maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
+        ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
+      },
+      randomSeed: seedOf(k),
+    }));
+  /**
+   * The pass-rate pre-screen (trainer/prescreen.ts): `tasks` distinct tasks of the pool,
+   * `samples` rollouts each, before step 1 and outside the budget; recorded in config.json.
+   * Its seeds (offset 3571) are never a step's (offset 7919 per step), so it changes no step.
+   */
+  const prescreen = async (tasks: number, samples: number): Promise<PrescreenSummary> => {
+    const t0 = Date.now();
+    const rng = makeRng(seed * 1_000_003 + 3571);
+    const chosen: number[] = [];
+    const picked = new Set<number>();
+    while (chosen.length < Math.min(tasks, rlTasks.length)) {
+      const ti = Math.floor(rng.uniform() * rlTasks.length);
+      if (picked.has(ti)) continue;
+      picked.add(ti);
+      chosen.push(ti);
+    }
+    const results: { kind: TaskKind; correct: number }[] = [];
+    // A round of at most 8 tasks at a time: progress, and a cancel is heard between rounds.
+    for (let at = 0; at < chosen.length && !hooks.isCancelled(); at += 8) {
+      const round = chosen.slice(at, at + 8);
+      hooks.progress('grpo pre-screen', at, chosen.length, `${at} of ${chosen.length} tasks screened`);
+      const items = round.flatMap((ti, r) => taskRollouts(ti, samples, (k) => seed * 1_000_003 + 3571 + ((at + r) * samples + k) * 104_729));
+      const episodes = await sampleRollouts(items);
+      round.forEach((ti, r) => {
+        const task = rlTasks[ti]!.task;
+        const correct = episodes
+          .slice(r * samples, (r + 1) * samples)
+          .filter((e) => scoreCompletion(completionFromTranscript(e.text), task.gold, rewardSpec, g.maxSteps).correct).length;
+        results.push({ kind: task.kind, correct });
+      });
+    }
+    const summary = summarisePrescreen(results, samples, g.groupSize);
+    hooks.log('info', `${formatPrescreen(summary, g.tasksPerStep, dynamicSampling ? maxDraws : null)} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+    return summary;
+  };
   const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
   const clock = new RunClock(elapsedBefore); // rollout and update time: evaluations are not counted in the budget
   const elapsed = () => clock.elapsed();
@@ -495,6 +550,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
 
   try {
     const before = previous ? null : await accuracyPoint(false);
+    if (!previous && (o.prescreen ?? 0) > 0 && !hooks.isCancelled()) {
+      const screened = await prescreen(o.prescreen!, o.prescreenSamples ?? g.groupSize);
+      const written = JSON.parse(fs.readFileSync(configFile, 'utf8')) as GrpoConfig;
+      writeJsonAtomic(configFile, { ...written, prescreen: screened });
+    }
     while (!done()) {
       if (await cancelRequested(hooks)) {
         cancelled = true;
@@ -527,18 +587,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         }
         if (round.length === 0) break;
         const items: RolloutItem[] = round.flatMap((ti, r) =>
-          Array.from({ length: g.groupSize }, (_, k) => ({
-            task: rlTasks[ti]!.task,
-            world: worldName(rlTasks[ti]!.world),
-            options: {
-              maxSteps: g.maxSteps,
-              temperature: g.temperature,
-              constrained: true,
-              maxTurnTokens: GRPO_DEFAULTS.maxTurnTokens,
-              ...(g.systemPrompt !== undefined ? { systemPrompt: g.systemPrompt } : {}),
-            },
-            randomSeed: seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729,
-          })),
+          taskRollouts(ti, g.groupSize, (k) => seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729),
         );
         hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}, ${drawn + round.length} tasks drawn`);
         const episodes = await sampleRollouts(items);

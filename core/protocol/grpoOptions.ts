@@ -70,6 +70,10 @@ export const GRPO_OPTION_TABLE = {
   dynamicSampling: { kind: 'onOff', flag: 'dynamic-sampling' },
   /** Tasks drawn per step at most under dynamic sampling. */
   maxDraws: { kind: 'int', flag: 'max-draws', min: 1, max: 100000 },
+  /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (0: none). */
+  prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true },
+  /** Rollouts per pre-screened task (default: the group size; at least it). */
+  prescreenSamples: { kind: 'int', flag: 'prescreen-samples', min: 1, max: 1024, job: true },
   /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
   keepCheckpoints: { kind: 'int', flag: 'keep-checkpoints', shared: true },
   resume: { kind: 'flag', flag: 'resume', shared: true, job: true },

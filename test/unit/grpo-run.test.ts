@@ -123,6 +123,37 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.grpo.pool, 'train');
   });
 
+  it('--prescreen: predicts the informative share before step 1, records it, and changes no step', () => {
+    const args = ['train', 'grpo', '--from', sft, '--steps', '1', '--group', '3', '--tasks', '2', '--eval-limit', '0'];
+    const screened = path.join(tmp, 'screened');
+    const r = spawnSync(process.execPath, [bin, ...args, '--prescreen', '4', '--run', screened], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /pre-screen: 4 tasks x 3 rollouts: pass rate \d+%, predicted informative groups \d+% at G = 3/);
+    const config = JSON.parse(readFileSync(path.join(screened, 'config.json'), 'utf8'));
+    assert.equal(config.prescreen.tasks, 4);
+    assert.equal(config.prescreen.samples, 3);
+    assert.equal(config.prescreen.group, 3);
+    const kinds = Object.values(config.prescreen.byKind as Record<string, { tasks: number }>);
+    assert.equal(kinds.reduce((a, k) => a + k.tasks, 0), 4, 'every screened task counted under its shape');
+    assert.ok(config.prescreen.informativeShare >= 0 && config.prescreen.informativeShare <= 1);
+    // The same run without the pre-screen samples the same step: the screen's seeds are its own.
+    const plain = path.join(tmp, 'unscreened');
+    const q = spawnSync(process.execPath, [bin, ...args, '--run', plain], { encoding: 'utf8' });
+    assert.equal(q.status, 0, q.stderr);
+    const stepOf = (run: string) => {
+      const l = lines(run).find((x) => x['phase'] === 'grpo')!;
+      return { reward_mean: l['reward_mean'], groups_drawn: l['groups_drawn'], gen_tokens: l['gen_tokens'], loss: l['loss'] };
+    };
+    assert.deepEqual(stepOf(screened), stepOf(plain));
+    assert.equal(JSON.parse(readFileSync(path.join(plain, 'config.json'), 'utf8')).prescreen, undefined);
+    // Fewer samples than the group cannot predict a group's spread: refused before anything is written.
+    const bad = path.join(tmp, 'bad-screen');
+    const b = spawnSync(process.execPath, [bin, ...args, '--prescreen', '2', '--prescreen-samples', '2', '--run', bad], { encoding: 'utf8' });
+    assert.notEqual(b.status, 0);
+    assert.match(b.stderr, /prescreen-samples must be >= the group size \(3\)/);
+    assert.equal(existsSync(path.join(bad, 'config.json')), false);
+  });
+
   it('--pool fresh-entities: RL on never-distilled worlds of its own seeds (never an evaluation split\'s)', () => {
     const run = path.join(tmp, 'fresh');
     const r = spawnSync(

@@ -24,6 +24,7 @@ import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramS
 import { GradientPool, RolloutItem, combineFlat, rolloutOptions, splitBatch } from '../../trainer/parallel';
 import { AgentRuntime } from '../../trainer/agentRuntime';
 import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
+import { allOfGroup, formatPrescreen, informativeShareAt, informativeShareOf, summarisePrescreen } from '../../trainer/prescreen';
 import { checkPromptDrift, checkSampling, checkSpecialTokens, firstDifferingByte } from '../../trainer/preflight';
 import type { Episode } from '../../trainer/agentRuntime';
 
@@ -507,5 +508,56 @@ describe('GRPO rollouts on both cores', () => {
       pool.dispose();
       model.dispose();
     }
+  });
+});
+
+describe('GRPO: the pass-rate pre-screen', () => {
+  it("estimates a group's spread without bias: the U-statistic equals 1 - p^G - (1-p)^G in expectation over binomial draws", () => {
+    for (const [p, group, samples] of [
+      [0.3, 8, 8],
+      [0.3, 8, 12],
+      [0.9, 4, 6],
+      [0.05, 8, 16],
+    ] as const) {
+      let expected = 0;
+      // E over c ~ Binomial(samples, p) of the estimate from c correct.
+      let choose = 1;
+      for (let c = 0; c <= samples; c++) {
+        if (c > 0) choose = (choose * (samples - c + 1)) / c;
+        expected += choose * p ** c * (1 - p) ** (samples - c) * informativeShareOf(c, samples, group);
+      }
+      assert.ok(Math.abs(expected - informativeShareAt(p, group)) < 1e-12, `p ${p} G ${group} S ${samples}: ${expected} vs ${informativeShareAt(p, group)}`);
+    }
+    // Plugging the observed rate into the formula is biased (why the U-statistic is used).
+    assert.ok(informativeShareAt(4 / 8, 8) < 1 && informativeShareOf(4, 8, 8) === 1);
+    assert.equal(informativeShareOf(0, 8, 8), 0);
+    assert.equal(informativeShareOf(8, 8, 8), 0);
+    assert.throws(() => allOfGroup(3, 4, 8), /group <= samples/);
+  });
+
+  it('summarises by shape and says what a step will need under dynamic sampling', () => {
+    const s = summarisePrescreen(
+      [
+        { kind: 'sum', correct: 0 },
+        { kind: 'sum', correct: 4 },
+        { kind: 'compare', correct: 8 },
+        { kind: 'compare', correct: 2 },
+      ],
+      8,
+      8,
+    );
+    assert.equal(s.tasks, 4);
+    assert.equal(s.passRate, 14 / 32);
+    assert.equal(s.informativeShare, 0.5);
+    assert.equal(s.drawsPerGroup, 2);
+    assert.deepEqual(Object.keys(s.byKind), ['compare', 'sum']);
+    assert.equal(s.byKind.sum!.passRate, 4 / 16);
+    assert.equal(s.byKind.compare!.informativeShare, 0.5);
+    assert.match(formatPrescreen(s, 4, 12), /predicted informative groups 50% at G = 8.*about 8\.0 tasks drawn per step for 4 informative groups \(cap 12\)/);
+    assert.match(formatPrescreen(s, 4, 6), /above the cap of 6/);
+    assert.match(formatPrescreen(s, 4, null), /about 2\.0 of the 4 groups per step will train \(dynamic sampling off\)/);
+    const flat = summarisePrescreen([{ kind: 'sum', correct: 0 }], 8, 8);
+    assert.equal(flat.drawsPerGroup, null);
+    assert.match(formatPrescreen(flat, 4, 12), /RL has nothing to learn from this student on this pool/);
   });
 });
