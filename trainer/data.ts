@@ -81,6 +81,8 @@ export interface WeightOptions {
   copyWeight: number;
   /** Per span-kind multipliers (default 1). */
   kindWeights?: Partial<Record<SpanKind, number>>;
+  /** Per span-kind multipliers on that kind's copy spans only (default 1). */
+  copyKindWeights?: Partial<Record<SpanKind, number>>;
 }
 
 /** Shifted example (predict t+1 from <= t) with weights; null when longer than maxLen. */
@@ -99,8 +101,9 @@ export function toExample(trace: TokenizedTrace, maxLen: number, w: WeightOption
       continue;
     }
     labels[t] = trace.ids[t + 1]!;
-    const kindW = w.kindWeights?.[SPAN_KINDS[k]!] ?? 1;
-    weights[t] = kindW * (trace.copy[t + 1] ? w.copyWeight : 1);
+    const kind = SPAN_KINDS[k]!;
+    const kindW = w.kindWeights?.[kind] ?? 1;
+    weights[t] = kindW * (trace.copy[t + 1] ? w.copyWeight * (w.copyKindWeights?.[kind] ?? 1) : 1);
   }
   return { inputIds, labels, weights, kinds };
 }

@@ -43,6 +43,8 @@ export interface Recipe {
   copyWeight: number;
   /** Extra multipliers per span kind. */
   kindWeights: Partial<Record<SpanKind, number>>;
+  /** Extra multipliers on one kind's copy spans only (the thought's: the entity and attribute of "I need", the values of "Now I compute"). */
+  copyKindWeights?: Partial<Record<SpanKind, number>>;
   curriculum: CurriculumPhase[];
   /**
    * Sampling weight per task shape (lookup, double, sum, compare). Absent: examples are
@@ -139,6 +141,15 @@ export const RECIPES: Record<string, Recipe> = {
     shapeWeights: BALANCED,
     augment: { share: 0.5, worlds: 40, perShape: 40 },
     kindWeights: { answer: 3 },
+  },
+  'reader-compute': {
+    ...COPY_ENLARGED,
+    name: 'reader-compute',
+    description: 'reader-answer with the thought\'s copies weighted x3 more: "Now I compute A+B" is where the values are read from the observations',
+    shapeWeights: BALANCED,
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+    kindWeights: { answer: 3 },
+    copyKindWeights: { thought: 3 },
   },
   notes: {
     ...COPY_ENLARGED,

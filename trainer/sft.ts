@@ -140,7 +140,7 @@ function examplePools(
   maxLen: number,
   recipe: Recipe,
 ): { pools: ExamplePools; dropped: number; fullCount: number; firstCount: number } {
-  const weights = { copyWeight: recipe.copyWeight, kindWeights: recipe.kindWeights };
+  const weights = { copyWeight: recipe.copyWeight, kindWeights: recipe.kindWeights, ...(recipe.copyKindWeights ? { copyKindWeights: recipe.copyKindWeights } : {}) };
   const pools: ExamplePools = new Map();
   const addTo = (key: string, ex: TrainExample | null) => {
     if (!ex) return;

@@ -35,6 +35,24 @@ describe('SFT data', () => {
     assert.ok(plain.weights.every((w, t) => w === (plain.labels[t] === IGNORE_INDEX ? 0 : 1)));
   });
 
+  it("copyKindWeights multiply one kind's copy spans only: the thought's compute values, not its other words", () => {
+    const trace = tokenizeTrace(sum, tok);
+    const base = toExample(trace, 1024, { copyWeight: 5, kindWeights: { answer: 3 } })!;
+    const heavy = toExample(trace, 1024, { copyWeight: 5, kindWeights: { answer: 3 }, copyKindWeights: { thought: 3 } })!;
+    let tripled = 0;
+    heavy.weights.forEach((w, t) => {
+      const kind = SPAN_KINDS[heavy.kinds[t]!];
+      const copied = trace.copy[t + 1] === 1;
+      if (kind === 'thought' && copied) {
+        assert.equal(w, base.weights[t]! * 3, `token ${t}`);
+        tripled++;
+      } else assert.equal(w, base.weights[t], `token ${t} (${String(kind)}, copy ${copied})`);
+    });
+    const thoughtCopies = tok.decode(Array.from(heavy.labels).filter((_, t) => heavy.weights[t] === 15));
+    assert.ok(thoughtCopies.includes('2019+10000'), thoughtCopies);
+    assert.ok(tripled > 10);
+  });
+
   it('drops an example longer than max_len instead of truncating it', () => {
     const trace = tokenizeTrace(sum, tok);
     assert.equal(toExample(trace, trace.ids.length - 1, { copyWeight: 1 }), null);
