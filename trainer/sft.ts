@@ -17,7 +17,18 @@ import { DataOrder, DataOrderState } from './dataOrder';
 import type { EvalSummary } from './eval';
 import { InputError, writeJsonAtomic } from './files';
 import { evaluateModel, loadTasks, trainingKeysOf } from './jobEval';
-import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
+import {
+  CODE_VERSION,
+  type JobHooks,
+  RunCheckpoints,
+  RunClock,
+  UserError,
+  backendRecord,
+  cancelRequested,
+  openMetrics,
+  previousRunConfig,
+  startBackend,
+} from './jobRun';
 import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './model';
 import { Trainer } from './optim';
 import { dataFiles, ensureRunData, loadTokenizer, readTraceRows } from './prepare';
@@ -54,7 +65,6 @@ export interface SftOptions {
   /** With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. */
   traces?: string;
 }
-
 
 interface RunConfig {
   kind: 'sft';
@@ -140,7 +150,11 @@ function examplePools(
   maxLen: number,
   recipe: Recipe,
 ): { pools: ExamplePools; dropped: number; fullCount: number; firstCount: number } {
-  const weights = { copyWeight: recipe.copyWeight, kindWeights: recipe.kindWeights, ...(recipe.copyKindWeights ? { copyKindWeights: recipe.copyKindWeights } : {}) };
+  const weights = {
+    copyWeight: recipe.copyWeight,
+    kindWeights: recipe.kindWeights,
+    ...(recipe.copyKindWeights ? { copyKindWeights: recipe.copyKindWeights } : {}),
+  };
   const pools: ExamplePools = new Map();
   const addTo = (key: string, ex: TrainExample | null) => {
     if (!ex) return;
@@ -241,10 +255,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const heldRows = fs.existsSync(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [];
   const { pools, dropped, fullCount, firstCount } = examplePools(trainRows, tokenizer, maxLen, recipe);
   if (trainRows.length === 0) throw new InputError(`${files.trainTraces} holds no transcript to train on`);
-  if (fullCount === 0) throw new InputError(`no training example of ${files.trainTraces} fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
-  const heldExamples = heldRows
-    .map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 }))
-    .filter((e): e is TrainExample => e !== null);
+  if (fullCount === 0)
+    throw new InputError(`no training example of ${files.trainTraces} fits the context of ${maxLen} tokens (${trainRows.length} transcripts)`);
+  const heldExamples = heldRows.map((r) => toExample(tokenizeTrace(r.text, tokenizer), maxLen, { copyWeight: 1 })).filter((e): e is TrainExample => e !== null);
   const split = worldSplits;
   // Without a tasks file (data brought by hand), the training tasks are those the rows name:
   // every question the seed world's table can ask is known; others cannot be checked.
@@ -257,7 +270,11 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     const named = [...new Set(trainRows.filter((r) => r.world === undefined || r.world === 'seed:0').map((r) => r.task))];
     trainingTasks = named.flatMap((q) => byQuestion.get(q) ?? []);
     const unknown = named.length - trainingTasks.length;
-    if (unknown > 0) hooks.log('warn', `${unknown} of ${named.length} questions in ${files.trainTraces} are not the default world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`);
+    if (unknown > 0)
+      hooks.log(
+        'warn',
+        `${unknown} of ${named.length} questions in ${files.trainTraces} are not the default world's: their overlap with the held-out split cannot be checked (no ${files.trainTasks})`,
+      );
   }
   const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks);
   // The invariant the whole evaluation rests on: no held-out task (or its operand-swapped
@@ -359,7 +376,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
         heldoutTasks: split.heldout.length,
       },
       splits: split.world
-        ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length }, dev: { kind: 'custom', seeds: [split.id.seed], tasks: split.dev.length } }
+        ? {
+            heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length },
+            dev: { kind: 'custom', seeds: [split.id.seed], tasks: split.dev.length },
+          }
         : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       // The folder the world came from (its copy is the run's world/).
       ...(split.world ? { world: worldRecord(source?.world ?? split.world) } : {}),
@@ -388,8 +408,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   let nextEval = 0;
   const clock = new RunClock(elapsedBefore); // optimiser time: evaluations are not counted in the budget
   const elapsed = () => clock.elapsed();
-  const progressOf = (step: number) =>
-    totalSteps !== undefined ? step / Math.max(1, totalSteps) : (elapsed() * 1000) / Math.max(1, budgetMs);
+  const progressOf = (step: number) => (totalSteps !== undefined ? step / Math.max(1, totalSteps) : (elapsed() * 1000) / Math.max(1, budgetMs));
   while (nextEval < evalPoints.length && evalPoints[nextEval]! <= progressOf(startStep) && evalPoints[nextEval]! < 1) nextEval++;
   const heldoutEvery = o.heldoutEvery ?? Math.max(25, Math.floor((totalSteps ?? 500) / 10));
   let step = startStep;
@@ -427,7 +446,17 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     const devTasks = devPool.slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
     if (devTasks.length === 0) return summary;
     const dev = (await evaluateModel(model, tokenizer, devTasks, 'dev', trainingKeys, [], hooks, 'auto', recipe)).summary;
-    const devRec = { phase: 'eval' as const, step, time: elapsed(), split: 'dev', accuracy: dev.accuracy, by_kind: dev.by_kind, failures: dev.failures, n: dev.n, final };
+    const devRec = {
+      phase: 'eval' as const,
+      step,
+      time: elapsed(),
+      split: 'dev',
+      accuracy: dev.accuracy,
+      by_kind: dev.by_kind,
+      failures: dev.failures,
+      n: dev.n,
+      final,
+    };
     metrics.append(devRec);
     hooks.metrics(devRec);
     devCurve.push({ step, time: elapsed(), accuracy: dev.accuracy });
