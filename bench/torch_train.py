@@ -61,6 +61,11 @@ class Stack(torch.nn.Module):
         self.hd = hd
         P = torch.nn.Parameter
         self.tok_embeddings = P(torch.randn(cfg["vocab"], d) * 0.02)
+        # Previous-token tables (trainer/modelConfig.ts prevTokens): "prev_embeddings.k" is
+        # added at the id k positions back; row vocab stands for "before the start".
+        n_prev = cfg.get("prevTokens", 0) or 0
+        if n_prev:
+            self.prev_embeddings = torch.nn.ParameterDict({str(k): P(torch.randn(cfg["vocab"] + 1, d) * 0.02) for k in range(1, n_prev + 1)})
         self.layers = torch.nn.ModuleList()
         for _ in range(cfg["layers"]):
             m = torch.nn.Module()
@@ -99,6 +104,10 @@ class Stack(torch.nn.Module):
         H, K, hd = cfg["heads"], cfg["kvHeads"], self.hd
         rep = H // K
         x = F.embedding(ids, self.tok_embeddings)
+        for k in range(1, (cfg.get("prevTokens", 0) or 0) + 1):
+            prev = torch.full_like(ids, cfg["vocab"])
+            prev[:, k:] = ids[:, :-k]
+            x = x + F.embedding(prev, self.prev_embeddings[str(k)])
         mask = torch.full((T, T), float("-inf")).triu(1)
         for m in self.layers:
             h = self.norm(x, m.attn_norm)

@@ -10,6 +10,8 @@
  */
 export class KvCache {
   length = 0;
+  /** The ids fed so far, in order (previous-token embeddings read the last few). */
+  ids: number[] = [];
   k: Float32Array[];
   v: Float32Array[];
   constructor(
@@ -35,6 +37,7 @@ export class KvCache {
   clone(): KvCache {
     const c = new KvCache(this.k.length, this.width);
     c.length = this.length;
+    c.ids = this.ids.slice();
     c.k = this.k.map((a) => a.slice());
     c.v = this.v.map((a) => a.slice());
     return c;
@@ -43,5 +46,6 @@ export class KvCache {
     this.k = this.k.map(() => new Float32Array(0));
     this.v = this.v.map(() => new Float32Array(0));
     this.length = 0;
+    this.ids = [];
   }
 }

@@ -1,12 +1,16 @@
 // The "Stack" transformer: a decoder-only language model in TensorFlow.js.
 //
-// Architecture: token embedding tied with the output head; per layer a pre-norm RMSNorm,
+// Architecture: token embedding tied with the output head, plus (config.prevTokens) the
+// embeddings of the previous k tokens, so that a first-layer head can match "the tokens
+// before this one" — the induction copy a 2-layer student otherwise learns late; per layer a pre-norm RMSNorm,
 // grouped-query causal self-attention with RoPE, a residual add, a pre-norm RMSNorm, a
 // SwiGLU MLP, a residual add; a final RMSNorm; no biases anywhere.
 //
 // Conventions (the checkpoint format documents the same; see trainer/checkpoint.ts):
 // - Weights are stored [in, out] (y = x @ W). Parameter names and shapes:
 //     tok_embeddings            [vocab, d]        rows are tokens; the head is h @ tok_embeddings^T
+//     prev_embeddings.{k}       [vocab + 1, d]    k = 1..prevTokens (config; absent: none): added to
+//                                                 position t's input at id x_{t-k}; row vocab = before the start
 //     layers.{i}.attn_norm      [d]
 //     layers.{i}.wqkv           [d, (heads + 2*kvHeads) * headDim]   columns: q heads, k heads, v heads
 //     layers.{i}.wo             [heads * headDim, d]
@@ -50,7 +54,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { canReadSync } from './backend';
 import { KvCache } from './kvCache';
-import { ModelConfig, paramSpecs } from './modelConfig';
+import { ModelConfig, paramSpecs, prevTokensOf } from './modelConfig';
 import { makeRng } from './modelCore';
 import { ModelTraining } from './modelTrain';
 
@@ -96,6 +100,20 @@ export class StackModel extends ModelTraining {
   }
 
   // ---- incremental decoding -----------------------------------------------------------
+
+  /**
+   * Previous-token ids for decoding (config.prevTokens): with `ids`, the new tokens of one
+   * sequence fed after caches[0]'s; with null, one new token per cache (stepBatch).
+   */
+  private prevIdsAfter(caches: readonly KvCache[], ids: readonly number[] | null): Int32Array[] {
+    const V = this.config.vocab;
+    return Array.from({ length: prevTokensOf(this.config) }, (_, j) => {
+      const k = j + 1;
+      if (ids === null) return Int32Array.from(caches, (c) => c.ids[c.ids.length - k] ?? V);
+      const seen = caches[0]!.ids;
+      return Int32Array.from(ids, (_, i) => (i >= k ? ids[i - k]! : (seen[seen.length - (k - i)] ?? V)));
+    });
+  }
 
   newCache(): KvCache {
     return new KvCache(this.config.layers, this.config.kvHeads * this.headDim);
@@ -148,7 +166,6 @@ export class StackModel extends ModelTraining {
     return this.scratchBuf;
   }
 
-
   /**
    * Feed `ids` after what the cache already holds (an empty cache: a prompt; a filled one:
    * e.g. a tool result appended mid-dialogue). Returns the logits of the last position
@@ -168,7 +185,7 @@ export class StackModel extends ModelTraining {
     const out = tf.tidy(() => {
       const { cos, sin } = this.angleTables(c, p, 1);
       const mask = c > 1 ? this.causalMask(c, len, p) : null;
-      let x = this.embed(Int32Array.from(ids));
+      let x = this.embed(Int32Array.from(ids), this.prevIdsAfter([cache], ids));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
@@ -195,6 +212,7 @@ export class StackModel extends ModelTraining {
       return tf.matMul(hf, this.pT('tok_embeddings'));
     });
     cache.length = p + c;
+    cache.ids.push(...ids);
     const logits = out.dataSync() as Float32Array;
     out.dispose();
     return logits;
@@ -267,7 +285,7 @@ export class StackModel extends ModelTraining {
         return [a.cos, a.sin, c > 1 ? this.causalMask(c, len, p) : tf.zeros([1, 1])] as tf.Tensor2D[];
       });
       live.push(cos!, sin!, mask!);
-      let x = tf.tidy(() => this.embed(Int32Array.from(ids)));
+      let x = tf.tidy(() => this.embed(Int32Array.from(ids), this.prevIdsAfter([cache], ids)));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const { qk, vNew } = tf.tidy(() => this.layerQkv(x, pre, cos!, sin!));
@@ -296,6 +314,7 @@ export class StackModel extends ModelTraining {
       live.push(out);
       const logits = (await out.data()) as Float32Array;
       cache.length = p + c;
+      cache.ids.push(...ids);
       return logits;
     } finally {
       for (const t of live) t.dispose();
@@ -325,7 +344,7 @@ export class StackModel extends ModelTraining {
       const cosT = tf.tensor2d(cos, [B, W1]);
       const sinT = tf.tensor2d(sin, [B, W1]);
       live.push(cosT, sinT);
-      let x = tf.tidy(() => this.embed(Int32Array.from(ids)));
+      let x = tf.tidy(() => this.embed(Int32Array.from(ids), this.prevIdsAfter(caches, null)));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const { qk, vNew } = tf.tidy(() => this.layerQkv(x, pre, cosT, sinT));
@@ -347,7 +366,10 @@ export class StackModel extends ModelTraining {
       const out = tf.tidy(() => tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings')));
       live.push(out);
       const all = (await out.data()) as Float32Array;
-      for (const c of caches) c.length++;
+      caches.forEach((c, b) => {
+        c.length++;
+        c.ids.push(ids[b]!);
+      });
       return Array.from({ length: B }, (_, b) => all.slice(b * V, (b + 1) * V));
     } finally {
       for (const t of live) t.dispose();
@@ -384,7 +406,7 @@ export class StackModel extends ModelTraining {
       for (let b = 0; b < B; b++) this.fillAngles(cos, sin, b * W1, caches[b]!.length);
       const cosT = tf.tensor2d(cos, [B, W1]);
       const sinT = tf.tensor2d(sin, [B, W1]);
-      let x = this.embed(Int32Array.from(ids));
+      let x = this.embed(Int32Array.from(ids), this.prevIdsAfter(caches, null));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
@@ -412,7 +434,10 @@ export class StackModel extends ModelTraining {
       }
       return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings'));
     });
-    for (const c of caches) c.length++;
+    caches.forEach((c, b) => {
+      c.length++;
+      c.ids.push(ids[b]!);
+    });
     const all = out.dataSync() as Float32Array;
     out.dispose();
     return Array.from({ length: B }, (_, b) => all.slice(b * V, (b + 1) * V));

@@ -20,10 +20,18 @@ export interface ModelConfig {
   maxSeq: number;
   /** RoPE base. */
   ropeBase: number;
+  /**
+   * Previous-token embeddings (0 or absent: none): position t's input is tok_embeddings[x_t]
+   * plus prev_embeddings.k[x_{t-k}] for k = 1..prevTokens (row `vocab`: before the start).
+   * The n-gram context a first-layer attention head needs to match "the tokens before this
+   * one" without learning a previous-token head first: what makes digit copying learnable
+   * in a 2-layer student (docs/results.md, "Copying needs the previous token").
+   */
+  prevTokens?: number;
 }
 
-export type PresetName = 'tiny' | 'small' | 'long' | 'stack-100m';
-export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'long', 'stack-100m'];
+export type PresetName = 'tiny' | 'tiny-plain' | 'small' | 'long' | 'stack-100m';
+export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'tiny-plain', 'small', 'long', 'stack-100m'];
 
 export interface Preset {
   /** Model dimensions; the vocabulary comes from the tokenizer (padded up to padVocabTo). */
@@ -50,7 +58,7 @@ export interface Preset {
 
 export const PRESETS: Record<PresetName, Preset> = {
   tiny: {
-    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2 },
     batch: 2,
     lr: 4e-3,
     // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
@@ -64,7 +72,20 @@ export const PRESETS: Record<PresetName, Preset> = {
     warmupSteps: 50,
     minLrRatio: 0.1,
     device: 'cpu',
-    summary: '~465k parameters at vocab 748: the calibration that learned best on 2 CPU cores (12 minutes by default)',
+    summary: '~657k parameters at vocab 749 (192k of them previous-token embeddings, free in compute): the student that learns to copy on 2 CPU cores',
+  },
+  'tiny-plain': {
+    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    batch: 2,
+    lr: 4e-3,
+    minutes: 12,
+    betas: [0.9, 0.95],
+    weightDecay: 0.1,
+    clip: 1,
+    warmupSteps: 50,
+    minLrRatio: 0.1,
+    device: 'cpu',
+    summary: 'tiny without previous-token embeddings (~465k parameters): the student of the earlier measurements',
   },
   small: {
     model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000 },
@@ -116,7 +137,7 @@ export function presetConfig(name: PresetName, vocab: number): ModelConfig {
 }
 
 export function validateConfig(cfg: ModelConfig): void {
-  const ints: (keyof ModelConfig)[] = ['vocab', 'dModel', 'layers', 'heads', 'kvHeads', 'mlp', 'maxSeq'];
+  const ints: ('vocab' | 'dModel' | 'layers' | 'heads' | 'kvHeads' | 'mlp' | 'maxSeq')[] = ['vocab', 'dModel', 'layers', 'heads', 'kvHeads', 'mlp', 'maxSeq'];
   for (const k of ints) {
     if (!Number.isInteger(cfg[k]) || cfg[k] < 1) throw new Error(`model config: ${k} must be a positive integer (got ${cfg[k]})`);
   }
@@ -124,6 +145,13 @@ export function validateConfig(cfg: ModelConfig): void {
   if (cfg.heads % cfg.kvHeads !== 0) throw new Error(`model config: heads ${cfg.heads} is not a multiple of kvHeads ${cfg.kvHeads}`);
   if ((cfg.dModel / cfg.heads) % 2 !== 0) throw new Error('model config: the head dim must be even (RoPE)');
   if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');
+  const n = cfg.prevTokens ?? 0;
+  if (!Number.isInteger(n) || n < 0 || n > 4) throw new Error(`model config: prevTokens must be an integer in 0..4 (got ${String(cfg.prevTokens)})`);
+}
+
+/** The number of previous-token embedding tables of a config (0 when absent). */
+export function prevTokensOf(cfg: ModelConfig): number {
+  return cfg.prevTokens ?? 0;
 }
 
 /** Parameter names and shapes, in the canonical order (checkpoints and flat buffers use it). */
@@ -131,6 +159,7 @@ export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[
   const hd = cfg.dModel / cfg.heads;
   const d = cfg.dModel;
   const specs: { name: string; shape: number[] }[] = [{ name: 'tok_embeddings', shape: [cfg.vocab, d] }];
+  for (let k = 1; k <= prevTokensOf(cfg); k++) specs.push({ name: `prev_embeddings.${k}`, shape: [cfg.vocab + 1, d] });
   for (let i = 0; i < cfg.layers; i++) {
     specs.push(
       { name: `layers.${i}.attn_norm`, shape: [d] },

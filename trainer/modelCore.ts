@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
 import { canReadSync, isLocalBackend } from './backend';
 import type { Batch, PolicyStats } from './modelBatch';
-import { IGNORE, ModelConfig, countParams, paramSpecs, validateConfig } from './modelConfig';
+import { IGNORE, ModelConfig, countParams, paramSpecs, prevTokensOf, validateConfig } from './modelConfig';
 
 let shortcutsOverride: boolean | null = null;
 /**
@@ -223,7 +223,7 @@ export abstract class ModelCore {
     for (const s of specs.keys()) if (!this.params.has(s)) throw new Error(`setWeights: parameter '${s}' missing`);
     for (const t of this.transposed.values()) t.dispose();
     this.transposed.clear();
-    this.embData = null;
+    this.embData.clear();
     this.version++;
   }
 
@@ -458,7 +458,11 @@ export abstract class ModelCore {
     const pg = b.pg;
     if (pg) {
       if (b.weights) throw new Error('batch: a policy-gradient batch takes no weights (its loss is a token mean)');
-      for (const [name, arr] of [['advantages', pg.advantages], ['refLogp', pg.refLogp], ['oldLogp', pg.oldLogp]] as const) {
+      for (const [name, arr] of [
+        ['advantages', pg.advantages],
+        ['refLogp', pg.refLogp],
+        ['oldLogp', pg.oldLogp],
+      ] as const) {
         if (arr && arr.length !== rows * seq) throw new Error(`batch: pg.${name} must have batch*seq entries`);
       }
     }
@@ -481,21 +485,46 @@ export abstract class ModelCore {
     return { rows, T, ids, supIdx, supLabels, supW, weightSum, supPg };
   }
 
-  /** The embedding matrix read back to JS, once per weights version (decoding reads it per token). */
-  private embData: { version: number; data: Float32Array } | null = null;
+  /** Embedding tables read back to JS, once per weights version (decoding reads them per token). */
+  private embData = new Map<string, { version: number; data: Float32Array }>();
 
-  /** Embedding rows for ids: [ids.length, d]. */
-  protected embed(ids: Int32Array): tf.Tensor2D {
-    const E = this.p2('tok_embeddings');
+  /** Rows `ids` of the embedding table `name`: [ids.length, d]. */
+  private tableRows(name: string, ids: Int32Array): tf.Tensor2D {
+    const E = this.p2(name);
     const d = this.config.dModel;
     if (useJs()) {
-      if (!this.embData || this.embData.version !== this.version) this.embData = { version: this.version, data: E.dataSync() as Float32Array };
-      const e = this.embData.data;
+      let cached = this.embData.get(name);
+      if (!cached || cached.version !== this.version) this.embData.set(name, (cached = { version: this.version, data: E.dataSync() as Float32Array }));
+      const e = cached.data;
       const out = new Float32Array(ids.length * d);
       for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
       return tf.tensor2d(out, [ids.length, d]);
     }
     return tf.gather(E, tf.tensor1d(ids, 'int32')) as tf.Tensor2D;
+  }
+
+  /**
+   * Input rows for ids: [ids.length, d]. With previous-token embeddings (config.prevTokens)
+   * `prev[k-1][i]` is the id k positions before ids[i] (config.vocab: before the start), and
+   * its prev_embeddings.k row is added.
+   */
+  protected embed(ids: Int32Array, prev: readonly Int32Array[] = []): tf.Tensor2D {
+    const n = prevTokensOf(this.config);
+    if (prev.length !== n) throw new Error(`embed: ${prev.length} previous-token id arrays for a model with prevTokens ${n}`);
+    let x = this.tableRows('tok_embeddings', ids);
+    prev.forEach((p, k) => (x = tf.add(x, this.tableRows(`prev_embeddings.${k + 1}`, p)) as tf.Tensor2D));
+    return x;
+  }
+
+  /** The previous-token ids of rows*T flat ids (each row its own sequence): one array per k = 1..prevTokens. */
+  protected prevIdsOfRows(ids: Int32Array, rows: number, T: number): Int32Array[] {
+    const V = this.config.vocab;
+    return Array.from({ length: prevTokensOf(this.config) }, (_, j) => {
+      const k = j + 1;
+      const out = new Int32Array(rows * T);
+      for (let r = 0; r < rows; r++) for (let t = 0; t < T; t++) out[r * T + t] = t >= k ? ids[r * T + t - k]! : V;
+      return out;
+    });
   }
 
   /** Rows `idx` of x: [idx.length, cols]. */

@@ -81,7 +81,13 @@ export abstract class ModelTraining extends ModelCore {
       const dqkRawT = tf.add(tf.mul(dqkT, tb.cosT), this.swapHalves(tf.mul(dqkT, tb.sinT) as tf.Tensor2D));
       dqkvTRows.push(tf.concat([dqkRawT, ...dVT], 0) as tf.Tensor2D);
     }
-    const dqkv = rows === 1 ? (tf.transpose(dqkvTRows[0]!) as tf.Tensor2D) : (tf.concat(dqkvTRows.map((t) => tf.transpose(t)), 0) as tf.Tensor2D);
+    const dqkv =
+      rows === 1
+        ? (tf.transpose(dqkvTRows[0]!) as tf.Tensor2D)
+        : (tf.concat(
+            dqkvTRows.map((t) => tf.transpose(t)),
+            0,
+          ) as tf.Tensor2D);
     grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, rows === 1 ? dqkvTRows[0]! : undefined));
     const dh1 = tf.matMul(dqkv, this.pT(pre + 'wqkv')) as tf.Tensor2D;
     const nb1 = this.rmsNormBack(dh1, this.p1(pre + 'attn_norm'), s.n1);
@@ -301,7 +307,8 @@ export abstract class ModelTraining extends ModelCore {
     const gradList = tf.tidy(() => {
       const grads: Grads = new Map();
       const tb = this.tables(T);
-      const x0 = this.embed(prep.ids);
+      const prevIds = this.prevIdsOfRows(prep.ids, rows, T);
+      const x0 = this.embed(prep.ids, prevIds);
       const saves: LayerSave[] = [];
       let x = x0;
       for (let i = 0; i < L; i++) x = this.block(i, x, rows, T, tb, saves);
@@ -327,8 +334,10 @@ export abstract class ModelTraining extends ModelCore {
       let dx = nbf.dx;
       for (let i = L - 1; i >= 0; i--) dx = this.blockBack(i, dx, rows, T, tb, saves[i]!, grads);
       // Embedding gradient: scatter-add the input gradient rows onto their tokens.
-      const dEin = this.embedGrad(prep.ids, dx);
+      const dEin = this.embedGrad(prep.ids, dx, this.config.vocab);
       grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin) : dEin);
+      // x0 is a sum: each previous-token table gets the same input gradient at its own ids.
+      prevIds.forEach((p, k) => grads.set(`prev_embeddings.${k + 1}`, this.embedGrad(p, dx, this.config.vocab + 1)));
       return paramSpecs(this.config).map((s) => grads.get(s.name)!);
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
@@ -338,8 +347,8 @@ export abstract class ModelTraining extends ModelCore {
     return Object.assign(stats, { grads });
   }
 
-  private embedGrad(ids: Int32Array, dx: tf.Tensor2D): tf.Tensor2D {
-    const { vocab: V, dModel: d } = this.config;
+  private embedGrad(ids: Int32Array, dx: tf.Tensor2D, V: number): tf.Tensor2D {
+    const d = this.config.dModel;
     if (useJs()) {
       const g = dx.dataSync() as Float32Array;
       const out = new Float32Array(V * d);
@@ -356,7 +365,7 @@ export abstract class ModelTraining extends ModelCore {
   /** Hidden states after the final norm for a batch (no gradients): [rows*T, d]. */
   private hidden(prep: Prepared): tf.Tensor2D {
     const tb = this.tables(prep.T);
-    let x = this.embed(prep.ids);
+    let x = this.embed(prep.ids, this.prevIdsOfRows(prep.ids, prep.rows, prep.T));
     for (let i = 0; i < this.config.layers; i++) x = this.block(i, x, prep.rows, prep.T, tb, null);
     return this.rmsNorm(x, this.p1('final_norm')).y;
   }

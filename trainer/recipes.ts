@@ -151,6 +151,16 @@ export const RECIPES: Record<string, Recipe> = {
     kindWeights: { answer: 3 },
     copyKindWeights: { thought: 3 },
   },
+  'reader-k1-answer': {
+    ...COPY_ENLARGED,
+    name: 'reader-k1-answer',
+    description:
+      'reader-answer with the teacher searching k=1 when the top hit states the fact (97% of searches): one passage, one value after "is", no same-attribute distractor to tell apart',
+    shapeWeights: BALANCED,
+    augment: { share: 0.5, worlds: 40, perShape: 40 },
+    kindWeights: { answer: 3 },
+    teacherTopHit: true,
+  },
   notes: {
     ...COPY_ENLARGED,
     name: 'notes',

@@ -33,7 +33,7 @@ import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './mo
 import { Trainer } from './optim';
 import { dataFiles, ensureRunData, loadTokenizer, readTraceRows } from './prepare';
 import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
-import { DivergenceGuard, checkSftConfig, checkpointModelConfig, ignoredOnResume, resumeStateOf } from './runGuards';
+import { DivergenceGuard, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, type MetricsWriter } from './runStore';
 import { readWorldFolder, runSplits, worldRecord } from './worldFolder';
 
@@ -244,10 +244,22 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   ensureRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe, source);
   const worldSplits = runSplits(runDir);
   const tokenizer = loadTokenizer(runDir);
-  const cfg = presetConfig(presetName, tokenizer.vocabSize);
+  // A resumed or continued run keeps the model it recorded: a preset may change between
+  // versions (tiny gained previous-token tables), a run's weights do not.
+  const recorded = previous
+    ? configModel(previous as unknown as Record<string, unknown>, configFile)
+    : fromRun
+      ? configModel(fromRun.config as unknown as Record<string, unknown>, path.join(fromRun.dir, CONFIG_FILE))
+      : null;
+  const cfg = recorded ?? presetConfig(presetName, tokenizer.vocabSize);
   // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
   const resumeFrom = o.resume && latestCheckpoint(runDir) !== null ? loadCheckpoint(runDir, 'latest') : null;
-  if (resumeFrom) checkpointModelConfig(resumeFrom, { model: cfg, what: `the run's preset ${presetName} with its tokenizer` }, tokenizer);
+  if (resumeFrom)
+    checkpointModelConfig(
+      resumeFrom,
+      { model: cfg, what: recorded ? `the model in ${configFile}` : `the run's preset ${presetName} with its tokenizer` },
+      tokenizer,
+    );
   const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
 
   const maxLen = cfg.maxSeq;

@@ -9,6 +9,9 @@ import { Batch, IGNORE, ModelConfig, PRESETS, StackModel, countParams, makeRng, 
 import { Trainer } from '../../trainer/optim';
 
 const MICRO: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 32, ropeBase: 10000 };
+/** MICRO with two previous-token embedding tables (config.prevTokens). */
+const MICRO_PREV: ModelConfig = { ...MICRO, prevTokens: 2 };
+const MICRO_BASE = MICRO;
 
 /** A batch of `rows` x `seq` with some ignored labels, a padded tail and uneven weights. */
 function microBatch(cfg: ModelConfig, rows: number, seq: number, seed: number, padTail = 0): Batch {
@@ -51,6 +54,11 @@ function refLoss(cfg: ModelConfig, W: Record<string, tf.Tensor>, b: Batch): tf.S
   for (let i = 0; i < T; i++) for (let j = 0; j < T; j++) maskData.push(j > i ? -1e9 : 0);
   const mask = tf.tensor(maskData, [1, 1, T, T]);
   let x: tf.Tensor = tf.gather(W['tok_embeddings']!, tf.tensor1d(b.inputIds, 'int32'));
+  for (let k = 1; k <= (cfg.prevTokens ?? 0); k++) {
+    // The id k positions back in the same row; row V of the table before the row's start.
+    const prev = Array.from(b.inputIds, (_, i) => (i % T >= k ? b.inputIds[i - k]! : V));
+    x = tf.add(x, tf.gather(W[`prev_embeddings.${k}`]!, tf.tensor1d(prev, 'int32')));
+  }
   for (let i = 0; i < cfg.layers; i++) {
     const p = `layers.${i}.`;
     const h = norm(x, W[p + 'attn_norm']!);
@@ -74,9 +82,18 @@ function refLoss(cfg: ModelConfig, W: Record<string, tf.Tensor>, b: Batch): tf.S
   const labels = Array.from(b.labels);
   const sup = labels.map((l) => (l === IGNORE ? 0 : 1));
   const w = labels.map((_, i) => sup[i]! * (b.weights ? b.weights[i]! : 1));
-  const onehot = tf.oneHot(tf.tensor1d(labels.map((l) => (l === IGNORE ? 0 : l)), 'int32'), V);
+  const onehot = tf.oneHot(
+    tf.tensor1d(
+      labels.map((l) => (l === IGNORE ? 0 : l)),
+      'int32',
+    ),
+    V,
+  );
   const ce = tf.neg(tf.sum(tf.mul(tf.logSoftmax(logits), onehot), -1));
-  return tf.div(tf.sum(tf.mul(ce, tf.tensor1d(w))), w.reduce((a, c) => a + c, 0)) as tf.Scalar;
+  return tf.div(
+    tf.sum(tf.mul(ce, tf.tensor1d(w))),
+    w.reduce((a, c) => a + c, 0),
+  ) as tf.Scalar;
 }
 
 function refLossAndGrads(cfg: ModelConfig, weights: Record<string, Float32Array>, b: Batch): { loss: number; grads: Record<string, Float32Array> } {
@@ -118,7 +135,7 @@ describe('trainer/model: the Stack transformer', function () {
     setJsShortcuts(null);
   });
 
-  it("the backend picker falls back to wasm here and says why; a named backend that is missing throws", async () => {
+  it('the backend picker falls back to wasm here and says why; a named backend that is missing throws', async () => {
     const auto = await initBackend('auto');
     assert.equal(auto.asked, 'auto');
     assert.ok(['tfjs-node-gpu', 'tfjs-node', 'wasm'].includes(auto.used));
@@ -135,7 +152,10 @@ describe('trainer/model: the Stack transformer', function () {
     assert.equal(tiny.layers, 2);
     assert.equal(tiny.mlp, 352);
     assert.equal(tiny.maxSeq, 512);
-    assert.equal(countParams(tiny), 465024);
+    assert.equal(tiny.prevTokens, 2);
+    // 465,024 in the blocks, the tied head and the token table; two previous-token tables of (748 + 1) x 128.
+    assert.equal(countParams(tiny), 465024 + 2 * 749 * 128);
+    assert.equal(countParams(presetConfig('tiny-plain', 748)), 465024);
     const big = presetConfig('stack-100m', 748);
     assert.equal(big.vocab, 32768);
     assert.equal(big.dModel / big.heads, 64);
@@ -143,24 +163,27 @@ describe('trainer/model: the Stack transformer', function () {
     for (const p of Object.values(PRESETS)) assert.ok(p.model.dModel % p.model.heads === 0 && p.model.heads % p.model.kvHeads === 0);
   });
 
-  const variants: { backend: 'cpu' | 'wasm'; shortcuts: boolean; blocks: number }[] = [
-    { backend: 'cpu', shortcuts: true, blocks: 1 },
-    { backend: 'cpu', shortcuts: false, blocks: 2 },
-    { backend: 'wasm', shortcuts: true, blocks: 1 },
-    { backend: 'wasm', shortcuts: true, blocks: 2 },
-    { backend: 'wasm', shortcuts: true, blocks: 3 },
+  const variants: { backend: 'cpu' | 'wasm'; shortcuts: boolean; blocks: number; cfg: ModelConfig }[] = [
+    { backend: 'cpu', shortcuts: true, blocks: 1, cfg: MICRO },
+    { backend: 'cpu', shortcuts: false, blocks: 2, cfg: MICRO },
+    { backend: 'wasm', shortcuts: true, blocks: 1, cfg: MICRO },
+    { backend: 'wasm', shortcuts: true, blocks: 2, cfg: MICRO },
+    { backend: 'wasm', shortcuts: true, blocks: 3, cfg: MICRO },
+    { backend: 'wasm', shortcuts: true, blocks: 1, cfg: MICRO_PREV },
+    { backend: 'cpu', shortcuts: false, blocks: 1, cfg: MICRO_PREV },
   ];
-  for (const { backend, shortcuts, blocks } of variants) {
-    it(`hand-written gradients equal tfjs autodiff (${backend}${shortcuts ? '' : ', tensor-op path'}, ${blocks} attention block${blocks > 1 ? 's' : ''})`, async () => {
+  for (const { backend, shortcuts, blocks, cfg } of variants) {
+    const prevNote = cfg.prevTokens ? `, ${cfg.prevTokens} previous-token tables` : '';
+    it(`hand-written gradients equal tfjs autodiff (${backend}${shortcuts ? '' : ', tensor-op path'}, ${blocks} attention block${blocks > 1 ? 's' : ''}${prevNote})`, async () => {
       await initBackend('cpu');
-      const ref0 = StackModel.create(MICRO, 7);
+      const ref0 = StackModel.create(cfg, 7);
       const weights = ref0.exportWeights();
       ref0.dispose();
-      const b = microBatch(MICRO, 2, 9, 3);
-      const ref = refLossAndGrads(MICRO, weights, b);
+      const b = microBatch(cfg, 2, 9, 3);
+      const ref = refLossAndGrads(cfg, weights, b);
       await initBackend(backend);
       setJsShortcuts(shortcuts);
-      const m = StackModel.fromWeights(MICRO, weights);
+      const m = StackModel.fromWeights(cfg, weights);
       m.attnBlocks = blocks;
       const out = m.lossAndGrads(b);
       const grads = gradsToArrays(out.grads);
@@ -169,53 +192,54 @@ describe('trainer/model: the Stack transformer', function () {
       setJsShortcuts(null);
       assert.ok(Math.abs(out.loss - ref.loss) < 1e-5, `loss ${out.loss} vs ${ref.loss}`);
       assert.ok(Math.abs(ev.loss - ref.loss) < 1e-5, `evaluate loss ${ev.loss} vs ${ref.loss}`);
-      for (const s of paramSpecs(MICRO)) {
+      for (const s of paramSpecs(cfg)) {
         const rel = maxRelDiff(grads[s.name]!, ref.grads[s.name]!);
         assert.ok(rel < 1e-4, `${s.name}: relative difference ${rel}`);
       }
     });
   }
 
-  it('gradients agree with central finite differences, parameter by parameter', async () => {
-    await initBackend('cpu');
-    // Larger weights than the init (std 0.3, norm gains 1 +- 0.3) so that every parameter's
-    // directional derivative is well above float32 finite-difference noise.
-    const wr = makeRng(12);
-    const base: Record<string, Float32Array> = {};
-    for (const s of paramSpecs(MICRO)) {
-      const n = s.shape.reduce((a, c) => a * c, 1);
-      base[s.name] = Float32Array.from({ length: n }, () => (s.shape.length === 1 ? 1 : 0) + 0.3 * wr.normal());
-    }
-    const m = StackModel.fromWeights(MICRO, base);
-    const b = microBatch(MICRO, 2, 8, 5);
-    const grads = gradsToArrays(m.lossAndGrads(b).grads);
-    const rng = makeRng(99);
-    const eps = 1e-2;
-    for (const s of paramSpecs(MICRO)) {
-      // Directional derivative along a random unit direction within this parameter.
-      const n = base[s.name]!.length;
-      const u = new Float32Array(n);
-      let norm = 0;
-      for (let i = 0; i < n; i++) norm += (u[i] = rng.normal()) ** 2;
-      norm = Math.sqrt(norm);
-      let analytic = 0;
-      for (let i = 0; i < n; i++) {
-        u[i] = u[i]! / norm;
-        analytic += u[i]! * grads[s.name]![i]!;
+  for (const cfg of [MICRO, MICRO_PREV])
+    it(`gradients agree with central finite differences, parameter by parameter${cfg.prevTokens ? ' (previous-token tables)' : ''}`, async () => {
+      await initBackend('cpu');
+      // Larger weights than the init (std 0.3, norm gains 1 +- 0.3) so that every parameter's
+      // directional derivative is well above float32 finite-difference noise.
+      const wr = makeRng(12);
+      const base: Record<string, Float32Array> = {};
+      for (const s of paramSpecs(cfg)) {
+        const n = s.shape.reduce((a, c) => a * c, 1);
+        base[s.name] = Float32Array.from({ length: n }, () => (s.shape.length === 1 ? 1 : 0) + 0.3 * wr.normal());
       }
-      const at = (sign: number): number => {
-        const w = new Float32Array(base[s.name]!);
-        for (let i = 0; i < n; i++) w[i] = w[i]! + sign * eps * u[i]!;
-        m.setWeights({ [s.name]: w });
-        return m.evaluate(b).loss;
-      };
-      const numeric = (at(1) - at(-1)) / (2 * eps);
-      m.setWeights({ [s.name]: base[s.name]! });
-      const tol = 2e-4 + 0.01 * Math.abs(analytic);
-      assert.ok(Math.abs(numeric - analytic) < tol, `${s.name}: finite difference ${numeric} vs gradient ${analytic}`);
-    }
-    m.dispose();
-  });
+      const m = StackModel.fromWeights(cfg, base);
+      const b = microBatch(cfg, 2, 8, 5);
+      const grads = gradsToArrays(m.lossAndGrads(b).grads);
+      const rng = makeRng(99);
+      const eps = 1e-2;
+      for (const s of paramSpecs(cfg)) {
+        // Directional derivative along a random unit direction within this parameter.
+        const n = base[s.name]!.length;
+        const u = new Float32Array(n);
+        let norm = 0;
+        for (let i = 0; i < n; i++) norm += (u[i] = rng.normal()) ** 2;
+        norm = Math.sqrt(norm);
+        let analytic = 0;
+        for (let i = 0; i < n; i++) {
+          u[i] = u[i]! / norm;
+          analytic += u[i]! * grads[s.name]![i]!;
+        }
+        const at = (sign: number): number => {
+          const w = new Float32Array(base[s.name]!);
+          for (let i = 0; i < n; i++) w[i] = w[i]! + sign * eps * u[i]!;
+          m.setWeights({ [s.name]: w });
+          return m.evaluate(b).loss;
+        };
+        const numeric = (at(1) - at(-1)) / (2 * eps);
+        m.setWeights({ [s.name]: base[s.name]! });
+        const tol = 2e-4 + 0.01 * Math.abs(analytic);
+        assert.ok(Math.abs(numeric - analytic) < tol, `${s.name}: finite difference ${numeric} vs gradient ${analytic}`);
+      }
+      m.dispose();
+    });
 
   it('positions after the last label change nothing; weights scale as documented', async () => {
     await initBackend('wasm');
@@ -242,28 +266,33 @@ describe('trainer/model: the Stack transformer', function () {
     m.dispose();
   });
 
-  for (const shortcuts of [true, false]) it(`evaluate with argmax matches the full logits${shortcuts ? '' : ' (tensor-op path)'}`, async () => {
-    await initBackend('wasm');
-    setJsShortcuts(shortcuts);
-    const m = StackModel.create(MICRO, 4);
-    const b = microBatch(MICRO, 2, 10, 9);
-    const ev = m.evaluate(b, { argmax: true });
-    const logits = m.logits(b.inputIds, 2, 10);
-    const V = MICRO.vocab;
-    let correct = 0;
-    for (let i = 0; i < 20; i++) {
-      let best = 0;
-      for (let j = 1; j < V; j++) if (logits[i * V + j]! > logits[i * V + best]!) best = j;
-      assert.equal(ev.argmax![i], best);
-      if (b.labels[i] !== IGNORE && best === b.labels[i]) correct++;
-    }
-    assert.equal(ev.correct, correct);
-    m.dispose();
-    setJsShortcuts(null);
-  });
+  for (const shortcuts of [true, false])
+    it(`evaluate with argmax matches the full logits${shortcuts ? '' : ' (tensor-op path)'}`, async () => {
+      await initBackend('wasm');
+      setJsShortcuts(shortcuts);
+      const m = StackModel.create(MICRO, 4);
+      const b = microBatch(MICRO, 2, 10, 9);
+      const ev = m.evaluate(b, { argmax: true });
+      const logits = m.logits(b.inputIds, 2, 10);
+      const V = MICRO.vocab;
+      let correct = 0;
+      for (let i = 0; i < 20; i++) {
+        let best = 0;
+        for (let j = 1; j < V; j++) if (logits[i * V + j]! > logits[i * V + best]!) best = j;
+        assert.equal(ev.argmax![i], best);
+        if (b.labels[i] !== IGNORE && best === b.labels[i]) correct++;
+      }
+      assert.equal(ev.correct, correct);
+      m.dispose();
+      setJsShortcuts(null);
+    });
 
-  for (const backend of ['wasm', 'cpu'] as const) {
-    it(`KV-cache decoding equals the full forward (${backend})`, async () => {
+  for (const [backend, MICRO] of [
+    ['wasm', MICRO_BASE],
+    ['cpu', MICRO_BASE],
+    ['wasm', MICRO_PREV],
+  ] as const) {
+    it(`KV-cache decoding equals the full forward (${backend}${MICRO.prevTokens ? ', previous-token tables' : ''})`, async () => {
       await initBackend(backend);
       const m = StackModel.create(MICRO, 21);
       const rng = makeRng(5);
@@ -291,29 +320,30 @@ describe('trainer/model: the Stack transformer', function () {
     });
   }
 
-  it('stepBatch (several sequences of different lengths) equals step() on each', async () => {
-    await initBackend('wasm');
-    const m = StackModel.create(MICRO, 13);
-    const rng = makeRng(8);
-    const seqs = [5, 9, 1].map((n) => Array.from({ length: n }, () => Math.floor(rng.uniform() * MICRO.vocab)));
-    const single = seqs.map((s) => {
-      const c = m.newCache();
-      m.prefill(s, c);
-      return c;
-    });
-    const batched = single.map((c) => c.clone());
-    for (let k = 0; k < 3; k++) {
-      const next = seqs.map(() => Math.floor(rng.uniform() * MICRO.vocab));
-      const want = next.map((id, i) => m.step(id, single[i]!));
-      const got = m.stepBatch(next, batched);
-      for (let i = 0; i < seqs.length; i++) {
-        for (let j = 0; j < MICRO.vocab; j++) assert.ok(Math.abs(got[i]![j]! - want[i]![j]!) < 1e-5, `sequence ${i}, token ${j}`);
-        assert.equal(batched[i]!.length, single[i]!.length);
+  for (const MICRO of [MICRO_BASE, MICRO_PREV])
+    it(`stepBatch (several sequences of different lengths) equals step() on each${MICRO.prevTokens ? ' (previous-token tables)' : ''}`, async () => {
+      await initBackend('wasm');
+      const m = StackModel.create(MICRO, 13);
+      const rng = makeRng(8);
+      const seqs = [5, 9, 1].map((n) => Array.from({ length: n }, () => Math.floor(rng.uniform() * MICRO.vocab)));
+      const single = seqs.map((s) => {
+        const c = m.newCache();
+        m.prefill(s, c);
+        return c;
+      });
+      const batched = single.map((c) => c.clone());
+      for (let k = 0; k < 3; k++) {
+        const next = seqs.map(() => Math.floor(rng.uniform() * MICRO.vocab));
+        const want = next.map((id, i) => m.step(id, single[i]!));
+        const got = m.stepBatch(next, batched);
+        for (let i = 0; i < seqs.length; i++) {
+          for (let j = 0; j < MICRO.vocab; j++) assert.ok(Math.abs(got[i]![j]! - want[i]![j]!) < 1e-5, `sequence ${i}, token ${j}`);
+          assert.equal(batched[i]!.length, single[i]!.length);
+        }
       }
-    }
-    for (const c of [...single, ...batched]) c.dispose();
-    m.dispose();
-  });
+      for (const c of [...single, ...batched]) c.dispose();
+      m.dispose();
+    });
 
   it('a tiny batch is overfit within a few dozen steps', async () => {
     await initBackend('wasm');

@@ -3,7 +3,7 @@
 // metrics line) resumes from its last checkpoint with the same metrics file.
 import * as assert from 'node:assert/strict';
 import { fork, spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseFromWorker, type ToWorker } from '../../core/protocol/worker';
@@ -53,12 +53,23 @@ describe('SFT training (CLI, tiny preset)', function () {
     assert.ok(['wasm', 'cpu', 'tfjs-node', 'tfjs-node-gpu'].includes(config.backend.used));
   });
 
-  it('continued SFT (--from) trains in the recipe\'s last phase, at a constant learning rate, from the run\'s last checkpoint', () => {
+  it("continued SFT (--from) trains in the recipe's last phase, at a constant learning rate, from the run's last checkpoint", () => {
     const base = path.join(tmp, 'from-base');
-    const first = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '8', '--recipe', 'copy', '--eval-limit', '0', '--run', base], { encoding: 'utf8' });
+    const first = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '8', '--recipe', 'copy', '--eval-limit', '0', '--run', base], {
+      encoding: 'utf8',
+    });
     assert.equal(first.status, 0, first.stderr);
     // The base run went through both phases of `copy` (first-turn warm-up, then whole transcripts).
-    assert.deepEqual([...new Set(metricsLines(base).filter((l) => l['phase'] === 'sft').map((l) => l['curriculum']))], [0, 1]);
+    assert.deepEqual(
+      [
+        ...new Set(
+          metricsLines(base)
+            .filter((l) => l['phase'] === 'sft')
+            .map((l) => l['curriculum']),
+        ),
+      ],
+      [0, 1],
+    );
     const more = path.join(tmp, 'from-more');
     const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--from', base, '--minutes', '0.05', '--eval-limit', '0', '--run', more], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
@@ -152,6 +163,27 @@ describe('SFT training (CLI, tiny preset)', function () {
     assert.deepEqual(lastPerStep(broken), lastPerStep(whole));
   });
 
+  it('a run recorded with an older tiny (no previous-token tables) resumes with the model it recorded', () => {
+    const run = path.join(tmp, 'old-tiny');
+    const first = spawnSync(
+      process.execPath,
+      [bin, 'train', 'sft', '--preset', 'tiny-plain', '--steps', '6', '--recipe', 'plain', '--eval-limit', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(first.status, 0, first.stderr);
+    // What a run of the earlier tiny looks like: preset "tiny", a model without prevTokens.
+    const configFile = path.join(run, 'config.json');
+    const config = JSON.parse(readFileSync(configFile, 'utf8'));
+    assert.equal(config.model.prevTokens, undefined);
+    config.preset = 'tiny';
+    config.budget = { steps: 10 };
+    writeFileSync(configFile, JSON.stringify(config, null, 2));
+    const again = spawnSync(process.execPath, [bin, 'train', 'sft', '--resume', '--run', run], { encoding: 'utf8' });
+    assert.equal(again.status, 0, again.stderr);
+    assert.equal(readFileSync(path.join(run, 'checkpoints', 'latest'), 'utf8').trim(), 'step-10');
+    assert.equal(JSON.parse(readFileSync(configFile, 'utf8')).model.prevTokens, undefined);
+  });
+
   it('refuses to overwrite a run, and to resume a folder without one (exit 2, clear message)', () => {
     const r = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '5', '--run', path.join(tmp, 'short')], { encoding: 'utf8' });
     assert.equal(r.status, 2);
@@ -170,7 +202,10 @@ describe('SFT training (CLI, tiny preset)', function () {
     assert.equal(last.n, 4);
     assert.equal(last.contaminated, 0);
     for (const k of ['thought', 'query', 'expr', 'answer']) assert.equal(typeof last.span_accuracy[k], 'number', k);
-    const rows = readFileSync(path.join(run, 'eval', 'heldout.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rows = readFileSync(path.join(run, 'eval', 'heldout.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(rows.length, 4);
     for (const row of rows) {
       assert.deepEqual(Object.keys(row).slice(0, 9), ['question', 'gold', 'answer', 'solved', 'kind', 'failure', 'steps', 'reward', 'text']);
@@ -187,7 +222,11 @@ describe('SFT training (CLI, tiny preset)', function () {
     worker.send({ type: 'start', job: { kind: 'eval', runDir: run, split: 'heldout', limit: 2 } } satisfies ToWorker);
     await exited;
     const parsed = messages.map((m) => parseFromWorker(m));
-    assert.deepEqual(parsed.filter((p) => !p.ok), [], 'every message validates');
+    assert.deepEqual(
+      parsed.filter((p) => !p.ok),
+      [],
+      'every message validates',
+    );
     const done = parsed.flatMap((p) => (p.ok && p.message.type === 'done' ? [p.message] : []));
     assert.equal(done.length, 1, JSON.stringify(messages.at(-1)));
     assert.equal(done[0]!.kind, 'eval');
@@ -195,7 +234,10 @@ describe('SFT training (CLI, tiny preset)', function () {
     assert.equal(done[0]!.summary.n, 2);
     assert.equal(done[0]!.summary.checkpoint, 'latest');
     const metrics = parsed.flatMap((p) => (p.ok && p.message.type === 'metrics' ? [p.message.record] : []));
-    assert.deepEqual(metrics.map((r) => [r.phase, r['split']]), [['eval', 'heldout']]);
+    assert.deepEqual(
+      metrics.map((r) => [r.phase, r['split']]),
+      [['eval', 'heldout']],
+    );
   });
 
   it('run answers one question through the real loop and prints the trajectory', () => {
