@@ -12,7 +12,7 @@ import { tokenizeTrace, toExample, type TrainExample } from './data';
 import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
 import { StackModel } from './model';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
-import { stubTeacherOptions, teacherKnobsOf } from './recipes';
+import { type TeacherKnobs, stubTeacherOptions, teacherKnobsOf } from './recipes';
 import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { type JobHooks, UserError } from './jobRun';
@@ -93,10 +93,14 @@ export async function runEval(
       : ownWorld.train.map((task) => ({ task, world: ownWorld.id }));
     if (split === 'train' && worldDir !== undefined) throw new UserError("--split train is the run's own training tasks: drop --world");
     const tasks = splitTasks(split, trainingTasks, pool).slice(0, limit ?? undefined);
-    const trainingKeys = trainingKeysOf(files.trainTasks, trainingTasks.map((t) => t.task));
+    const trainingKeys = trainingKeysOf(
+      files.trainTasks,
+      trainingTasks.map((t) => t.task),
+    );
     // Span accuracy is teacher-forced on the teacher's transcripts: the run's own for the
     // seed world's splits, the stub teacher's (against each world's corpus) for fresh ones.
-    const teacher = teacherKnobsOf(run.config['recipe']);
+    // A GRPO run has no recipe of its own: its student learned the teacher of the SFT run it came from.
+    const teacher = runTeacherKnobs(run.config);
     let traceTexts: string[];
     if ((split === 'heldout' && worldDir === undefined) || split === 'train') {
       const traceFile = split === 'heldout' ? files.heldoutTraces : files.trainTraces;
@@ -104,7 +108,10 @@ export async function runEval(
     } else {
       // The teacher the run's recipe trained with (its k and thoughts), in the task's own world;
       // a question without hints (docs/worlds.md) has no answer key to follow.
-      traceTexts = tasks.filter(({ task }) => isHinted(task)).slice(0, 50).map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
+      traceTexts = tasks
+        .filter(({ task }) => isHinted(task))
+        .slice(0, 50)
+        .map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
@@ -141,5 +148,23 @@ export async function runEval(
     return { kind: 'eval', cancelled: hooks.isCancelled(), summary: jobSummary };
   } finally {
     model.dispose();
+  }
+}
+
+/**
+ * The teacher a run's student imitated (its k, its thoughts): an SFT run's own recipe; a
+ * GRPO run's, which has none, is that of the SFT run it started from (config.json "from").
+ */
+export function runTeacherKnobs(config: Record<string, unknown>): TeacherKnobs {
+  return teacherKnobsOf(config['recipe'] ?? recipeOfSource(config));
+}
+
+function recipeOfSource(config: Record<string, unknown>): unknown {
+  const from = config['from'];
+  if (typeof from !== 'object' || from === null || typeof (from as { run?: unknown }).run !== 'string') return undefined;
+  try {
+    return readRunConfig((from as { run: string }).run)?.config['recipe'];
+  } catch {
+    return undefined; // the source run moved or is damaged: the seed's teacher, as before
   }
 }
