@@ -2,9 +2,9 @@
 //
 // Architecture: token embedding tied with the output head, plus (config.prevTokens) the
 // embeddings of the previous k tokens, so that a first-layer head can match "the tokens
-// before this one" — the induction copy a 2-layer student otherwise learns late; per layer a pre-norm RMSNorm,
-// grouped-query causal self-attention with RoPE, a residual add, a pre-norm RMSNorm, a
-// SwiGLU MLP, a residual add; a final RMSNorm; no biases anywhere.
+// before this one" (the induction copy a 2-layer student otherwise learns late); per
+// layer a pre-norm RMSNorm, grouped-query causal self-attention with RoPE, a residual add,
+// a pre-norm RMSNorm, a SwiGLU MLP, a residual add; a final RMSNorm; no biases anywhere.
 //
 // Conventions (the checkpoint format documents the same; see trainer/checkpoint.ts):
 // - Weights are stored [in, out] (y = x @ W). Parameter names and shapes:

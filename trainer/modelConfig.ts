@@ -56,35 +56,28 @@ export interface Preset {
   summary: string;
 }
 
+const TINY: Preset = {
+  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2 },
+  batch: 2,
+  lr: 4e-3,
+  // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
+  // (reader-k1-answer) was chosen at 8,000 steps (docs/results.md, "Copying needs the
+  // previous token"). With data and evaluations the run stays inside 20 minutes of wall.
+  minutes: 12,
+  betas: [0.9, 0.95],
+  weightDecay: 0.1,
+  clip: 1,
+  warmupSteps: 50,
+  minLrRatio: 0.1,
+  device: 'cpu',
+  summary: '~657k parameters at vocab 749 (192k of them previous-token embeddings): the student that learns to copy on 2 CPU cores (12 minutes by default)',
+};
+
 export const PRESETS: Record<PresetName, Preset> = {
-  tiny: {
-    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2 },
-    batch: 2,
-    lr: 4e-3,
-    // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
-    // (reader-answer) was chosen at 8,000 steps (docs/results.md); the memorising recipe it
-    // replaced had stopped gaining by 6,000. With data and evaluations the run stays inside
-    // 20 minutes of wall.
-    minutes: 12,
-    betas: [0.9, 0.95],
-    weightDecay: 0.1,
-    clip: 1,
-    warmupSteps: 50,
-    minLrRatio: 0.1,
-    device: 'cpu',
-    summary: '~657k parameters at vocab 749 (192k of them previous-token embeddings, free in compute): the student that learns to copy on 2 CPU cores',
-  },
+  tiny: TINY,
   'tiny-plain': {
-    model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
-    batch: 2,
-    lr: 4e-3,
-    minutes: 12,
-    betas: [0.9, 0.95],
-    weightDecay: 0.1,
-    clip: 1,
-    warmupSteps: 50,
-    minLrRatio: 0.1,
-    device: 'cpu',
+    ...TINY,
+    model: { ...TINY.model, prevTokens: 0 },
     summary: 'tiny without previous-token embeddings (~465k parameters): the student of the earlier measurements',
   },
   small: {

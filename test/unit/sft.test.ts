@@ -174,14 +174,15 @@ describe('SFT training (CLI, tiny preset)', function () {
     // What a run of the earlier tiny looks like: preset "tiny", a model without prevTokens.
     const configFile = path.join(run, 'config.json');
     const config = JSON.parse(readFileSync(configFile, 'utf8'));
-    assert.equal(config.model.prevTokens, undefined);
+    assert.equal(config.model.prevTokens ?? 0, 0);
+    delete config.model.prevTokens;
     config.preset = 'tiny';
     config.budget = { steps: 10 };
     writeFileSync(configFile, JSON.stringify(config, null, 2));
     const again = spawnSync(process.execPath, [bin, 'train', 'sft', '--resume', '--run', run], { encoding: 'utf8' });
     assert.equal(again.status, 0, again.stderr);
     assert.equal(readFileSync(path.join(run, 'checkpoints', 'latest'), 'utf8').trim(), 'step-10');
-    assert.equal(JSON.parse(readFileSync(configFile, 'utf8')).model.prevTokens, undefined);
+    assert.equal(JSON.parse(readFileSync(configFile, 'utf8')).model.prevTokens ?? 0, 0);
   });
 
   it('refuses to overwrite a run, and to resume a folder without one (exit 2, clear message)', () => {
