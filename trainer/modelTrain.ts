@@ -334,10 +334,11 @@ export abstract class ModelTraining extends ModelCore {
       let dx = nbf.dx;
       for (let i = L - 1; i >= 0; i--) dx = this.blockBack(i, dx, rows, T, tb, saves[i]!, grads);
       // Embedding gradient: scatter-add the input gradient rows onto their tokens.
-      const dEin = this.embedGrad(prep.ids, dx, this.config.vocab);
-      grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin) : dEin);
       // x0 is a sum: each previous-token table gets the same input gradient at its own ids.
-      prevIds.forEach((p, k) => grads.set(`prev_embeddings.${k + 1}`, this.embedGrad(p, dx, this.config.vocab + 1)));
+      const V = this.config.vocab;
+      const [dEin, ...dPrev] = this.embedGrads([{ ids: prep.ids, rows: V }, ...prevIds.map((ids) => ({ ids, rows: V + 1 }))], dx);
+      grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin!) : dEin!);
+      dPrev.forEach((g, k) => grads.set(`prev_embeddings.${k + 1}`, g));
       return paramSpecs(this.config).map((s) => grads.get(s.name)!);
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
@@ -347,19 +348,22 @@ export abstract class ModelTraining extends ModelCore {
     return Object.assign(stats, { grads });
   }
 
-  private embedGrad(ids: Int32Array, dx: tf.Tensor2D, V: number): tf.Tensor2D {
+  /** For each table, the rows of dx scatter-added onto its ids ([rows, d]); dx is read back once. */
+  private embedGrads(tables: readonly { ids: Int32Array; rows: number }[], dx: tf.Tensor2D): tf.Tensor2D[] {
     const d = this.config.dModel;
     if (useJs()) {
       const g = dx.dataSync() as Float32Array;
-      const out = new Float32Array(V * d);
-      for (let i = 0; i < ids.length; i++) {
-        const o = ids[i]! * d;
-        const s = i * d;
-        for (let j = 0; j < d; j++) out[o + j]! += g[s + j]!;
-      }
-      return tf.tensor2d(out, [V, d]);
+      return tables.map(({ ids, rows }) => {
+        const out = new Float32Array(rows * d);
+        for (let i = 0; i < ids.length; i++) {
+          const o = ids[i]! * d;
+          const s = i * d;
+          for (let j = 0; j < d; j++) out[o + j]! += g[s + j]!;
+        }
+        return tf.tensor2d(out, [rows, d]);
+      });
     }
-    return tf.unsortedSegmentSum(dx, tf.tensor1d(ids, 'int32'), V) as tf.Tensor2D;
+    return tables.map(({ ids, rows }) => tf.unsortedSegmentSum(dx, tf.tensor1d(ids, 'int32'), rows) as tf.Tensor2D);
   }
 
   /** Hidden states after the final norm for a batch (no gradients): [rows*T, d]. */
