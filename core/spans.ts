@@ -22,6 +22,8 @@ export interface Span {
 
 const NEED_RE = /I need the (.+?) of (.+?)\. /;
 const COMPUTE_RE = /Now I compute (.+?) with the calculator/;
+/** A compare's verdict ("-9 is below zero, so B is larger.", a recipe's teacher): the number read, the sign word it decides, the name copied from the question. */
+const VERDICT_RE = /(-?[0-9][0-9.]*) is (below|above) zero, so (.+?) is larger\./;
 /** A restated fact ("The {attr} of {ent} is {value}.", a recipe's teacher writes it after a search): the value is read from the observation. */
 const NOTE_RE = /The (.+?) of (.+?) is ([^.,;]+)\./g;
 
@@ -44,9 +46,14 @@ function copyRangesOfThought(thought: string): [number, number][] {
     ranges.push([attrStart, attrEnd], [entStart, entStart + need[2]!.length]);
   } else {
     const c = COMPUTE_RE.exec(thought);
+    const v = c ? null : VERDICT_RE.exec(thought);
     if (c) {
       const eStart = c.index + 'Now I compute '.length;
       ranges.push([eStart, eStart + c[1]!.length]);
+    } else if (v) {
+      const signStart = v.index + v[1]!.length + ' is '.length;
+      const nameStart = signStart + v[2]!.length + ' zero, so '.length;
+      ranges.push([v.index, v.index + v[1]!.length], [signStart, signStart + v[2]!.length], [nameStart, nameStart + v[3]!.length]);
     }
   }
   return ranges.sort((x, y) => x[0] - y[0]).filter((r, k, all) => k === 0 || r[0] >= all[k - 1]![1]);

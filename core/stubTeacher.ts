@@ -43,6 +43,13 @@ export interface StubTeacherOptions {
    * thoughts.
    */
   restateFacts?: boolean;
+  /**
+   * A compare's last thought reads the calculator's sign before naming the winner
+   * ("-9 is below zero, so B is larger."), a recipe knob: the answer is then copied from
+   * the line above it, next to the word that decided it, instead of being chosen at
+   * "Answer:" where a remembered winner competes with a sign several tokens back.
+   */
+  compareVerdict?: boolean;
 }
 
 export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOptions = {}): Teacher {
@@ -90,6 +97,7 @@ export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOpti
       const diff = pyStrip(obs[obs.length - 1]!);
       const names = task.hints.names!;
       answer = diff.startsWith('-') ? names[1] : names[0];
+      if (options.compareVerdict) return `Thought: ${note()}${diff} is ${diff.startsWith('-') ? 'below' : 'above'} zero, so ${answer} is larger.\nAnswer: ${answer}`;
     } else answer = pyStrip(obs[obs.length - 1]!);
     return `Thought: ${note()}I have everything I need.\nAnswer: ${answer}`;
   };

@@ -60,7 +60,7 @@ export function prepareRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {},
 ): PreparedData {
   refuseToOverwriteData(runDir);
   const augment = recipe.augment;
@@ -146,7 +146,7 @@ export function ensureRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
-  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {},
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {},
   source?: WorldSource,
 ): 'present' | 'tokenizer-trained' | 'prepared' {
   const files = dataFiles(runDir);
@@ -266,7 +266,7 @@ export interface WorldSource {
  * tasks with hints, or the given traces file), minus every task that overlaps held-out; the
  * held-out transcripts (stub teacher, tasks with hints) and the tokenizer over it all.
  */
-export function prepareWorldRunData(runDir: string, source: WorldSource, log: (line: string) => void = () => {}, recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes'> = {}): PreparedData {
+export function prepareWorldRunData(runDir: string, source: WorldSource, log: (line: string) => void = () => {}, recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {}): PreparedData {
   const w = source.world;
   if (recipe.augment && recipe.augment.worlds > 0) log("the recipe's augmentation draws counterfactual textbook worlds: not used with --world");
   const manifest: WorldManifest = w.manifest ?? {

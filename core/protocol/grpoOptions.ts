@@ -64,6 +64,7 @@ export const GRPO_OPTION_TABLE = {
   systemPrompt: { kind: 'string', flag: 'system-prompt', job: true },
   /** Seconds between checkpoints (default 120; 0: after every step). */
   checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', shared: true, job: true },
+  /** The RL task pool (default fresh-values; train for a user's world's run, whose fresh pools do not exist). */
   pool: { kind: 'string', flag: 'pool', choices: RL_POOLS },
   scaleRewards: { kind: 'string', flag: 'scale-rewards', choices: SCALE_REWARDS },
   /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */

@@ -170,11 +170,11 @@ describe('agent-lab CLI', function () {
     assert.equal(rows.filter(fromSeed).length, 1317);
     assert.equal(report.sft.examples, 1317);
     const freshWorlds = new Set(rows.filter((r) => !fromSeed(r)).map((r) => r.world));
-    assert.deepEqual(report.augmentation, { worlds: 40, rows: rows.length - 1317, share: 0.5 });
+    assert.deepEqual(report.augmentation, { worlds: 40, rows: rows.length - 1317, share: 0.75 });
     assert.equal(rows.length - 1317, 5160);
     assert.equal(freshWorlds.size, 40);
     for (const w of freshWorlds) assert.match(String(w), /^values:([1-9]|[1-3][0-9]|40)$/);
-    assert.match(r.stdout, /augmentation\s+5160 transcripts from 40 counterfactual-value worlds \(50\.0% of the training draws\)/);
+    assert.match(r.stdout, /augmentation\s+5160 transcripts from 40 counterfactual-value worlds \(75\.0% of the training draws\)/);
     assert.equal(report.excludedOverlapping, 93);
   });
 });

@@ -120,7 +120,7 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.grpo.dynamicSampling, true);
     assert.equal(config.grpo.maxDraws, 6);
     assert.equal(config.grpo.scaleRewards, 'batch');
-    assert.equal(config.grpo.pool, 'train');
+    assert.equal(config.grpo.pool, 'fresh-values', 'the default pool: fresh training worlds');
   });
 
   it('--prescreen: predicts the informative share before step 1, records it, and changes no step', () => {

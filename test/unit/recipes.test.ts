@@ -14,9 +14,9 @@ describe("trainer/recipes: the default recipe and a run's teacher", () => {
 
   it('the default recipe reads: counterfactual-value worlds, balanced shapes, k = 1 where the top hit holds', () => {
     const r = getRecipe(DEFAULT_RECIPE);
-    assert.equal(r.name, 'reader-k1-answer');
+    assert.equal(r.name, 'reader-k1-fresh');
     assert.equal(r.teacherTopHit, true);
-    assert.ok(r.augment && r.augment.share > 0);
+    assert.equal(r.augment?.share, 0.75);
     assert.ok(r.shapeWeights);
   });
 
@@ -26,6 +26,7 @@ describe("trainer/recipes: the default recipe and a run's teacher", () => {
     writeFileSync(path.join(sft, 'config.json'), JSON.stringify({ kind: 'sft', recipe: getRecipe('reader-k1-answer') }));
     assert.deepEqual(runTeacherKnobs({ kind: 'sft', recipe: getRecipe('reader-k1-answer') }), { teacherTopHit: true });
     assert.deepEqual(runTeacherKnobs({ kind: 'grpo', from: { run: sft, checkpoint: 'step-8', step: 8 } }), { teacherTopHit: true });
+    assert.deepEqual(runTeacherKnobs({ kind: 'sft', recipe: getRecipe('reader-k1-verdict') }), { teacherTopHit: true, teacherVerdict: true });
     // A source that is gone or damaged: the seed's teacher, and no error.
     assert.deepEqual(runTeacherKnobs({ kind: 'grpo', from: { run: path.join(tmp, 'missing'), step: 1 } }), {});
     const bad = path.join(tmp, 'bad');

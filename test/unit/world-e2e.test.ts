@@ -122,6 +122,7 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8'));
     assert.equal(grpoConfig['world'].dir, world);
     assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
+    assert.equal(grpoConfig['grpo'].pool, 'train', "a user's world's RL run defaults to its own training tasks (the fresh pools are textbook worlds)");
     assert.match(g.stderr, /\d+ RL tasks \(pool train\)/);
     const gw = await cli(['train', 'grpo', '--from', run, '--world', world, '--run', path.join(tmp, 'never')]);
     assert.equal(gw.code, 2);

@@ -167,6 +167,36 @@ describe('the teacher that restates what it read (recipe knob teacherNotes)', ()
   });
 });
 
+describe('the teacher that reads the sign of a compare (recipe knob teacherVerdict)', () => {
+  it('names the winner the calculator decides, in a world whose winner differs from the seed\'s, and marks the number, the sign word and the name as copies', () => {
+    const seedWinner = new Map(makeTaskPool(0).train.filter((t) => t.kind === 'compare').map((t) => [t.question, t.gold]));
+    let checked = 0;
+    let flipped = 0;
+    for (let seed = TRAINING_SEEDS.augment; checked < 12; seed++) {
+      const world = { kind: 'values', seed } as const;
+      const env = worldEnv(world);
+      for (const task of freshTrainingTasks(world, 3, new Set()).filter((t) => t.kind === 'compare')) {
+        const plain = rollout(task, makeStubTeacher([task]), env).transcript;
+        const text = rollout(task, makeStubTeacher([task], { compareVerdict: true }), env).transcript;
+        const diff = /<\|tool_result\|>([^<]*)<\|end\|><\|assistant\|>[^<]*Answer:/.exec(text)![1]!.trim();
+        const [e0, e1] = task.hints.names!;
+        // The gold recomputed here from the calculator's result, not taken from the teacher.
+        const winner = diff.startsWith('-') ? e1 : e0;
+        assert.equal(winner, task.gold, task.question);
+        assert.ok(text.endsWith(`Thought: ${diff} is ${diff.startsWith('-') ? 'below' : 'above'} zero, so ${winner} is larger.\nAnswer: ${winner}<|end|>`), text);
+        // Same calls, same answer as the seed's teacher: only the last thought changes.
+        assert.equal(text.slice(0, text.lastIndexOf('Thought:')), plain.slice(0, plain.lastIndexOf('Thought:')));
+        assert.equal(plain.slice(plain.lastIndexOf('Answer:')), text.slice(text.lastIndexOf('Answer:')));
+        const copied = annotateSpans(text).filter((s) => s.kind === 'thought' && s.copy).map((s) => text.slice(s.start, s.end));
+        assert.deepEqual(copied.slice(-3), [diff, diff.startsWith('-') ? 'below' : 'above', winner]);
+        if (seedWinner.has(task.question) && seedWinner.get(task.question) !== winner) flipped++;
+        checked++;
+      }
+    }
+    assert.ok(flipped > 0, 'some compare has another winner than in the seed world');
+  });
+});
+
 describe('failure kinds', () => {
   const teacher =
     '<|system|>s<|end|><|user|>q<|end|><|assistant|>Thought: a\n<|tool_call|>{"tool": "search", "args": {"query": "x", "k": 2}}<|end|>' +
