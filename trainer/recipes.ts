@@ -73,6 +73,17 @@ const COPY_ENLARGED: Recipe = {
 };
 const BALANCED: Partial<Record<TaskKind, number>> = { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 };
 
+const READER_K1_ANSWER: Recipe = {
+  ...COPY_ENLARGED,
+  name: 'reader-k1-answer',
+  description:
+    'reader-answer with the teacher searching k=1 when the top hit states the fact (97% of searches): one passage, one value after "is", no same-attribute distractor to tell apart',
+  shapeWeights: BALANCED,
+  augment: { share: 0.5, worlds: 40, perShape: 40 },
+  kindWeights: { answer: 3 },
+  teacherTopHit: true,
+};
+
 export const RECIPES: Record<string, Recipe> = {
   plain: {
     name: 'plain',
@@ -153,35 +164,19 @@ export const RECIPES: Record<string, Recipe> = {
     kindWeights: { answer: 3 },
     copyKindWeights: { thought: 3 },
   },
-  'reader-k1-answer': {
-    ...COPY_ENLARGED,
-    name: 'reader-k1-answer',
-    description:
-      'reader-answer with the teacher searching k=1 when the top hit states the fact (97% of searches): one passage, one value after "is", no same-attribute distractor to tell apart',
-    shapeWeights: BALANCED,
-    augment: { share: 0.5, worlds: 40, perShape: 40 },
-    kindWeights: { answer: 3 },
-    teacherTopHit: true,
-  },
+  'reader-k1-answer': READER_K1_ANSWER,
   'reader-k1-verdict': {
-    ...COPY_ENLARGED,
+    ...READER_K1_ANSWER,
     name: 'reader-k1-verdict',
     description:
       'reader-k1-answer with a compare\'s last thought reading the sign ("-9 is below zero, so B is larger."): on fresh worlds compares were answered with the seed world\'s winner after a correct calculation',
-    shapeWeights: BALANCED,
-    augment: { share: 0.5, worlds: 40, perShape: 40 },
-    kindWeights: { answer: 3 },
-    teacherTopHit: true,
     teacherVerdict: true,
   },
   'reader-k1-fresh': {
-    ...COPY_ENLARGED,
+    ...READER_K1_ANSWER,
     name: 'reader-k1-fresh',
     description: 'reader-k1-answer with three quarters of the examples from the counterfactual-value worlds (less to remember, more to read)',
-    shapeWeights: BALANCED,
     augment: { share: 0.75, worlds: 40, perShape: 40 },
-    kindWeights: { answer: 3 },
-    teacherTopHit: true,
   },
   notes: {
     ...COPY_ENLARGED,
