@@ -178,6 +178,13 @@ export const RECIPES: Record<string, Recipe> = {
     description: 'reader-k1-answer with three quarters of the examples from the counterfactual-value worlds (less to remember, more to read)',
     augment: { share: 0.75, worlds: 40, perShape: 40 },
   },
+  'reader-k1-fresh-verdict': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-fresh-verdict',
+    description: 'reader-k1-fresh with the verdict thought of reader-k1-verdict (a compare reads the sign before naming the winner)',
+    augment: { share: 0.75, worlds: 40, perShape: 40 },
+    teacherVerdict: true,
+  },
   notes: {
     ...COPY_ENLARGED,
     name: 'notes',
