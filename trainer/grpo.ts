@@ -21,7 +21,7 @@ import {
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task, TaskKind } from '../core/types';
 import { makeTaskPool } from '../core/world';
-import { WORLD_COPY, WORLD_MANIFEST, runSplits, worldRecord } from './worldFolder';
+import { WORLD_COPY, hasRunWorld, runSplits, worldRecord } from './worldFolder';
 import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -300,7 +300,7 @@ function copySftRunFiles(fromRun: string, runDir: string): void {
       [fromFiles.trainTraces, files.trainTraces],
       [fromFiles.heldoutTraces, files.heldoutTraces],
       // A user's world (docs/worlds.md) travels with the run, so eval finds it again.
-      ...(fs.existsSync(path.join(fromRun, 'world', WORLD_MANIFEST)) ? WORLD_COPY.map((f) => [path.join(fromRun, 'world', f), path.join(runDir, 'world', f)]) : []),
+      ...(hasRunWorld(fromRun) ? WORLD_COPY.map((f) => [path.join(fromRun, 'world', f), path.join(runDir, 'world', f)]) : []),
     ] as [string, string][]
   )
     .filter(([src]) => fs.existsSync(src))
@@ -317,7 +317,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   const fromRun = previous ? previous.from.run : o.from ? path.resolve(o.from) : null;
   if (!fromRun) throw new UserError('GRPO needs --from SFT_RUN (the SFT run folder whose student it starts from)');
   // The fresh pools are textbook worlds: a user's world's run defaults to its own training tasks.
-  const defaultPool: RlPool = fs.existsSync(path.join(fromRun, 'world', WORLD_MANIFEST)) ? 'train' : GRPO_DEFAULTS.pool;
+  const defaultPool: RlPool = hasRunWorld(fromRun) ? 'train' : GRPO_DEFAULTS.pool;
   const { g, pool, scaleRewards, dynamicSampling, maxDraws, rewardSpec } = grpoSettings(o, previous, defaultPool);
   const seed = previous?.seed ?? o.seed ?? 0;
   const fromConfigFile = path.join(fromRun, CONFIG_FILE);

@@ -136,11 +136,14 @@ export function writeWorldFiles(dir: string, w: { corpus: Passage[]; train: Task
   writeJsonAtomic(path.join(dir, WORLD_MANIFEST), manifest);
 }
 
+/** Whether a run folder holds a user's world (world/ with a world.json); else it is the textbook's. */
+export function hasRunWorld(runDir: string): boolean {
+  return exists(path.join(runDir, 'world', WORLD_MANIFEST));
+}
+
 /** A run folder's own world: its world/ copy when that has a world.json, else null (the textbook world). */
 export function runWorld(runDir: string): LoadedWorld | null {
-  const dir = path.join(runDir, 'world');
-  if (!exists(path.join(dir, WORLD_MANIFEST))) return null;
-  return readWorldFolder(dir);
+  return hasRunWorld(runDir) ? readWorldFolder(path.join(runDir, 'world')) : null;
 }
 
 /** What config.json records of a custom world. */
