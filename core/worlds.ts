@@ -82,6 +82,7 @@ export function worldFacts(id: WorldId): Fact[] {
   const rename = new Map<string, string>();
   if (id.kind === 'entities') {
     const taken = new Set(TASK_FACTS.map((f) => f[0]));
+    if (isAugmentEntitySeed(id.seed)) for (const name of namesTrainingMustNotSee()) taken.add(name);
     for (const [ent] of TASK_FACTS) {
       if (rename.has(ent)) continue;
       let name: string;
@@ -219,7 +220,33 @@ export const FRESH_SPLITS: Record<FreshSplit['name'], FreshSplit> = {
 export { EVAL_SPLITS as SPLIT_NAMES, type EvalSplit as SplitName } from './protocol/worker';
 
 /** Training worlds (SFT augmentation, RL pools) draw their seeds from here, far from the reserved ones. */
-export const TRAINING_SEEDS = { augment: 1, rlValues: 100_001, rlEntities: 200_001 } as const;
+export const TRAINING_SEEDS = { augment: 1, rlValues: 100_001, rlEntities: 200_001, augmentEntities: 300_001 } as const;
+
+/** Fresh RL pools (trainer/grpo.ts): this many training worlds, this many tasks of each shape from each. */
+export const RL_POOL_WORLDS = 50;
+export const RL_POOL_PER_SHAPE = 10;
+
+/** SFT's new-entity augmentation worlds take their seeds from this range. */
+function isAugmentEntitySeed(seed: number): boolean {
+  return seed >= TRAINING_SEEDS.augmentEntities && seed < TRAINING_SEEDS.augmentEntities + 100_000;
+}
+
+let unseenNames: ReadonlySet<string> | null = null;
+/**
+ * The names of the new-entity worlds that evaluation (fresh-entities) and RL's
+ * fresh-entities pool use. Pseudo-words from a few syllables collide across worlds (a
+ * third of the evaluation's names recur in 20 other worlds), so SFT's new-entity worlds
+ * draw their names apart from these: what those splits measure stays "names never seen".
+ */
+export function namesTrainingMustNotSee(): ReadonlySet<string> {
+  if (unseenNames) return unseenNames;
+  const seedNames = new Set(TASK_FACTS.map((f) => f[0]));
+  const seeds = [...FRESH_SPLITS['fresh-entities'].seeds, ...range(TRAINING_SEEDS.rlEntities, RL_POOL_WORLDS)];
+  const out = new Set<string>();
+  for (const seed of seeds) for (const [name] of worldFacts({ kind: 'entities', seed })) if (!seedNames.has(name)) out.add(name);
+  unseenNames = out;
+  return out;
+}
 
 /** Every reserved (kind, seed) of the evaluation splits. */
 export function reservedWorlds(): Set<string> {
@@ -280,8 +307,10 @@ export function allTasksOf(facts: readonly Fact[]): Task[] {
 
 /**
  * Training tasks of a fresh world: every combination minus those whose (kind, facts) is a
- * held-out task of the seed world — the overlap contract holds in every world — then up to
- * `perShape` of each shape, drawn with the world's seed.
+ * held-out task of the seed world — the overlap contract holds in every world, and in a
+ * world with new names a task is read back to the seed's names first (a renamed held-out
+ * question is still that question) — then up to `perShape` of each shape, drawn with the
+ * world's seed.
  */
 export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: ReadonlySet<string>): Task[] {
   assertNotReserved(id, 'training pool');
@@ -289,7 +318,7 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
   const rng = new PyRandom(7_919 + id.seed);
   const byShape = new Map<string, Task[]>();
   for (const t of allTasksOf(w.facts)) {
-    if (heldoutKeys.has(overlapKey(t))) continue;
+    if (heldoutKeys.has(overlapKey(t)) || heldoutKeys.has(overlapKey(inSeedNames(t, w.facts)))) continue;
     const list = byShape.get(t.kind) ?? [];
     list.push(t);
     byShape.set(t.kind, list);
@@ -300,6 +329,12 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
     out.push(...list.slice(0, perShape));
   }
   return out;
+}
+
+/** A task of a world whose table is row-aligned with the seed's, its facts named as the seed names them. */
+function inSeedNames(task: Task, facts: readonly Fact[]): Task {
+  const seedName = new Map(facts.map((f, i) => [f[0], TASK_FACTS[i]![0]] as const));
+  return { ...task, hints: { ...task.hints, facts: task.hints.facts.map(([e, a]) => [seedName.get(e) ?? e, a] as [string, string]) } };
 }
 
 /**

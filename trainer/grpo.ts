@@ -22,7 +22,7 @@ import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task, TaskKind } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { WORLD_COPY, hasRunWorld, runSplits, worldRecord } from './worldFolder';
-import { ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
+import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -90,9 +90,6 @@ export interface GrpoOptions extends GrpoTableOptions {
 
 export { RL_POOLS, SCALE_REWARDS, type RlPool, type ScaleRewards };
 
-/** Fresh RL pools: this many training worlds, this many tasks of each shape from each. */
-const RL_POOL_WORLDS = 50;
-const RL_POOL_PER_SHAPE = 10;
 
 /**
  * The tasks RL draws from. 'train': the SFT run's own (in-distribution: a sampled copy of

@@ -94,8 +94,11 @@ export function prepareRunData(
     const heldKeys = new Set(split.heldout.map(overlapKey));
     const y: Record<string, { kept: number; tasks: number }> = {};
     const names: string[] = [];
-    for (let i = 0; i < augment.worlds; i++) {
-      const id: WorldId = { kind: 'values', seed: TRAINING_SEEDS.augment + i };
+    const ids: WorldId[] = [
+      ...Array.from({ length: augment.worlds }, (_, i): WorldId => ({ kind: 'values', seed: TRAINING_SEEDS.augment + i })),
+      ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i): WorldId => ({ kind: 'entities', seed: TRAINING_SEEDS.augmentEntities + i })),
+    ];
+    for (const id of ids) {
       const tasks = freshTrainingTasks(id, augment.perShape, heldKeys);
       const stats: DistillStats = { perKind: {} };
       const rows = distill(tasks, teacherFor(tasks, worldEnv(id)), worldEnv(id), 1, stats);
@@ -109,7 +112,11 @@ export function prepareRunData(
       for (const t of tasks) augTasks.push({ ...taskToRow(t), world: worldName(id) });
     }
     augmentInfo = { worlds: names, tasks: augTasks.length, rows: augRows.length, yield: y };
-    log(`augmentation: ${augRows.length} transcripts from ${names.length} counterfactual-value worlds (${names[0]} .. ${names[names.length - 1]})`);
+    const entityWorlds = augment.entityWorlds ?? 0;
+    log(
+      `augmentation: ${augRows.length} transcripts from ${augment.worlds} counterfactual-value worlds (${names[0]} .. ${names[augment.worlds - 1]})` +
+        (entityWorlds > 0 ? ` and ${entityWorlds} new-entity worlds (${names[augment.worlds]} .. ${names[names.length - 1]})` : ''),
+    );
   }
   const files = dataFiles(runDir);
   writeJsonlAtomic(files.trainTraces, [...tr.rows, ...augRows]);

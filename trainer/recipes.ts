@@ -21,6 +21,12 @@ export interface Augmentation {
   worlds: number;
   /** Tasks per shape from each fresh world. */
   perShape: number;
+  /**
+   * Worlds with new entity names (and resampled values) added to the fresh draws, their
+   * seeds apart from the RL pools' and the evaluation splits': names the student must copy
+   * from the question and the corpus because it cannot have learnt them.
+   */
+  entityWorlds?: number;
 }
 
 export interface CurriculumPhase {
@@ -177,6 +183,19 @@ export const RECIPES: Record<string, Recipe> = {
     name: 'reader-k1-fresh',
     description: 'reader-k1-answer with three quarters of the examples from the counterfactual-value worlds (less to remember, more to read)',
     augment: { share: 0.75, worlds: 40, perShape: 40 },
+  },
+  'reader-k1-fresh-compare': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-fresh-compare',
+    description: 'reader-k1-fresh drawing compares at 0.4 of the examples (0.25 in the balanced mix): the weakest shape, whose sign must be read, not remembered',
+    augment: { share: 0.75, worlds: 40, perShape: 40 },
+    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+  },
+  'reader-k1-names': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-names',
+    description: 'reader-k1-fresh with 20 worlds of new entity names (apart from every name evaluation and RL use) among the fresh draws, a third of them: names to copy, not to remember',
+    augment: { share: 0.75, worlds: 40, perShape: 40, entityWorlds: 20 },
   },
   'reader-k1-fresh-verdict': {
     ...READER_K1_ANSWER,

@@ -15,6 +15,8 @@ import {
   buildWorld,
   freshSplitTasks,
   freshTrainingTasks,
+  namesTrainingMustNotSee,
+  RL_POOL_WORLDS,
   reservedWorlds,
   seedGoldOf,
   worldFacts,
@@ -123,6 +125,56 @@ describe('worlds from a fact table', () => {
       const held = new Set(makeTaskPool(0).heldout.map(overlapKey));
       const tasks = readFileSync(path.join(dir, 'data', 'train.tasks.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
       for (const t of tasks) assert.ok(!held.has(overlapKey(t)), `not a held-out task in any world: ${t.question}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("SFT's new-entity worlds (Augmentation.entityWorlds)", () => {
+  const newNames = (seed: number) => {
+    const seedNames = new Set(TASK_FACTS.map((f) => f[0]));
+    return worldFacts({ kind: 'entities', seed }).map((f) => f[0]).filter((n) => !seedNames.has(n));
+  };
+
+  it("draw names apart from the fresh-entities split's and the RL pool's, which stay as they were", () => {
+    const evalNames = new Set(FRESH_SPLITS['fresh-entities'].seeds.flatMap(newNames));
+    const rlNames = new Set(Array.from({ length: RL_POOL_WORLDS }, (_, i) => newNames(TRAINING_SEEDS.rlEntities + i)).flat());
+    assert.deepEqual(namesTrainingMustNotSee(), new Set([...evalNames, ...rlNames]));
+    // The syllables are few: worlds of ordinary seeds do share names with the evaluation's.
+    const ordinary = Array.from({ length: 20 }, (_, i) => newNames(5_000_001 + i)).flat();
+    assert.ok(ordinary.some((n) => evalNames.has(n)), 'ordinary new-entity worlds reuse evaluation names (what the rule prevents)');
+    for (let i = 0; i < 20; i++) {
+      const names = newNames(TRAINING_SEEDS.augmentEntities + i);
+      assert.equal(new Set(names).size, new Set(TASK_FACTS.map((f) => f[0])).size, 'every entity renamed, no two alike');
+      for (const n of names) assert.ok(!evalNames.has(n) && !rlNames.has(n), `entities:${TRAINING_SEEDS.augmentEntities + i} uses ${n}`);
+    }
+  });
+
+  it("keep the overlap contract under new names: a renamed held-out question is never a training task", () => {
+    const world = { kind: 'entities', seed: TRAINING_SEEDS.augmentEntities } as const;
+    const facts = worldFacts(world);
+    const seedNameOf = new Map(facts.map((f, i) => [f[0], TASK_FACTS[i]![0]] as const));
+    const inSeedNames = (t: { kind: string; question: string; hints: { facts: [string, string][] } }) =>
+      overlapKey({ ...t, hints: { ...t.hints, facts: t.hints.facts.map(([e, a]) => [seedNameOf.get(e)!, a] as [string, string]) } } as never);
+    const held = new Set(makeTaskPool(0).heldout.map(overlapKey));
+    const unfiltered = freshTrainingTasks(world, 10_000, new Set());
+    assert.ok(unfiltered.some((t) => held.has(inSeedNames(t))), 'some renamed tasks are held-out questions (the filter has work to do)');
+    const kept = freshTrainingTasks(world, 10_000, held);
+    assert.ok(kept.length > 0);
+    for (const t of kept) assert.ok(!held.has(inSeedNames(t)), `renamed held-out task kept: ${t.question}`);
+  });
+
+  it('join the fresh draws of a run, each row naming its world', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-lab-aug-names-'));
+    try {
+      const data = prepareRunData(dir, 'seed', () => {}, { augment: { share: 0.5, worlds: 1, perShape: 2, entityWorlds: 2 } });
+      assert.deepEqual(data.augment!.worlds, ['values:1', `entities:${TRAINING_SEEDS.augmentEntities}`, `entities:${TRAINING_SEEDS.augmentEntities + 1}`]);
+      const rows = readFileSync(path.join(dir, 'data', 'train.traces.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const named = rows.filter((r) => r.world === `entities:${TRAINING_SEEDS.augmentEntities}`);
+      assert.ok(named.length > 0);
+      const names = newNames(TRAINING_SEEDS.augmentEntities);
+      for (const r of named) assert.ok(names.some((n) => r.text.includes(n)), 'a new-entity transcript speaks of its own names');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
