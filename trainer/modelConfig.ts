@@ -61,8 +61,8 @@ const TINY: Preset = {
   batch: 2,
   lr: 4e-3,
   // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
-  // (reader-k1-answer) was chosen at 8,000 steps (docs/results.md, "Copying needs the
-  // previous token"). With data and evaluations the run stays inside 20 minutes of wall.
+  // (trainer/recipes.ts DEFAULT_RECIPE) was chosen at 8,000 steps (docs/results.md). With
+  // data and evaluations the run stays inside 20 minutes of wall.
   minutes: 12,
   betas: [0.9, 0.95],
   weightDecay: 0.1,

@@ -136,8 +136,8 @@ function continuedFrom(runDir: string, previous: RunConfig | null, from: string 
 }
 
 /** Training examples by curriculum turns, origin and shape (keys from poolKey). */
-type ExamplePools = Map<string, TrainExample[]>;
-const poolKey = (turns: string, origin: Origin, kind: string) => `${turns}|${origin}|${kind}`;
+export type ExamplePools = Map<string, TrainExample[]>;
+export const poolKey = (turns: string, origin: Origin, kind: string) => `${turns}|${origin}|${kind}`;
 
 /**
  * Pools by curriculum turns, origin (the seed world or a fresh training world) and shape,
@@ -190,7 +190,7 @@ function examplePools(
  * share (the other one when a pool is empty), the shape by its weights, then the next
  * example of that pool (the order's state is what a resume continues).
  */
-function poolSampler(pools: ExamplePools, recipe: Recipe, order: DataOrder): (turns: string, n: number) => TrainExample[] {
+export function poolSampler(pools: ExamplePools, recipe: Recipe, order: DataOrder): (turns: string, n: number) => TrainExample[] {
   const shapesOf = (turns: string, origin: Origin): [string, number][] => {
     const out: [string, number][] = [];
     for (const kind of TASK_KINDS) {

@@ -6,18 +6,42 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runTeacherKnobs } from '../../trainer/jobs';
 import { DEFAULT_RECIPE, getRecipe } from '../../trainer/recipes';
+import { DataOrder } from '../../trainer/dataOrder';
+import { type ExamplePools, poolKey, poolSampler } from '../../trainer/sft';
+import type { TrainExample } from '../../trainer/data';
 
 describe("trainer/recipes: the default recipe and a run's teacher", () => {
   let tmp: string;
   before(() => (tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-recipes-'))));
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('the default recipe reads: counterfactual-value worlds, balanced shapes, k = 1 where the top hit holds', () => {
+  it('the default recipe reads: counterfactual-value worlds, compares drawn most, k = 1 where the top hit holds', () => {
     const r = getRecipe(DEFAULT_RECIPE);
-    assert.equal(r.name, 'reader-k1-fresh');
+    assert.equal(r.name, 'reader-k1-fresh-compare');
     assert.equal(r.teacherTopHit, true);
     assert.equal(r.augment?.share, 0.75);
-    assert.ok(r.shapeWeights);
+    assert.deepEqual(r.shapeWeights, { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 });
+  });
+
+  it("the sampler draws each origin by the augmentation share and each shape by the recipe's weights, whatever the pools' sizes", () => {
+    const r = getRecipe(DEFAULT_RECIPE);
+    // Pools of very unequal sizes (the natural mix would be mostly sums); each example names its pool.
+    const sizes: Record<string, number> = { lookup: 3, double: 5, sum: 400, compare: 40 };
+    const pools: ExamplePools = new Map();
+    const tagOf = new Map<TrainExample, string>();
+    for (const origin of ['seed', 'fresh'] as const) {
+      for (const [kind, n] of Object.entries(sizes)) {
+        const list = Array.from({ length: n }, () => ({ inputIds: new Int32Array(1), labels: new Int32Array(1), weights: new Float32Array(1), kinds: new Uint8Array(1) }));
+        for (const ex of list) tagOf.set(ex, `${origin}|${kind}`);
+        pools.set(poolKey('all', origin, kind), list);
+      }
+    }
+    const draws = poolSampler(pools, r, new DataOrder(7))('all', 40_000);
+    const count = (pred: (tag: string) => boolean) => draws.filter((ex) => pred(tagOf.get(ex)!)).length / draws.length;
+    assert.ok(Math.abs(count((t) => t.startsWith('fresh|')) - 0.75) < 0.01, 'fresh share');
+    for (const [kind, w] of Object.entries(r.shapeWeights!)) {
+      assert.ok(Math.abs(count((t) => t.endsWith(`|${kind}`)) - w) < 0.01, `${kind}: ${count((t) => t.endsWith(`|${kind}`))} against ${w}`);
+    }
   });
 
   it("an SFT run's teacher is its recipe's; a GRPO run's is that of the run it started from", () => {
