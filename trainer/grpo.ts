@@ -91,7 +91,6 @@ export interface GrpoOptions extends GrpoTableOptions {
 
 export { RL_POOLS, SCALE_REWARDS, type RlPool, type ScaleRewards };
 
-
 /**
  * The tasks RL draws from. 'train': the SFT run's own (in-distribution: a sampled copy of
  * the gradient SFT already gave). 'fresh-values' / 'fresh-entities': training worlds of
