@@ -317,8 +317,9 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
   const w = buildWorld(id);
   const rng = new PyRandom(7_919 + id.seed);
   const byShape = new Map<string, Task[]>();
+  const seedNameOf = new Map(w.facts.map((f, i) => [f[0], TASK_FACTS[i]![0]] as const));
   for (const t of allTasksOf(w.facts)) {
-    if (heldoutKeys.has(overlapKey(t)) || heldoutKeys.has(overlapKey(inSeedNames(t, w.facts)))) continue;
+    if (heldoutKeys.has(overlapKey(t)) || heldoutKeys.has(overlapKey(inSeedNames(t, seedNameOf)))) continue;
     const list = byShape.get(t.kind) ?? [];
     list.push(t);
     byShape.set(t.kind, list);
@@ -331,10 +332,9 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
   return out;
 }
 
-/** A task of a world whose table is row-aligned with the seed's, its facts named as the seed names them. */
-function inSeedNames(task: Task, facts: readonly Fact[]): Task {
-  const seedName = new Map(facts.map((f, i) => [f[0], TASK_FACTS[i]![0]] as const));
-  return { ...task, hints: { ...task.hints, facts: task.hints.facts.map(([e, a]) => [seedName.get(e) ?? e, a] as [string, string]) } };
+/** A task with its facts named as the seed names them (`seedNameOf`: a row-aligned world's name -> the seed's). */
+function inSeedNames(task: Task, seedNameOf: ReadonlyMap<string, string>): Task {
+  return { ...task, hints: { ...task.hints, facts: task.hints.facts.map(([e, a]) => [seedNameOf.get(e) ?? e, a] as [string, string]) } };
 }
 
 /**
