@@ -312,7 +312,7 @@ export function allTasksOf(facts: readonly Fact[]): Task[] {
  * question is still that question) — then up to `perShape` of each shape, drawn with the
  * world's seed.
  */
-export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: ReadonlySet<string>): Task[] {
+export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: ReadonlySet<string>, opts: { balanceCompares?: boolean } = {}): Task[] {
   assertNotReserved(id, 'training pool');
   const w = buildWorld(id);
   const rng = new PyRandom(7_919 + id.seed);
@@ -325,9 +325,31 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
     byShape.set(t.kind, list);
   }
   const out: Task[] = [];
-  for (const list of byShape.values()) {
+  for (const [kind, list] of byShape) {
     rng.shuffle(list);
-    out.push(...list.slice(0, perShape));
+    out.push(...(kind === 'compare' && opts.balanceCompares ? balancedCompares(list, perShape) : list.slice(0, perShape)));
+  }
+  return out;
+}
+
+/**
+ * Up to `n` compares, as many whose winner differs from the seed world's as whose winner is
+ * the same (alternating, in the shuffled order; the other kind fills in when one runs out).
+ * Resampled values keep the seed's winner in about 3 compares of 4 (the ranges seldom
+ * cross), so a pool drawn plainly pays a student that names the remembered winner 3 times
+ * in 4; balanced, only reading the calculator's sign pays.
+ */
+function balancedCompares(shuffled: readonly Task[], n: number): Task[] {
+  const isFlipped = (t: Task) => {
+    const g = seedGoldOf(t);
+    return g !== null && g !== t.gold;
+  };
+  const flipped = shuffled.filter(isFlipped);
+  const same = shuffled.filter((t) => !isFlipped(t));
+  const out: Task[] = [];
+  for (let i = 0; out.length < n && (i < flipped.length || i < same.length); i++) {
+    if (i < flipped.length) out.push(flipped[i]!);
+    if (i < same.length && out.length < n) out.push(same[i]!);
   }
   return out;
 }

@@ -44,6 +44,7 @@ import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backe
 import { evaluateModel, loadWorldTasks } from './jobEval';
 import type { AdapterInfo } from './backend';
 import { formatPrescreen, summarisePrescreen, type PrescreenSummary } from './prescreen';
+import { RevisitQueue, drawRound, revisitStateProblem } from './revisit';
 
 /** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -75,6 +76,11 @@ export const GRPO_DEFAULTS = {
   dynamicSampling: true,
   /** Under dynamic sampling, at most this many tasks drawn per step for each task kept. */
   maxDrawsPerTask: 3,
+  revisit: false,
+  /** Fresh-values pool: compares whose winner is the seed world's as often as not (core/worlds.ts). */
+  balanceCompares: false,
+  /** Tasks the revisit queue holds at most (the most recently informative). */
+  revisitQueue: 64,
 };
 
 /**
@@ -98,7 +104,7 @@ export { RL_POOLS, SCALE_REWARDS, type RlPool, type ScaleRewards };
  * overlap contract kept in every world; 'fresh-entities' worlds were never distilled, so
  * only the verifiable reward can teach them.
  */
-export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readonly Task[]): WorldTask[] {
+export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readonly Task[], opts: { balanceCompares?: boolean } = {}): WorldTask[] {
   if (pool === 'train') {
     return fs.existsSync(trainTasksFile) ? loadWorldTasks(trainTasksFile) : makeTaskPool(0).train.map((task) => ({ task, world: SEED_WORLD }));
   }
@@ -108,7 +114,7 @@ export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readon
   const out: WorldTask[] = [];
   for (let i = 0; i < RL_POOL_WORLDS; i++) {
     const world = { kind, seed: first + i } as const;
-    for (const task of freshTrainingTasks(world, RL_POOL_PER_SHAPE, heldKeys)) out.push({ task, world });
+    for (const task of freshTrainingTasks(world, RL_POOL_PER_SHAPE, heldKeys, opts)) out.push({ task, world });
   }
   return out;
 }
@@ -154,6 +160,10 @@ interface GrpoConfig {
     scaleRewards?: ScaleRewards;
     dynamicSampling?: boolean;
     maxDraws?: number;
+    /** The fresh-values pool's compares balanced between the seed's winner and the other. */
+    balanceCompares?: boolean;
+    /** Redraw tasks whose last group had a spread in correctness before drawing new ones. */
+    revisit?: boolean;
     /** --eval-limit as given at the start (a resume keeps it unless given again). */
     evalLimit?: number;
   };
@@ -235,7 +245,7 @@ function grpoSettings(
   o: GrpoOptions,
   previous: GrpoConfig | null,
   defaultPool: RlPool,
-): { g: GrpoConfig['grpo']; pool: RlPool; scaleRewards: ScaleRewards; dynamicSampling: boolean; maxDraws: number; rewardSpec: RewardSpec } {
+): { g: GrpoConfig['grpo']; pool: RlPool; scaleRewards: ScaleRewards; dynamicSampling: boolean; maxDraws: number; revisit: boolean; rewardSpec: RewardSpec } {
   const g = previous?.grpo ?? {
     groupSize: o.groupSize ?? GRPO_DEFAULTS.groupSize,
     tasksPerStep: o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep,
@@ -252,6 +262,8 @@ function grpoSettings(
     scaleRewards: o.scaleRewards ?? GRPO_DEFAULTS.scaleRewards,
     dynamicSampling: o.dynamicSampling ?? GRPO_DEFAULTS.dynamicSampling,
     maxDraws: o.maxDraws ?? GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep),
+    revisit: o.revisit ?? GRPO_DEFAULTS.revisit,
+    balanceCompares: o.balanceCompares ?? GRPO_DEFAULTS.balanceCompares,
     ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
   };
   // Runs written before these settings existed keep the behaviour they had.
@@ -259,6 +271,7 @@ function grpoSettings(
   const scaleRewards: ScaleRewards = g.scaleRewards ?? 'group';
   const dynamicSampling = g.dynamicSampling ?? false;
   const maxDraws = g.maxDraws ?? g.tasksPerStep;
+  const revisit = g.revisit ?? false;
   if (!RL_POOLS.includes(pool)) throw new UserError(`GRPO: pool must be one of ${RL_POOLS.join(', ')} (got ${String(pool)})`);
   if (!SCALE_REWARDS.includes(scaleRewards)) throw new UserError(`GRPO: scale-rewards must be one of ${SCALE_REWARDS.join(', ')} (got ${String(scaleRewards)})`);
   if (!Number.isInteger(maxDraws) || maxDraws < g.tasksPerStep) throw new UserError(`GRPO: max-draws must be an integer >= tasks per step (${g.tasksPerStep}), got ${maxDraws}`);
@@ -278,7 +291,7 @@ function grpoSettings(
     if (err instanceof RewardSpecError) throw new UserError(err.message);
     throw err;
   }
-  return { g, pool, scaleRewards, dynamicSampling, maxDraws, rewardSpec };
+  return { g, pool, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec };
 }
 
 /**
@@ -315,7 +328,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   if (!fromRun) throw new UserError('GRPO needs --from SFT_RUN (the SFT run folder whose student it starts from)');
   // The fresh pools are textbook worlds: a user's world's run defaults to its own training tasks.
   const defaultPool: RlPool = hasRunWorld(fromRun) ? 'train' : GRPO_DEFAULTS.pool;
-  const { g, pool, scaleRewards, dynamicSampling, maxDraws, rewardSpec } = grpoSettings(o, previous, defaultPool);
+  const { g, pool, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec } = grpoSettings(o, previous, defaultPool);
   const seed = previous?.seed ?? o.seed ?? 0;
   const fromConfigFile = path.join(fromRun, CONFIG_FILE);
   const fromRead = readRunConfig(fromRun);
@@ -364,7 +377,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   if (split.world && pool !== 'train') throw new UserError(`--pool ${pool} draws fresh textbook worlds; this run's world is ${split.world.manifest?.name ?? split.world.dir}: use --pool train`);
   let rlTasks: WorldTask[];
   try {
-    rlTasks = rlTaskPool(pool, files.trainTasks, split.heldout);
+    rlTasks = rlTaskPool(pool, files.trainTasks, split.heldout, { balanceCompares: g.balanceCompares ?? false });
   } catch (err) {
     if (err instanceof ReservedWorldError) throw new UserError(err.message);
     throw err;
@@ -389,6 +402,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   let step = 0;
   let elapsedBefore = 0;
   let metrics: MetricsWriter;
+  let revisitState: number[] = [];
   const makeTrainer = (m: StackModel) =>
     new Trainer(m, { lr: g.lr, weightDecay: 0, clip: 1, warmupSteps: GRPO_DEFAULTS.warmupSteps, schedule: 'constant', parallel: o.parallel ?? 'auto' });
   if (previous && latestCheckpoint(runDir) === null) {
@@ -405,6 +419,12 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     const st = resumeStateOf(ck, RESUME_STATE);
     step = st.step;
     elapsedBefore = st.elapsed;
+    const savedQueue = (ck.extra[RESUME_STATE] as Record<string, unknown> | undefined)?.['revisit'];
+    if (savedQueue !== undefined) {
+      const problem = revisitStateProblem(savedQueue, rlTasks.length);
+      if (problem) throw new InputError(`checkpoint ${ck.dir}: checkpoint.json: extra.${RESUME_STATE}.revisit ${problem}`);
+      revisitState = savedQueue as number[];
+    }
     metrics = openMetrics(runDir, step);
     hooks.log('info', `resumed GRPO at step ${step}`);
   } else {
@@ -448,7 +468,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     `GRPO from ${fromRun} (${refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
       `${g.tasksPerStep} tasks x ${g.groupSize} rollouts per step at temperature ${g.temperature}, reward ${formatRewardSpec(rewardSpec)}, ` +
       `${rlTasks.length} RL tasks (pool ${pool}), advantages scaled by ${scaleRewards}` +
-      `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}, ${opt.workers.threads} extra worker thread(s)`,
+      `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}` +
+      `${g.balanceCompares && pool === 'fresh-values' ? ', compares balanced between the remembered winner and the other' : ''}` +
+      `${revisit ? `, tasks with spread revisited (a queue of at most ${GRPO_DEFAULTS.revisitQueue})` : ''}, ${opt.workers.threads} extra worker thread(s)`,
   );
 
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer, worldTemplates(split.id)));
@@ -537,8 +559,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   let lastRewardMean: number | undefined;
 
   const divergence = new DivergenceGuard(runDir);
+  const queue = new RevisitQueue(GRPO_DEFAULTS.revisitQueue, revisitState);
   const checkpoints = new RunCheckpoints(runDir, hooks, { everySeconds: o.checkpointEverySeconds, keep: o.keepCheckpoints }, () =>
-    saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed() } }),
+    saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed(), ...(revisit ? { revisit: queue.exportState() } : {}) } }),
   );
   const checkpoint = () => checkpoints.write(step);
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
@@ -575,6 +598,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       let groupsFlat = 0;
       let groupsDropped = 0;
       let drawn = 0;
+      let revisited = 0;
       const groupStds: number[] = [];
       // Rounds of draws: one without dynamic sampling; with it, more until the step holds
       // tasksPerStep informative groups or maxDraws tasks were drawn. Every rollout of a round
@@ -583,13 +607,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       const cap = Math.min(dynamicSampling ? maxDraws : g.tasksPerStep, rlTasks.length);
       while (keptGroups.length < g.tasksPerStep && drawn < cap) {
         const want = Math.min(g.tasksPerStep - keptGroups.length, cap - drawn);
-        const round: number[] = [];
-        while (round.length < want && picked.size < rlTasks.length) {
-          const ti = Math.floor(rng.uniform() * rlTasks.length);
-          if (picked.has(ti)) continue;
-          picked.add(ti);
-          round.push(ti);
-        }
+        // Tasks that had a spread last time come first (trainer/revisit.ts), then new draws.
+        const { round, revisited: again } = drawRound(revisit ? queue : null, picked, want, rlTasks.length, () => rng.uniform());
+        revisited += again;
         if (round.length === 0) break;
         const items: RolloutItem[] = round.flatMap((ti, r) =>
           taskRollouts(ti, g.groupSize, (k) => seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729),
@@ -610,6 +630,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
           // steps on a pool it could not solve).
           const informative = dynamicSampling ? members.some((m) => m.correct !== members[0]!.correct) : std >= ZERO_ADVANTAGE;
           if (std < ZERO_ADVANTAGE) groupsFlat++;
+          if (revisit) queue.record(ti, informative);
           if (!informative) groupsDropped++;
           else if (keptGroups.length < g.tasksPerStep) keptGroups.push({ task, members });
           rollouts.push(...members);
@@ -705,6 +726,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         groups_dropped: groupsDropped,
         groups_kept: keptGroups.length,
         groups_steps_only: stepsOnly,
+        ...(revisit ? { groups_revisited: revisited, revisit_queue: queue.size } : {}),
         gen_tokens: genTokens,
         completion_len: genTokens / Math.max(1, rollouts.length),
         steps_mean: rollouts.reduce((a, r) => a + r.episode.steps, 0) / Math.max(1, rollouts.length),

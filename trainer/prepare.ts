@@ -99,7 +99,7 @@ export function prepareRunData(
       ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i): WorldId => ({ kind: 'entities', seed: TRAINING_SEEDS.augmentEntities + i })),
     ];
     for (const id of ids) {
-      const tasks = freshTrainingTasks(id, augment.perShape, heldKeys);
+      const tasks = freshTrainingTasks(id, augment.perShape, heldKeys, { balanceCompares: augment.balanceCompares ?? false });
       const stats: DistillStats = { perKind: {} };
       const rows = distill(tasks, teacherFor(tasks, worldEnv(id)), worldEnv(id), 1, stats);
       for (const [k, s2] of Object.entries(stats.perKind)) {

@@ -27,6 +27,12 @@ export interface Augmentation {
    * from the question and the corpus because it cannot have learnt them.
    */
   entityWorlds?: number;
+  /**
+   * A fresh world's compares: as many whose winner differs from the seed world's as whose
+   * winner is the same (core/worlds.ts balancedCompares). Drawn plainly, 3 in 4 keep the
+   * seed's winner, so naming the remembered winner of a pair pays most of the time.
+   */
+  balanceCompares?: boolean;
 }
 
 export interface CurriculumPhase {
@@ -189,6 +195,13 @@ export const RECIPES: Record<string, Recipe> = {
     name: 'reader-k1-fresh-compare',
     description: 'reader-k1-fresh drawing compares at 0.4 of the examples (0.25 in the balanced mix): the weakest shape, whose sign must be read, not remembered',
     augment: { share: 0.75, worlds: 40, perShape: 40 },
+    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+  },
+  'reader-k1-balanced': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-balanced',
+    description: "reader-k1-fresh-compare whose fresh compares flip the seed world's winner half the time: the pair no longer tells the answer, the calculator's sign does",
+    augment: { share: 0.75, worlds: 40, perShape: 40, balanceCompares: true },
     shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
   },
   'reader-k1-names': {

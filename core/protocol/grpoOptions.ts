@@ -71,6 +71,10 @@ export const GRPO_OPTION_TABLE = {
   dynamicSampling: { kind: 'onOff', flag: 'dynamic-sampling' },
   /** Tasks drawn per step at most under dynamic sampling. */
   maxDraws: { kind: 'int', flag: 'max-draws', min: 1, max: 100000 },
+  /** The fresh-values pool's compares: the seed world's winner as often as the other (core/worlds.ts). */
+  balanceCompares: { kind: 'onOff', flag: 'balance-compares' },
+  /** Draw tasks whose last group had a spread in correctness again before new ones (trainer/revisit.ts). */
+  revisit: { kind: 'onOff', flag: 'revisit' },
   /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (0: none). */
   prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true },
   /** Rollouts per pre-screened task (default: the group size; at least it). */

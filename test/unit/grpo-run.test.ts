@@ -123,6 +123,34 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.grpo.pool, 'fresh-values', 'the default pool: fresh training worlds');
   });
 
+  // The wiring (flag, counters, checkpoint); what the queue draws is tested in revisit.test.ts
+  // (this 20-step student seldom has a group with spread, so its queue may stay empty).
+  it('--revisit on: tasks with spread are drawn first the next step; the queue is counted per step and kept in the checkpoint', () => {
+    const run = path.join(tmp, 'revisit');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '4', '--group', '3', '--tasks', '2', '--max-draws', '6', '--revisit', 'on', '--checkpoint-every', '0', '--eval-limit', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /tasks with spread revisited \(a queue of at most 64\)/);
+    const grpo = lines(run).filter((l) => l['phase'] === 'grpo');
+    assert.equal(grpo.length, 4);
+    let queued = 0;
+    for (const l of grpo) {
+      const revisited = l['groups_revisited'] as number;
+      // The queue before the step is drawn from first, up to the step's tasks.
+      assert.equal(revisited, Math.min(queued, 2), `step ${String(l['step'])}: revisited ${revisited} of a queue of ${queued}`);
+      // What was not drawn stays; every group with spread (drawn, not dropped) joins the tail.
+      const informative = (l['groups_drawn'] as number) - (l['groups_dropped'] as number);
+      assert.equal(l['revisit_queue'], Math.min(64, queued - revisited + informative), `step ${String(l['step'])}: the queue after it`);
+      queued = l['revisit_queue'] as number;
+    }
+    const ck = JSON.parse(readFileSync(path.join(run, 'checkpoints', 'step-4', 'checkpoint.json'), 'utf8'));
+    assert.equal(ck.extra.grpo_state.revisit.length, queued, 'the checkpoint keeps the queue a resume draws from');
+    assert.equal(JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8')).grpo.revisit, true);
+  });
+
   it('--prescreen: predicts the informative share before step 1, records it, and changes no step', () => {
     const args = ['train', 'grpo', '--from', sft, '--steps', '1', '--group', '3', '--tasks', '2', '--eval-limit', '0'];
     const screened = path.join(tmp, 'screened');

@@ -16,6 +16,7 @@ import {
   freshSplitTasks,
   freshTrainingTasks,
   namesTrainingMustNotSee,
+  parseWorldName,
   RL_POOL_WORLDS,
   reservedWorlds,
   seedGoldOf,
@@ -175,6 +176,58 @@ describe("SFT's new-entity worlds (Augmentation.entityWorlds)", () => {
       assert.ok(named.length > 0);
       const names = newNames(TRAINING_SEEDS.augmentEntities);
       for (const r of named) assert.ok(names.some((n) => r.text.includes(n)), 'a new-entity transcript speaks of its own names');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("RL's fresh-values pool with balanced compares (GRPO balanceCompares)", () => {
+  // The winner of a compare recomputed from a table (no task builder): the fact whose value is larger.
+  const winnerIn = (facts: readonly (readonly [string, string, string])[], task: { hints: { facts: [string, string][]; names?: string[] } }) => {
+    const value = (e: string, a: string) => Number(facts.find((f) => f[0] === e && f[1] === a)![2].replace(/[^\d.-]/g, ''));
+    const [[e0, a0], [e1, a1]] = task.hints.facts as [[string, string], [string, string]];
+    const [v0, v1] = [value(e0!, a0!), value(e1!, a1!)];
+    return v0 === v1 ? null : v0 > v1 ? 0 : 1;
+  };
+  it('draws as many compares whose winner differs from the seed world\'s as the same, where plain draws keep the seed\'s winner mostly; other shapes unchanged', () => {
+    let plainSame = 0;
+    let plainAll = 0;
+    for (let i = 0; i < 10; i++) {
+      const world = { kind: 'values', seed: TRAINING_SEEDS.rlValues + i } as const;
+      const facts = worldFacts(world);
+      const plain = freshTrainingTasks(world, 10, new Set());
+      const balanced = freshTrainingTasks(world, 10, new Set(), { balanceCompares: true });
+      assert.deepEqual(
+        balanced.filter((t) => t.kind !== 'compare'),
+        plain.filter((t) => t.kind !== 'compare'),
+      );
+      // A tie in the seed's table has no winner to remember: not a flip.
+      const flips = (tasks: typeof plain) =>
+        tasks.filter((t) => t.kind === 'compare').map((t) => winnerIn(TASK_FACTS, t) !== null && winnerIn(facts, t) !== winnerIn(TASK_FACTS, t));
+      const p = flips(plain);
+      const b = flips(balanced);
+      plainSame += p.filter((f) => !f).length;
+      plainAll += p.length;
+      assert.equal(b.length, 10);
+      assert.equal(b.filter((f) => f).length, 5, `world ${worldName(world)}: five of ten compares flip the seed's winner`);
+      for (const t of balanced.filter((x) => x.kind === 'compare')) assert.equal(t.gold, t.hints.names![winnerIn(facts, t)!], t.question);
+    }
+    assert.ok(plainSame / plainAll > 0.65, `plain draws keep the seed's winner in ${plainSame} of ${plainAll} (the bias the balance removes)`);
+  });
+
+  it("SFT's augmentation takes the knob (recipe reader-k1-balanced): each fresh world's compares flip the seed's winner half the time", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-lab-aug-balanced-'));
+    try {
+      prepareRunData(dir, 'seed', () => {}, { augment: { share: 0.5, worlds: 2, perShape: 10, balanceCompares: true } });
+      const rows = readFileSync(path.join(dir, 'data', 'train.tasks.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      for (const world of ['values:1', 'values:2']) {
+        const facts = worldFacts(parseWorldName(world));
+        const compares = rows.filter((r) => r.world === world && r.kind === 'compare');
+        assert.equal(compares.length, 10, world);
+        const flipped = compares.filter((t) => winnerIn(TASK_FACTS, t) !== null && winnerIn(facts, t) !== winnerIn(TASK_FACTS, t));
+        assert.equal(flipped.length, 5, `${world}: ${flipped.length} of 10 flipped`);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
