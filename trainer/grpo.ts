@@ -76,6 +76,7 @@ export const GRPO_DEFAULTS = {
   dynamicSampling: true,
   /** Under dynamic sampling, at most this many tasks drawn per step for each task kept. */
   maxDrawsPerTask: 3,
+  /** Off: it multiplied the groups with spread but not the lift (docs/results.md, tenth session). */
   revisit: false,
   /** Fresh-values pool: compares whose winner is the seed world's as often as not (core/worlds.ts). */
   balanceCompares: false,

@@ -89,6 +89,9 @@ export function checkGrpoConfig(c: Record<string, unknown>, file: string): void 
     if (typeof gg[k] !== 'number' || !Number.isFinite(gg[k])) fail(`"grpo.${k}" must be a number`);
   }
   if (typeof gg['reward'] !== 'string') fail('"grpo.reward" must be a reward spec');
+  for (const k of ['dynamicSampling', 'revisit', 'balanceCompares']) {
+    if (gg[k] !== undefined && typeof gg[k] !== 'boolean') fail(`"grpo.${k}" must be true or false`);
+  }
   if (gg['evalLimit'] !== undefined && !(Number.isSafeInteger(gg['evalLimit']) && (gg['evalLimit'] as number) >= 0)) fail('"grpo.evalLimit" must be a non-negative integer');
   const budget = c['budget'];
   if (!isObj(budget) || (budget['steps'] === undefined && budget['minutes'] === undefined)) fail('"budget" must be {"steps": N} or {"minutes": M}');

@@ -5,7 +5,7 @@
 // run resumes from its checkpoint.
 import * as assert from 'node:assert/strict';
 import { fork, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { SYSTEM_PROMPT } from '../../core/env';
@@ -149,6 +149,20 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     const ck = JSON.parse(readFileSync(path.join(run, 'checkpoints', 'step-4', 'checkpoint.json'), 'utf8'));
     assert.equal(ck.extra.grpo_state.revisit.length, queued, 'the checkpoint keeps the queue a resume draws from');
     assert.equal(JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8')).grpo.revisit, true);
+    // A saved queue that names no task of the pool, or a setting that is not a boolean, is refused on --resume, named.
+    const ckFile = path.join(run, 'checkpoints', 'step-4', 'checkpoint.json');
+    const saved = readFileSync(ckFile, 'utf8');
+    writeFileSync(ckFile, JSON.stringify({ ...ck, extra: { ...ck.extra, grpo_state: { ...ck.extra.grpo_state, revisit: [999999] } } }));
+    const bad = spawnSync(process.execPath, [bin, 'train', 'grpo', '--resume', '--run', run], { encoding: 'utf8' });
+    assert.equal(bad.status, 1, bad.stderr);
+    assert.match(bad.stderr, /extra\.grpo_state\.revisit entry 0 \(999999\) is not a task index below the pool's 2000/);
+    writeFileSync(ckFile, saved);
+    const configFile = path.join(run, 'config.json');
+    const config = JSON.parse(readFileSync(configFile, 'utf8'));
+    writeFileSync(configFile, JSON.stringify({ ...config, grpo: { ...config.grpo, revisit: 'yes' } }));
+    const badConfig = spawnSync(process.execPath, [bin, 'train', 'grpo', '--resume', '--run', run], { encoding: 'utf8' });
+    assert.notEqual(badConfig.status, 0);
+    assert.match(badConfig.stderr, /"grpo\.revisit" must be true or false/);
   });
 
   it('--prescreen: predicts the informative share before step 1, records it, and changes no step', () => {
