@@ -231,26 +231,35 @@ async function main(): Promise<number> {
         await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
         await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
         await quickOpen(page, 'broken-call.transcript');
-        const box = await waitFor(
-          'the squiggle of the grammar rejection',
-          async () =>
-            page!.evaluate(() => {
-              const el = document.querySelector('.editor-group-container.active .monaco-editor .squiggly-error');
-              if (!el) return null;
-              const r = el.getBoundingClientRect();
-              return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
-            }),
-          60_000,
-        );
-        await page.mouse.move(box.x - 3, box.y);
-        await page.mouse.move(box.x, box.y, { steps: 3 });
+        const squiggleCentre = () =>
+          page!.evaluate(() => {
+            const el = document.querySelector('.editor-group-container.active .monaco-editor .squiggly-error');
+            if (!el) return null;
+            const r = el.getBoundingClientRect();
+            return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+          });
+        const hoverSquiggle = async () => {
+          const box = await waitFor('the squiggle of the grammar rejection', squiggleCentre, 60_000);
+          await page!.mouse.move(box.x - 3, box.y);
+          await page!.mouse.move(box.x, box.y, { steps: 3 });
+        };
+        await hoverSquiggle();
+        // Monaco drops a hover whose line moved under the mouse (a toast or the layout settling
+        // after start-up: one CI run in ~20 timed out here), so the mouse moves again every 3 s.
+        let movedAt = Date.now();
         const hover = await waitFor(
           'the hover over the rejected character',
           async () => {
             const t = ((await page!.locator('.monaco-hover:visible').first().textContent({ timeout: 500 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
-            return /rejected at character \d+/.test(t) ? t : undefined;
+            if (/rejected at character \d+/.test(t)) return t;
+            if (Date.now() - movedAt > 3_000) {
+              await page!.mouse.move(5, 500);
+              await hoverSquiggle();
+              movedAt = Date.now();
+            }
+            return undefined;
           },
-          15_000,
+          30_000,
         );
         const at = Number(/rejected at character (\d+)/.exec(hover)![1]);
         const body = fs.readFileSync(path.join(dirs.workspace, 'broken-call.transcript'), 'utf8').split('<|tool_call|>')[1]!.split('<|end|>')[0]!;
