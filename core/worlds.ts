@@ -340,12 +340,12 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
  * in 4; balanced, only reading the calculator's sign pays.
  */
 function balancedCompares(shuffled: readonly Task[], n: number): Task[] {
-  const isFlipped = (t: Task) => {
+  const flipped: Task[] = [];
+  const same: Task[] = [];
+  for (const t of shuffled) {
     const g = seedGoldOf(t);
-    return g !== null && g !== t.gold;
-  };
-  const flipped = shuffled.filter(isFlipped);
-  const same = shuffled.filter((t) => !isFlipped(t));
+    (g !== null && g !== t.gold ? flipped : same).push(t);
+  }
   const out: Task[] = [];
   for (let i = 0; out.length < n && (i < flipped.length || i < same.length); i++) {
     if (i < flipped.length) out.push(flipped[i]!);
