@@ -130,7 +130,7 @@ export const COMMANDS: Record<
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
-      '      [--pool train|fresh-values|fresh-entities] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N] [--revisit on|off] [--balance-compares on|off]\n' +
+      '      [--pool train|fresh-values|fresh-entities] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N] [--revisit on|off] [--balance-compares on|off] [--guide on|off]\n' +
       '      [--prescreen N [--prescreen-samples S]]      (--prescreen: N pool tasks sampled first, to predict the share of groups that will carry a gradient)\n' +
       '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR',
     options: {

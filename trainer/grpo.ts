@@ -45,6 +45,7 @@ import { evaluateModel, loadWorldTasks } from './jobEval';
 import type { AdapterInfo } from './backend';
 import { formatPrescreen, summarisePrescreen, type PrescreenSummary } from './prescreen';
 import { RevisitQueue, drawRound, revisitStateProblem } from './revisit';
+import { teacherEpisode } from './guide';
 
 /** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -80,6 +81,8 @@ export const GRPO_DEFAULTS = {
   revisit: false,
   /** Fresh-values pool: compares whose winner is the seed world's as often as not (core/worlds.ts). */
   balanceCompares: false,
+  /** Off: teacher-guided groups are measured in docs/results.md (eleventh session). */
+  guide: false,
   /** Tasks the revisit queue holds at most (the most recently informative). */
   revisitQueue: 64,
 };
@@ -165,6 +168,8 @@ interface GrpoConfig {
     balanceCompares?: boolean;
     /** Redraw tasks whose last group had a spread in correctness before drawing new ones. */
     revisit?: boolean;
+    /** All-wrong groups get the stub teacher's transcript in place of their last rollout. */
+    guide?: boolean;
     /** --eval-limit as given at the start (a resume keeps it unless given again). */
     evalLimit?: number;
   };
@@ -264,6 +269,7 @@ function grpoSettings(
     dynamicSampling: o.dynamicSampling ?? GRPO_DEFAULTS.dynamicSampling,
     maxDraws: o.maxDraws ?? GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep),
     revisit: o.revisit ?? GRPO_DEFAULTS.revisit,
+    guide: o.guide ?? GRPO_DEFAULTS.guide,
     balanceCompares: o.balanceCompares ?? GRPO_DEFAULTS.balanceCompares,
     ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
   };
@@ -471,7 +477,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       `${rlTasks.length} RL tasks (pool ${pool}), advantages scaled by ${scaleRewards}` +
       `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}` +
       `${g.balanceCompares && pool === 'fresh-values' ? ', compares balanced between the remembered winner and the other' : ''}` +
-      `${revisit ? `, tasks with spread revisited (a queue of at most ${GRPO_DEFAULTS.revisitQueue})` : ''}, ${opt.workers.threads} extra worker thread(s)`,
+      `${revisit ? `, tasks with spread revisited (a queue of at most ${GRPO_DEFAULTS.revisitQueue})` : ''}` +
+      `${g.guide ? ", all-wrong groups guided by the stub teacher's transcript" : ''}, ${opt.workers.threads} extra worker thread(s)`,
   );
 
   const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer, worldTemplates(split.id)));
@@ -548,6 +555,15 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     hooks.log('info', `${formatPrescreen(summary, g.tasksPerStep, dynamicSampling ? maxDraws : null)} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     return summary;
   };
+  const teacherKnobs = teacherKnobsOf(fromRead.config['recipe']);
+  /** The stub teacher's transcript of RL task `ti` as a scored group member, or null where it fails. */
+  const guideMember = (ti: number): Rollout | null => {
+    const { task, world } = rlTasks[ti]!;
+    const episode = teacherEpisode(task, world, tokenizer, teacherKnobs, cfg.maxSeq, g.maxSteps);
+    if (!episode) return null;
+    const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
+    return score.correct ? { episode, reward: score.total, correct: true, advantage: 0 } : null;
+  };
   const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
   const clock = new RunClock(elapsedBefore); // rollout and update time: evaluations are not counted in the budget
   const elapsed = () => clock.elapsed();
@@ -568,7 +584,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
-    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobsOf(fromRead.config['recipe']));
+    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobs);
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
     metrics.append(rec);
     hooks.metrics(rec);
@@ -600,6 +616,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       let groupsDropped = 0;
       let drawn = 0;
       let revisited = 0;
+      let guided = 0;
       const groupStds: number[] = [];
       // Rounds of draws: one without dynamic sampling; with it, more until the step holds
       // tasksPerStep informative groups or maxDraws tasks were drawn. Every rollout of a round
@@ -631,8 +648,14 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
           // steps on a pool it could not solve).
           const informative = dynamicSampling ? members.some((m) => m.correct !== members[0]!.correct) : std >= ZERO_ADVANTAGE;
           if (std < ZERO_ADVANTAGE) groupsFlat++;
-          if (revisit) queue.record(ti, informative);
-          if (!informative) groupsDropped++;
+          // Every rollout wrong: the teacher's transcript takes the last one's place (trainer/guide.ts).
+          const guidance = !informative && g.guide && keptGroups.length < g.tasksPerStep && members.every((m) => !m.correct) ? guideMember(ti) : null;
+          // A guided task is revisited too: the next group says whether the student learnt it.
+          if (revisit) queue.record(ti, informative || guidance !== null);
+          if (guidance) {
+            guided++;
+            keptGroups.push({ task, members: [...members.slice(0, -1), guidance] });
+          } else if (!informative) groupsDropped++;
           else if (keptGroups.length < g.tasksPerStep) keptGroups.push({ task, members });
           rollouts.push(...members);
         });
@@ -728,6 +751,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         groups_kept: keptGroups.length,
         groups_steps_only: stepsOnly,
         ...(revisit ? { groups_revisited: revisited, revisit_queue: queue.size } : {}),
+        ...(g.guide ? { groups_guided: guided } : {}),
         gen_tokens: genTokens,
         completion_len: genTokens / Math.max(1, rollouts.length),
         steps_mean: rollouts.reduce((a, r) => a + r.episode.steps, 0) / Math.max(1, rollouts.length),

@@ -30,8 +30,8 @@ export interface ModelConfig {
   prevTokens?: number;
 }
 
-export type PresetName = 'tiny' | 'tiny-plain' | 'small' | 'long' | 'stack-100m';
-export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'tiny-plain', 'small', 'long', 'stack-100m'];
+export type PresetName = 'tiny' | 'tiny-plain' | 'tiny-deep' | 'small' | 'long' | 'stack-100m';
+export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'tiny-plain', 'tiny-deep', 'small', 'long', 'stack-100m'];
 
 export interface Preset {
   /** Model dimensions; the vocabulary comes from the tokenizer (padded up to padVocabTo). */
@@ -79,6 +79,13 @@ export const PRESETS: Record<PresetName, Preset> = {
     ...TINY,
     model: { ...TINY.model, prevTokens: 0 },
     summary: 'tiny without previous-token embeddings (~465k parameters): the student of the earlier measurements',
+  },
+  'tiny-deep': {
+    ...TINY,
+    model: { ...TINY.model, layers: 3 },
+    // 8,000 steps took 15.6 optimiser minutes alone on 2 cores (tiny: about 10).
+    minutes: 18,
+    summary: 'tiny with a third layer (~842k parameters at vocab 749): 1.5 times the time per step; measured no better than tiny at 8,000 steps (docs/results.md)',
   },
   small: {
     model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000 },

@@ -89,7 +89,7 @@ export function checkGrpoConfig(c: Record<string, unknown>, file: string): void 
     if (typeof gg[k] !== 'number' || !Number.isFinite(gg[k])) fail(`"grpo.${k}" must be a number`);
   }
   if (typeof gg['reward'] !== 'string') fail('"grpo.reward" must be a reward spec');
-  for (const k of ['dynamicSampling', 'revisit', 'balanceCompares']) {
+  for (const k of ['dynamicSampling', 'revisit', 'balanceCompares', 'guide']) {
     if (gg[k] !== undefined && typeof gg[k] !== 'boolean') fail(`"grpo.${k}" must be true or false`);
   }
   if (gg['evalLimit'] !== undefined && !(Number.isSafeInteger(gg['evalLimit']) && (gg['evalLimit'] as number) >= 0)) fail('"grpo.evalLimit" must be a non-negative integer');

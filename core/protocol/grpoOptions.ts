@@ -75,6 +75,8 @@ export const GRPO_OPTION_TABLE = {
   balanceCompares: { kind: 'onOff', flag: 'balance-compares' },
   /** Draw tasks whose last group had a spread in correctness again before new ones (trainer/revisit.ts). */
   revisit: { kind: 'onOff', flag: 'revisit' },
+  /** A group whose rollouts are all wrong gets the stub teacher's transcript in place of its last (trainer/guide.ts). */
+  guide: { kind: 'onOff', flag: 'guide' },
   /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (0: none). */
   prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true },
   /** Rollouts per pre-screened task (default: the group size; at least it). */

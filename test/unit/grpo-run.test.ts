@@ -165,6 +165,32 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.match(badConfig.stderr, /"grpo\.revisit" must be true or false/);
   });
 
+  // This 20-step student solves almost nothing, so nearly every group is all wrong: with the
+  // teacher's transcript in place of one rollout each such group is kept and updates.
+  it("--guide on: all-wrong groups get the stub teacher's transcript, are counted, kept and trained on", () => {
+    const run = path.join(tmp, 'guide');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '3', '--group', '3', '--tasks', '2', '--max-draws', '6', '--guide', 'on', '--eval-limit', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /all-wrong groups guided by the stub teacher's transcript/);
+    const grpo = lines(run).filter((l) => l['phase'] === 'grpo');
+    assert.equal(grpo.length, 3);
+    let guided = 0;
+    for (const l of grpo) {
+      const g = l['groups_guided'] as number;
+      assert.ok(g <= (l['groups_kept'] as number), `step ${String(l['step'])}: ${g} guided of ${String(l['groups_kept'])} kept`);
+      // A guided group is kept, not dropped: kept + dropped = drawn.
+      assert.equal((l['groups_kept'] as number) + (l['groups_dropped'] as number), l['groups_drawn']);
+      guided += g;
+      if (g > 0) assert.equal(typeof l['loss'], 'number', 'a step with a guided group updates');
+    }
+    assert.ok(guided >= 3, `guided groups over 3 steps: ${guided}`);
+    assert.equal(JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8')).grpo.guide, true);
+  });
+
   it('--prescreen: predicts the informative share before step 1, records it, and changes no step', () => {
     const args = ['train', 'grpo', '--from', sft, '--steps', '1', '--group', '3', '--tasks', '2', '--eval-limit', '0'];
     const screened = path.join(tmp, 'screened');

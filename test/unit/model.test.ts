@@ -156,6 +156,8 @@ describe('trainer/model: the Stack transformer', function () {
     // 465,024 in the blocks, the tied head and the token table; two previous-token tables of (748 + 1) x 128.
     assert.equal(countParams(tiny), 465024 + 2 * 749 * 128);
     assert.equal(countParams(presetConfig('tiny-plain', 748)), 465024);
+    // tiny-deep: one more block (attention, MLP, norms) of tiny's width.
+    assert.equal(countParams(presetConfig('tiny-deep', 749)) - countParams(presetConfig('tiny', 749)), 184576);
     const big = presetConfig('stack-100m', 748);
     assert.equal(big.vocab, 32768);
     assert.equal(big.dModel / big.heads, 64);
