@@ -210,6 +210,14 @@ export const RECIPES: Record<string, Recipe> = {
     description: 'reader-k1-fresh with 20 worlds of new entity names (apart from every name evaluation and RL use) among the fresh draws, a third of them: names to copy, not to remember',
     augment: { share: 0.75, worlds: 40, perShape: 40, entityWorlds: 20 },
   },
+  'reader-k1-compare-names': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-compare-names',
+    description:
+      'reader-k1-fresh-compare with 6 worlds of new entity names among its 46 fresh worlds (measured: fresh-entities 0.056, dev 0.86; a tenth of the examples teaches no copying)',
+    augment: { share: 0.75, worlds: 40, perShape: 40, entityWorlds: 6 },
+    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+  },
   'reader-k1-fresh-verdict': {
     ...READER_K1_ANSWER,
     name: 'reader-k1-fresh-verdict',
