@@ -171,8 +171,13 @@ interface ChatCompletion {
   choices?: { message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown }[];
 }
 
-/** One chat-completions reply as a step; throws TeacherError refusal / malformed / off-grammar. */
-export function interpretCompletion(body: string): TeacherReply {
+/**
+ * One chat-completions reply as a step; throws TeacherError refusal / malformed / off-grammar.
+ * `redact` runs on every text before it is cut to a length: a key that straddled the cut
+ * would otherwise survive minus its tail.
+ */
+export function interpretCompletion(rawBody: string, redact: (text: string) => string = (t) => t): TeacherReply {
+  const body = redact(rawBody);
   let data: ChatCompletion;
   try {
     data = JSON.parse(body) as ChatCompletion;
@@ -183,8 +188,9 @@ export function interpretCompletion(body: string): TeacherReply {
   if (!choice || typeof choice !== 'object') throw new TeacherError('malformed', 'the reply has no choices[0]');
   const message = choice.message ?? {};
   if (choice.finish_reason === 'content_filter') throw new TeacherError('refusal', 'finish_reason content_filter');
-  if (typeof message.refusal === 'string' && message.refusal.trim() !== '') throw new TeacherError('refusal', message.refusal.slice(0, 200));
-  const content = contentText(message.content);
+  // Parsed strings are redacted again: JSON escapes (\u0073k-...) hide a key from the raw pass.
+  if (typeof message.refusal === 'string' && message.refusal.trim() !== '') throw new TeacherError('refusal', redact(message.refusal).slice(0, 200));
+  const content = redact(contentText(message.content));
   if (content.trim() === '') throw new TeacherError('refusal', 'an empty reply');
   return { text: canonicalStep(content), raw: content };
 }
@@ -196,11 +202,13 @@ function contentText(c: unknown): string {
   return '';
 }
 
-function serverMessage(body: string): string {
+/** An error reply's message, redacted whole before it is cut to 300 characters. */
+function serverMessage(rawBody: string, redact: (text: string) => string): string {
+  const body = redact(rawBody);
   try {
     const j = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
     const m = typeof j.error === 'string' ? j.error : (j.error?.message ?? j.message ?? j.detail);
-    if (typeof m === 'string' && m.trim() !== '') return m.slice(0, 300);
+    if (typeof m === 'string' && m.trim() !== '') return redact(m).slice(0, 300);
   } catch {
     /* not JSON: the text itself */
   }
@@ -324,18 +332,17 @@ export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
           if (reply.over) {
             throw new TeacherError('over-long', `the reply is over ${cap} bytes (the cap for max_tokens ${o.maxTokens}); it was not read further`);
           }
-          const r = interpretCompletion(reply.text);
-          return { text: redact(r.text), raw: redact(r.raw) };
+          const r = interpretCompletion(reply.text, redact);
+          return { text: r.text, raw: r.raw };
         }
         const reason = `http ${res.status}`;
         const text = (await readCapped(res, ERROR_BODY_CAP, () => controller.abort())).text;
-        if (res.status !== 429 && res.status < 500) throw new TeacherError(reason, redact(serverMessage(text)), FATAL_STATUS.has(res.status));
-        failure = new TeacherError(reason, redact(serverMessage(text)));
+        if (res.status !== 429 && res.status < 500) throw new TeacherError(reason, serverMessage(text, redact), FATAL_STATUS.has(res.status));
+        failure = new TeacherError(reason, serverMessage(text, redact));
         retryAfter = res.headers.get('retry-after');
       } catch (err) {
-        if (err instanceof TeacherError) {
-          throw err.reason === 'malformed' || err.reason === 'refusal' || err.reason === 'off-grammar' ? new TeacherError(err.reason, redact(err.detail), err.fatal) : err;
-        }
+        // Every detail was built from redacted text; redacting again costs nothing and guards new paths.
+        if (err instanceof TeacherError) throw new TeacherError(err.reason, redact(err.detail), err.fatal);
         if (signal?.aborted && !timedOut) throw new TeacherError('cancelled', 'stopped (the request in flight was aborted)');
         failure = timedOut
           ? new TeacherError('timeout', `no complete reply within ${o.timeoutMs} ms`)
