@@ -12,6 +12,7 @@ import { SEED_WORLD, WorldId, registerCustomWorld } from '../core/worlds';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
 import { INPUT_LIMITS, InputError, exists, readInputBytes, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { CONFIG_FILE } from './runStore';
 import { readJsonlRows } from './prepare';
 
 export const WORLD_MANIFEST = 'world.json';
@@ -29,6 +30,8 @@ export interface WorldManifest {
   unsolvable: Record<string, number>;
   /** With a tool list (tools.json): its tool line and the system prompt it makes. */
   tools?: { line: string; system_prompt: string };
+  /** sha256 of each world file as written (worlds written before this field have none). */
+  files?: Record<string, string>;
 }
 
 /** A world read back from a folder, registered as a custom world of this thread. */
@@ -86,6 +89,7 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
       throw new InputError(`${manifestFile}: field "format" must be "${WORLD_FORMAT}"`);
     }
     manifest = v as WorldManifest;
+    checkWorldHashes(dir, manifest);
   }
   const toolsFile = path.join(dir, TOOLS_FILE);
   let tools: McpTool[] | null = null;
@@ -100,40 +104,157 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
   return { dir, manifest, id, corpus, train, heldout, dev, tools };
 }
 
+/** A world file that is not the one world.json recorded: a mix of two builds, or an edit by hand. */
+function checkWorldHashes(dir: string, manifest: WorldManifest): void {
+  const files = manifest.files;
+  if (files === undefined) return; // a world written before world.json recorded them
+  if (typeof files !== 'object' || files === null) throw new InputError(`${path.join(dir, WORLD_MANIFEST)}: field "files" must be an object of sha256 by file name`);
+  for (const [name, sha] of Object.entries(files)) {
+    if (!HASHED_FILES.includes(name)) throw new InputError(`${path.join(dir, WORLD_MANIFEST)}: "files" names ${JSON.stringify(name)}, which is not a world file`);
+    const file = path.join(dir, name);
+    if (!exists(file)) throw new InputError(`${file} is missing but ${WORLD_MANIFEST} records it: rebuild the world (agent-lab world ... --out ${dir})`);
+    if (sha256File(file) !== sha) {
+      throw new InputError(`${file} is not the file ${WORLD_MANIFEST} recorded (a build stopped halfway, or an edit by hand): rebuild the world (agent-lab world ... --out ${dir})`);
+    }
+  }
+}
+
 /** The world files a folder holds; writing a world refuses a folder holding anything else. */
 export const TOOLS_FILE = 'tools.json';
 const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', TOOLS_FILE, WORLD_MANIFEST];
 /** What a run folder's world/ holds, copied with the run (train grpo --from). */
 export const WORLD_COPY: readonly string[] = WORLD_FILES;
+/** The world files whose sha256 world.json records (`files`), so a mixed or edited world is named on read. */
+const HASHED_FILES = WORLD_FILES.filter((f) => f !== WORLD_MANIFEST);
+
+/** What is wrong with `dir`/world.json as the manifest of a world this lab wrote, or null when it is one. */
+function manifestProblem(dir: string): string | null {
+  const file = path.join(dir, WORLD_MANIFEST);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(file);
+  } catch {
+    return `it has no ${WORLD_MANIFEST}`;
+  }
+  if (!st.isFile()) return `its ${WORLD_MANIFEST} is not a plain file`;
+  if (st.size > INPUT_LIMITS.json) return `its ${WORLD_MANIFEST} is over ${INPUT_LIMITS.json} bytes`;
+  let v: unknown;
+  try {
+    v = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return `its ${WORLD_MANIFEST} is not JSON`;
+  }
+  if (typeof v !== 'object' || v === null || (v as { format?: unknown }).format !== WORLD_FORMAT) {
+    return `its ${WORLD_MANIFEST} does not say "format": "${WORLD_FORMAT}"`;
+  }
+  return null;
+}
+
+const list = (names: string[]): string => `${names.slice(0, 3).join(', ')}${names.length > 3 ? `, and ${names.length - 3} more` : ''}`;
 
 /**
- * Throws unless `dir` is absent, empty, or a world folder made by `agent-lab world` (it
- * has a world.json and nothing but world files): a user's folder is never written into.
+ * Throws unless `dir` is absent, empty, or a world folder made by `agent-lab world` (a
+ * world.json that says so, and nothing but world files): a user's folder is never written
+ * into, whatever its file names. A run's own world/ is never rebuilt: the run was trained on it.
  */
-export function checkWorldTarget(dir: string): void {
+export function checkWorldTarget(dirArg: string): void {
+  const dir = path.resolve(dirArg);
+  if (path.basename(dir) === 'world' && exists(path.join(path.dirname(dir), CONFIG_FILE))) {
+    throw new InputError(`${dir} is the world of the run ${path.dirname(dir)} (it has a ${CONFIG_FILE}): a run's world is never replaced, its evaluations would report on another world; choose a new folder for --out`);
+  }
   if (!exists(dir)) return;
   const st = fs.statSync(dir);
   if (!st.isDirectory()) throw new InputError(`${dir} exists and is not a folder`);
   const names = fs.readdirSync(dir);
   if (names.length === 0) return;
   const foreign = names.filter((n) => !WORLD_FILES.includes(n));
-  if (!names.includes(WORLD_MANIFEST) || foreign.length > 0) {
-    throw new InputError(
-      `${dir} is not empty${foreign.length ? ` (it holds ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', ...' : ''})` : ''} and is not a world made by agent-lab world: choose a new folder for --out`,
-    );
+  if (foreign.length > 0) {
+    throw new InputError(`${dir} is not empty (it holds ${list(foreign)}) and is not a world made by agent-lab world: choose a new folder for --out`);
+  }
+  const problem = manifestProblem(dir);
+  if (problem !== null) {
+    throw new InputError(`${dir} holds ${list(names)} but ${problem}, so it is not a world made by agent-lab world (or one stopped before its end): nothing was written; choose a new folder for --out or remove that one`);
+  }
+  const notFiles = names.filter((n) => !fs.lstatSync(path.join(dir, n)).isFile());
+  if (notFiles.length > 0) throw new InputError(`${dir}: ${list(notFiles)} should be plain files in a world folder: nothing was written; choose a new folder for --out`);
+}
+
+const STAGING = /^\.(.+)\.(building|old)-(\d+)-\d+$/;
+
+/** Staging folders a killed build left beside `dir` (their process is gone): removed, they hold no one's data. */
+function removeDeadStaging(dir: string): void {
+  const parent = path.dirname(dir);
+  let names: string[];
+  try {
+    names = fs.readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = STAGING.exec(n);
+    if (!m || m[1] !== path.basename(dir) || processAlive(Number(m[3]))) continue;
+    fs.rmSync(path.join(parent, n), { recursive: true, force: true });
   }
 }
 
-/** Writes the world files (each atomically) and world.json last. */
-export function writeWorldFiles(dir: string, w: { corpus: Passage[]; train: Task[]; heldout: Task[]; dev: Task[] }, manifest: WorldManifest, tools: readonly McpTool[] | null = null): void {
-  writeJsonlAtomic(path.join(dir, 'corpus.jsonl'), w.corpus.map(passageToRow));
-  writeJsonlAtomic(path.join(dir, 'train.jsonl'), w.train.map(taskToRow));
-  writeJsonlAtomic(path.join(dir, 'heldout.jsonl'), w.heldout.map(taskToRow));
-  writeJsonlAtomic(path.join(dir, 'dev.jsonl'), w.dev.map(taskToRow));
-  const toolsFile = path.join(dir, TOOLS_FILE);
-  if (tools) writeJsonAtomic(toolsFile, tools);
-  else if (exists(toolsFile)) fs.rmSync(toolsFile); // a rebuild without --tools: the world's own (rewritten) folder
-  writeJsonAtomic(path.join(dir, WORLD_MANIFEST), manifest);
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Writes a world as one step: every file into a staging folder beside `dir`, then the folder
+ * swapped in by rename. A build killed at any point leaves either the old world or the new one,
+ * never a mix (a staging folder left behind is removed by the next build). world.json records
+ * each file's sha256 (`files`), so a world edited or mixed by hand is named when it is read.
+ */
+export function writeWorldFiles(dirArg: string, w: { corpus: Passage[]; train: Task[]; heldout: Task[]; dev: Task[] }, manifest: WorldManifest, tools: readonly McpTool[] | null = null): void {
+  const dir = path.resolve(dirArg);
+  removeDeadStaging(dir);
+  const stamp = `${process.pid}-${Date.now()}`;
+  const staging = path.join(path.dirname(dir), `.${path.basename(dir)}.building-${stamp}`);
+  try {
+    fs.mkdirSync(staging, { recursive: true });
+    writeJsonlAtomic(path.join(staging, 'corpus.jsonl'), w.corpus.map(passageToRow));
+    writeJsonlAtomic(path.join(staging, 'train.jsonl'), w.train.map(taskToRow));
+    writeJsonlAtomic(path.join(staging, 'heldout.jsonl'), w.heldout.map(taskToRow));
+    writeJsonlAtomic(path.join(staging, 'dev.jsonl'), w.dev.map(taskToRow));
+    if (tools) writeJsonAtomic(path.join(staging, TOOLS_FILE), tools);
+    const files: Record<string, string> = {};
+    for (const f of HASHED_FILES) if (exists(path.join(staging, f))) files[f] = sha256File(path.join(staging, f));
+    writeJsonAtomic(path.join(staging, WORLD_MANIFEST), { ...manifest, files });
+    swapIn(staging, dir, stamp);
+  } catch (err) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    if (err instanceof InputError) throw err;
+    throw new InputError(`cannot write the world ${dir}: ${(err as Error).message}`);
+  }
+}
+
+function swapIn(staging: string, dir: string, stamp: string): void {
+  if (!exists(dir)) {
+    fs.renameSync(staging, dir);
+    return;
+  }
+  if (fs.readdirSync(dir).length === 0) {
+    fs.rmdirSync(dir);
+    fs.renameSync(staging, dir);
+    return;
+  }
+  const old = path.join(path.dirname(dir), `.${path.basename(dir)}.old-${stamp}`);
+  fs.renameSync(dir, old);
+  fs.renameSync(staging, dir);
+  // Only the world files go; a file that appeared meanwhile keeps the old folder (said, not lost).
+  for (const f of WORLD_FILES) fs.rmSync(path.join(old, f), { force: true });
+  try {
+    fs.rmdirSync(old);
+  } catch {
+    throw new InputError(`the world ${dir} was rebuilt, but files not of a world appeared in it meanwhile: they are kept in ${old}`);
+  }
 }
 
 /** Whether a run folder holds a user's world (world/ with a world.json); else it is the textbook's. */
@@ -143,7 +264,32 @@ export function hasRunWorld(runDir: string): boolean {
 
 /** A run folder's own world: its world/ copy when that has a world.json, else null (the textbook world). */
 export function runWorld(runDir: string): LoadedWorld | null {
-  return hasRunWorld(runDir) ? readWorldFolder(path.join(runDir, 'world')) : null;
+  if (!hasRunWorld(runDir)) return null;
+  const w = readWorldFolder(path.join(runDir, 'world'));
+  checkRunWorldIsTrained(runDir, w);
+  return w;
+}
+
+/** world/ must be the world config.json says the run was made from: an eval must not report on another. */
+function checkRunWorldIsTrained(runDir: string, w: LoadedWorld): void {
+  const configFile = path.join(runDir, CONFIG_FILE);
+  if (!exists(configFile)) return;
+  let recorded: unknown;
+  try {
+    recorded = (JSON.parse(fs.readFileSync(configFile, 'utf8')) as { world?: { source?: unknown } }).world?.source;
+  } catch {
+    return; // the run's own readers name a damaged config.json
+  }
+  const sources = (s: unknown): string[] =>
+    s && typeof s === 'object' && Array.isArray((s as { files?: unknown }).files)
+      ? ((s as { files: { sha256?: unknown }[] }).files.map((f) => String(f?.sha256)))
+      : [];
+  const want = sources(recorded);
+  const have = sources(w.manifest?.source);
+  if (want.length === 0 || have.length === 0) return;
+  if (want.join() !== have.join()) {
+    throw new InputError(`${w.dir} is not the world this run was trained on (its ${CONFIG_FILE} records another source: sha256 ${want[0]!.slice(0, 12)}..., world/ has ${have[0]!.slice(0, 12)}...): evaluate it with a run made from that world`);
+  }
 }
 
 /** What config.json records of a custom world. */
