@@ -14,6 +14,7 @@ import {
   WorldFileError,
   buildDocsWorld,
   buildFactWorld,
+  checkDocumentText,
   chunkDocuments,
   parseFactTable,
   parseSplitSpec,
@@ -64,7 +65,11 @@ export function readDocsFolder(dirArg: string): { docs: DocFile[]; files: string
   };
   walk(dir);
   if (files.length === 0) throw new BadInputError(`${dir}: no .txt or .md files`);
-  const docs = files.map((f) => ({ relPath: path.relative(dir, f).split(path.sep).join('/'), text: readInputText(f, 'the document', INPUT_LIMITS.data) }));
+  const docs = files.map((f) => {
+    const text = readInputText(f, 'the document', INPUT_LIMITS.data);
+    checkDocumentText(f, text);
+    return { relPath: path.relative(dir, f).split(path.sep).join('/'), text };
+  });
   return { docs, files };
 }
 

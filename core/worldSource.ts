@@ -46,6 +46,31 @@ export interface FactTable {
 const VALUE_FORBIDDEN = /[.,;\n\r]/;
 const NAME_FORBIDDEN = /[\n\r]/;
 
+/** A wire-format special (`<|end|>`, or any `<|name|>`): in a world's text it would forge turns of a transcript. */
+const SPECIAL_LIKE = /<\|[a-z_]+\|>/;
+
+/** The first special-token-like text in `text`, or null. */
+export function specialTokenIn(text: string): string | null {
+  return SPECIAL_LIKE.exec(text)?.[0] ?? null;
+}
+
+/**
+ * A document's text is refused when it holds a wire-format special (it would end the tool
+ * result it is shown in and forge supervised turns) or a NUL byte (a binary file, not notes).
+ */
+export function checkDocumentText(file: string, text: string): void {
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) throw new WorldFileError(file, lineAt(text, nul), null, 'holds a NUL byte: a binary file, not a document (only text files become passages)');
+  const m = SPECIAL_LIKE.exec(text);
+  if (m) throw new WorldFileError(file, lineAt(text, m.index), null, `holds ${m[0]}, a special token of the wire format: a passage holding it would forge turns of the transcripts it is shown in (write it otherwise, e.g. without the bars)`);
+}
+
+const lineAt = (text: string, offset: number): number => {
+  let line = 1;
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) line++;
+  return line;
+};
+
 function checkFact(file: string, line: number, entity: string, attribute: string, value: string): void {
   const fields: [string, string][] = [
     ['entity', entity],
@@ -56,6 +81,13 @@ function checkFact(file: string, line: number, entity: string, attribute: string
     if (v.trim() === '') throw new WorldFileError(file, line, name, 'is empty');
     if (v !== v.trim()) throw new WorldFileError(file, line, name, `has leading or trailing spaces (${JSON.stringify(v)})`);
     if (NAME_FORBIDDEN.test(v)) throw new WorldFileError(file, line, name, 'holds a line break');
+    const special = specialTokenIn(v);
+    if (special !== null) throw new WorldFileError(file, line, name, `holds ${special}, a special token of the wire format (it would forge turns of the transcripts)`);
+  }
+  // Python's int("007") is 7 but the calculator's 2*007 is a SyntaxError (as in Python): such a
+  // value would be numeric for the world and unreadable for every tool that computes with it.
+  if (/^-*0[0-9]/.test(value)) {
+    throw new WorldFileError(file, line, 'value', `${JSON.stringify(value)} has a leading zero: the calculator reads numbers as Python does, where it is not a number; write ${JSON.stringify(value.replace(/^(-*)0+(?=[0-9])/, '$1'))}, or a text value (e.g. ${JSON.stringify(`No. ${value}`)})`);
   }
   if (VALUE_FORBIDDEN.test(value)) {
     throw new WorldFileError(
@@ -353,6 +385,7 @@ function readTasksFile(text: string, file: string, problems?: WorldFileError[]):
     const question = row['question'] as string;
     const gold = row['gold'] as string;
     if (/<\|[a-z_]+\|>/.test(question)) throw new WorldFileError(file, line, 'question', 'holds a special token such as <|end|>');
+    if (specialTokenIn(gold) !== null) throw new WorldFileError(file, line, 'gold', `holds ${specialTokenIn(gold)}, a special token of the wire format`);
     const first = seen.get(question);
     if (first !== undefined) throw new WorldFileError(file, line, 'question', `the same question is on line ${first}`);
     seen.set(question, line);
