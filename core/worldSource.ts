@@ -421,7 +421,11 @@ export function parseSplitSpec(spec: string): Partial<SplitSizes> {
   for (const part of spec.split(',')) {
     const m = /^(train|heldout|dev)=(\d+)$/.exec(part.trim());
     if (!m) throw new Error(`--split: ${JSON.stringify(part)} is not NAME=COUNT with NAME train, heldout or dev`);
-    out[m[1] as keyof SplitSizes] = Number(m[2]);
+    const name = m[1] as keyof SplitSizes;
+    if (out[name] !== undefined) throw new Error(`--split: ${name} is given twice (${name}=${out[name]} and ${part.trim()})`);
+    // Past 2^53 a count would print as another number than the one given, and no world is that large.
+    if (m[2]!.length > 9) throw new Error(`--split: ${part.trim()} is over 999,999,999 tasks`);
+    out[name] = Number(m[2]);
   }
   return out;
 }

@@ -162,6 +162,9 @@ describe('fact tables: the world they make', () => {
   it('split specs: counts as asked, defaults 20% held-out and 10% dev, more than the pool refused', () => {
     assert.deepEqual(parseSplitSpec('train=10,dev=0'), { train: 10, dev: 0 });
     assert.throws(() => parseSplitSpec('test=3'), /not NAME=COUNT/);
+    // Issue 36, Low: a name given twice was accepted (the last won) and huge counts printed wrong sums.
+    assert.throws(() => parseSplitSpec('train=3,train=4'), /train is given twice \(train=3 and train=4\)/);
+    assert.throws(() => parseSplitSpec('heldout=99999999999999999999'), /over 999,999,999 tasks/);
     assert.deepEqual(splitSizes(100), { train: 70, heldout: 20, dev: 10 });
     assert.throws(() => splitSizes(10, { train: 8, heldout: 3 }), /fewer than train 8/);
   });
