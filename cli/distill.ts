@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { CliError, ParsedArgs, UsageError } from './args';
 import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
-import { AsyncDistillStats, AsyncTeacher, DEFAULT_CONCURRENCY, distillAsync, newDistillStats } from '../core/distillAsync';
+import { AsyncDistillStats, AsyncTeacher, DEFAULT_CONCURRENCY, OFF_TOOLS, distillAsync, newDistillStats } from '../core/distillAsync';
 import { API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, makeHttpTeacher } from '../core/teachers/http';
 import { TeacherConfigError, TeacherError } from '../core/teachers/teacher';
 import type { Passage, Task } from '../core/types';
@@ -13,7 +13,7 @@ import { buildCorpus, makeTaskPool } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { isHinted } from '../core/worldSource';
 import type { McpTool } from '../core/tools/schemas';
-import { parseToolList, systemPromptFor } from '../core/worldTools';
+import { parseToolList, systemPromptFor, transcriptToolViolation } from '../core/worldTools';
 import { TOOLS_FILE } from '../trainer/worldFolder';
 import { splitRoles } from '../core/roles';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
@@ -85,12 +85,29 @@ export async function runDistillCommand(o: Options): Promise<void> {
         console.error(`[agent-lab] distill ${done}/${tasks.length} tasks (${((now - started) / 1000).toFixed(0)} s)`);
       }
     }
+    // The stub follows the answer key, whose calls the world's list may refuse (a query over
+    // its maxLength): such a trajectory is not kept, as `train sft --traces` would refuse it.
+    const tools = world.tools;
+    if (tools) {
+      const offTools = new Set<string>();
+      const ok = rows.filter((r) => {
+        if (transcriptToolViolation(r.text, tools) === null) return true;
+        offTools.add(r.task);
+        const k = stats.perKind[r.kind];
+        if (k) k.kept--;
+        return false;
+      });
+      rows.splice(0, rows.length, ...ok);
+      const left = new Set(rows.map((r) => r.task));
+      const n = [...offTools].filter((q) => !left.has(q)).length;
+      if (n) unsolved[OFF_TOOLS] = n;
+    }
     writeJsonlAtomic(out, rows);
     if (roles) writeRoleFiles(roles, rows);
     const parts = Object.entries(stats.perKind).map(([k, s]) => `${k} ${s.kept}/${s.tasks}`);
     console.log(`wrote ${out}: ${rows.length} trajectories kept from ${tasks.length} tasks (${parts.join(', ')})`);
     const solvedQuestions = new Set(rows.map((r) => r.task));
-    const wrong = tasks.filter((t) => !solvedQuestions.has(t.question)).length;
+    const wrong = tasks.filter((t) => !solvedQuestions.has(t.question)).length - (unsolved[OFF_TOOLS] ?? 0);
     if (wrong) unsolved['wrong_answer'] = wrong;
     if (Object.keys(unsolved).length) console.log(unsolvedLine(unsolved, world.tasks.length));
     return;
@@ -161,6 +178,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
       concurrency,
       stats,
       signal: controller.signal,
+      tools: world.tools ?? null,
       onProgress: (done, total) => {
         const now = Date.now();
         if (now - lastProgress < 2000 && done < total) return;
@@ -230,6 +248,7 @@ export function summaryLines(out: string, s: AsyncDistillStats, totalTasks: numb
       (failedTotal ? ` (${Object.entries(s.failed).map(([r, n]) => `${r} ${n}`).join(', ')})` : ''),
   ];
   for (const message of Object.values(s.failureExamples)) lines.push(`  e.g. ${message}`);
+  if (s.failed[OFF_TOOLS]) lines.push(`  ${OFF_TOOLS}: calls outside the world's tool list (tools.json): not run, not kept`);
   for (const [kind, k] of Object.entries(s.perKind)) {
     lines.push(`  ${kind.padEnd(8)} tasks ${k.tasks}, rollouts ${k.rollouts}, solved ${k.solved}, kept ${k.kept}, failed ${k.failed}`);
   }

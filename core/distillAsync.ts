@@ -2,13 +2,16 @@
 // core/distill.ts's rollout/distill, byte for byte, plus what a remote or learned teacher
 // needs: a teacher failure ends that rollout (counted by reason, never a crash), several
 // requests in flight, progress, and cancellation. Output order stays deterministic: task
-// order, then sample order, whatever order the requests finish in.
+// order, then sample order, whatever order the requests finish in. With a world's tool list
+// every call is checked against it before it runs (`off-tools`, issue 36).
 import { splitOnce } from './pystr';
 import type { ToolEnv } from './env';
 import { DEFAULT_MAX_STEPS, RolloutResult, TraceRow, normalize, renderPrompt } from './distill';
 import { AsyncTeacher, TeacherError } from './teachers/teacher';
+import type { McpTool } from './tools/schemas';
 import type { Task } from './types';
-import { ASST, END, parseAssistantStep, renderToolResult } from './wire';
+import { ASST, END, parseAssistantStep, renderCallBody, renderToolResult } from './wire';
+import { toolCallViolation } from './worldTools';
 
 export { TeacherConfigError, TeacherError, asyncTeacher, canonicalStep } from './teachers/teacher';
 export type { AsyncTeacher, TeacherReply } from './teachers/teacher';
@@ -20,8 +23,25 @@ export interface AsyncRolloutResult extends RolloutResult {
   raw: string[];
 }
 
-/** `rollout` with an async teacher; a TeacherError ends the rollout unsolved. */
-export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolEnv, maxSteps = DEFAULT_MAX_STEPS, signal?: AbortSignal): Promise<AsyncRolloutResult> {
+/**
+ * The failure reason of a call outside the world's tool list (a tool it leaves out, an
+ * argument its schema refuses): the call is not run and the rollout is not kept.
+ */
+export const OFF_TOOLS = 'off-tools';
+
+/**
+ * `rollout` with an async teacher; a TeacherError ends the rollout unsolved. `tools`: the
+ * world's tool list, which every call must keep to (else TeacherError `off-tools`, the call
+ * not run); without it the textbook's tools run as always.
+ */
+export async function rolloutAsync(
+  task: Task,
+  teacher: AsyncTeacher,
+  env: ToolEnv,
+  maxSteps = DEFAULT_MAX_STEPS,
+  signal?: AbortSignal,
+  tools?: readonly McpTool[] | null,
+): Promise<AsyncRolloutResult> {
   let transcript = renderPrompt(task.question, env.systemPrompt);
   let solved = false;
   let answer: string | null = null;
@@ -43,6 +63,12 @@ export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolE
     }
     const stepText = splitOnce(generated, END)[0];
     const action = parseAssistantStep(stepText);
+    // Any teacher's call, not only the HTTP teacher's: the grammar it was checked against
+    // (if any) is the textbook's, which the world's list may narrow or leave calc out of.
+    if (tools && action.kind === 'tool') {
+      const why = toolCallViolation(action.tool, action.args, tools);
+      if (why !== null) return { transcript, solved: false, answer: null, steps, error: new TeacherError(OFF_TOOLS, `${clip(renderCallBody(action.tool, action.args))}: ${why}`), raw };
+    }
     transcript += `${ASST}${stepText}${END}`;
     if (action.kind === 'final') {
       answer = action.answer;
@@ -53,6 +79,8 @@ export async function rolloutAsync(task: Task, teacher: AsyncTeacher, env: ToolE
   }
   return { transcript, solved, answer, steps, error: null, raw };
 }
+
+const clip = (s: string, n = 160): string => (s.length > n ? `${s.slice(0, n)}...` : s);
 
 /** A kept row: the seed's keys first, then `teacher_raw` when the teacher reports raw replies. */
 export interface AsyncTraceRow extends TraceRow {
@@ -99,6 +127,8 @@ export interface DistillAsyncOptions {
   signal?: AbortSignal;
   /** Filled in place. */
   stats?: AsyncDistillStats;
+  /** The world's tool list (tools.json): a call outside it fails its rollout (`off-tools`), never run or kept. */
+  tools?: readonly McpTool[] | null;
 }
 
 export const DEFAULT_CONCURRENCY = 4;
@@ -130,7 +160,7 @@ export async function distillAsync(
       const task = tasks[ti]!;
       let r: AsyncRolloutResult;
       try {
-        r = await rolloutAsync(task, teacher, env, maxSteps, options.signal);
+        r = await rolloutAsync(task, teacher, env, maxSteps, options.signal, options.tools);
       } catch (err) {
         stop ??= err;
         return;

@@ -6,8 +6,10 @@
 // (`x-agent-lab-chars`, for k too). The default list is the textbook's, whose tool line
 // and grammar are byte for byte what the lab always used.
 import { CALC_TEMPLATE, Hole, SEARCH_TEMPLATE, Template, TemplateItem } from './grammar';
-import { SYSTEM_PROMPT } from './env';
+import { DEFAULT_SEARCH_K, SYSTEM_PROMPT } from './env';
+import { JsonObject, JsonValue, pyJsonDumps } from './pyjson';
 import { AGENT_TOOLS, JsonSchemaProperty, McpTool, toolsLine } from './tools/schemas';
+import { assistantTurns, parseAssistantStep, renderCallBody } from './wire';
 import { WorldFileError } from './worldSource';
 
 /** The extension key a property uses to narrow its characters (a string of the allowed ones). */
@@ -137,3 +139,62 @@ export function systemPromptFor(tools: readonly McpTool[] = AGENT_TOOLS): string
   if (at < 0) throw new Error('SYSTEM_PROMPT no longer ends with the default tool line');
   return SYSTEM_PROMPT.slice(0, at) + toolsLine(tools) + SYSTEM_PROMPT.slice(at + line.length);
 }
+
+/**
+ * Why a call breaks a tool list, or null when it keeps to it: a tool not in the list, an
+ * argument the tool does not take, a required one missing, or a value its schema refuses
+ * (type, minimum/maximum, maxLength, x-agent-lab-chars). The grammar a student decodes
+ * with enforces the list's narrowing; a teacher's call (or a traces file's) must be held to
+ * it here, before it runs or is trained on (issue 36).
+ */
+export function toolCallViolation(tool: string, args: Readonly<JsonObject>, tools: readonly McpTool[]): string | null {
+  const t = tools.find((x) => x.name === tool);
+  if (!t) return `${JSON.stringify(tool)} is not in the world's tool list (${tools.map((x) => x.name).join(', ')})`;
+  const props = t.inputSchema.properties as Record<string, WorldToolProperty>;
+  const extra = Object.keys(args).filter((k) => !Object.prototype.hasOwnProperty.call(props, k));
+  if (extra.length) return `${tool} takes ${Object.keys(props).join(', ')}, not ${extra.map((k) => JSON.stringify(k)).join(', ')}`;
+  for (const [key, p] of Object.entries(props)) {
+    // A search without k runs with the environment's default, so that is the value the list must allow.
+    const v: JsonValue | undefined = args[key] ?? (tool === 'search' && key === 'k' ? DEFAULT_SEARCH_K : undefined);
+    if (v === undefined) {
+      if (t.inputSchema.required?.includes(key)) return `${tool} needs ${key}`;
+      continue;
+    }
+    const at = `${tool}'s ${key}`;
+    if (p.type === 'string') {
+      if (typeof v !== 'string') return `${at} must be a string, got ${clipJson(v)}`;
+      const len = [...v].length; // code points, as JSON Schema counts (and the grammar)
+      if (p.maxLength !== undefined && len > p.maxLength) return `${at} is ${len} characters, over the list's maxLength ${p.maxLength}`;
+      const allowed = p[CHARS_KEY];
+      if (allowed !== undefined) {
+        const outside = [...new Set(v)].filter((c) => !allowed.includes(c));
+        if (outside.length) return `${at} has ${JSON.stringify(outside.join(''))}, outside the list's ${CHARS_KEY}`;
+      }
+      continue;
+    }
+    if (p.type === 'boolean') {
+      if (typeof v !== 'boolean') return `${at} must be a boolean, got ${clipJson(v)}`;
+      continue;
+    }
+    const isInt = typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v));
+    if (p.type === 'integer' ? !isInt : !isInt && !(typeof v === 'number' && Number.isFinite(v))) return `${at} must be ${p.type === 'integer' ? 'an integer' : 'a number'}, got ${clipJson(v)}`;
+    const n = Number(v);
+    if (p.minimum !== undefined && n < p.minimum) return `${at} is ${String(v)}, below the list's minimum ${p.minimum}`;
+    if (p.maximum !== undefined && n > p.maximum) return `${at} is ${String(v)}, above the list's maximum ${p.maximum}`;
+  }
+  return null;
+}
+
+/** The first call of a transcript that breaks the tool list (its JSON body, and why), or null. */
+export function transcriptToolViolation(text: string, tools: readonly McpTool[]): { call: string; why: string } | null {
+  for (const turn of assistantTurns(text)) {
+    const a = parseAssistantStep(turn);
+    if (a.kind !== 'tool') continue;
+    const why = toolCallViolation(a.tool, a.args, tools);
+    if (why !== null) return { call: clip(renderCallBody(a.tool, a.args)), why };
+  }
+  return null;
+}
+
+const clip = (s: string, n = 120): string => (s.length > n ? `${s.slice(0, n)}...` : s);
+const clipJson = (v: JsonValue): string => clip(pyJsonDumps(v), 40);

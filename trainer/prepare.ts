@@ -13,6 +13,8 @@ import { TRAINING_SEEDS, WorldId, freshTrainingTasks, worldEnv, worldName } from
 import { overlapKey } from '../core/overlap';
 import { stubTeacherOptions, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
+import type { McpTool } from '../core/tools/schemas';
+import { transcriptToolViolation } from '../core/worldTools';
 import { isHinted } from '../core/worldSource';
 import { LoadedWorld, WORLD_FORMAT, WorldManifest, runWorld, sha256File, writeWorldFiles } from './worldFolder';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
@@ -235,12 +237,19 @@ export function readJsonl<T>(file: string): T[] {
   return readInputJsonl(file, 'the data file') as T[];
 }
 
-/** Trace rows ({"task", "text", "kind"}, plus "world" in a fresh world's row): each must be an object with a string "text". */
-export function readTraceRows(file: string): { task: string; text: string; kind: string; world?: string }[] {
+/**
+ * Trace rows ({"task", "text", "kind"}, plus "world" in a fresh world's row): each must be an
+ * object with a string "text". With a world's tool list (`--traces` of a world with tools.json)
+ * every call in a transcript must keep to it: a row with a tool the list leaves out or an
+ * argument its schema refuses is an error naming the row, as any other bad row is.
+ */
+export function readTraceRows(file: string, tools?: readonly McpTool[] | null): { task: string; text: string; kind: string; world?: string }[] {
   return readJsonlRows(file).map(({ value, where }) => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InputError(`${where}: expected a trace row {"task", "text", "kind"}`);
     const r = value as Record<string, unknown>;
     if (typeof r['text'] !== 'string') throw new InputError(`${where}: "text" must be a string (the transcript)`);
+    const off = tools ? transcriptToolViolation(r['text'], tools) : null;
+    if (off) throw new InputError(`${where}: the call ${off.call} is outside the world's tool list: ${off.why} (train on calls the world's tools take: distill again with --world)`);
     for (const k of ['task', 'kind', 'world']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new InputError(`${where}: "${k}" must be a string`);
     const world = r['world'] as string | undefined;
     return { task: (r['task'] as string | undefined) ?? '', text: r['text'], kind: (r['kind'] as string | undefined) ?? '', ...(world !== undefined ? { world } : {}) };
@@ -306,7 +315,7 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
     const byQuestion = new Map(training.tasks.map((t) => [t.question, t]));
     const excluded = new Set(training.excluded.map((t) => t.question));
     const held = new Set(w.heldout.map((t) => t.question));
-    const rows = readTraceRows(source.traces);
+    const rows = readTraceRows(source.traces, w.tools);
     let unknown = 0;
     let overlapping = 0;
     trainRows = [];
