@@ -236,6 +236,8 @@ async function distillWithHttp(
       samplesPerTask: SAMPLES_PER_TASK,
       stats,
       signal: controller.signal,
+      // Every call is held to the world's tool list before it runs (off-tools: not run, not kept).
+      ...(tools ? { tools } : {}),
       onProgress: (done, total) => {
         progress.report({ message: `${done}/${total} tasks`, increment: (100 * (done - last)) / Math.max(1, total) });
         last = done;
