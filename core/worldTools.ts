@@ -35,6 +35,9 @@ const DEFAULT_HOLES: Record<string, Record<string, Hole>> = {
  * Parses and checks a tool list (a JSON array, or MCP's `{"tools": [...]}`). A problem is a
  * WorldFileError naming the file and the field (`tools[1].inputSchema.properties.query.maxLength`).
  */
+/** The longest description a tool or argument may have (a paragraph; MCP servers' run to a few hundred characters). */
+export const MAX_DESCRIPTION = 2000;
+
 export function parseToolList(text: string, file: string): McpTool[] {
   const bad = (field: string | null, what: string) => new WorldFileError(file, 1, field, what);
   let v: unknown;
@@ -55,6 +58,8 @@ export function parseToolList(text: string, file: string): McpTool[] {
     if (seen.has(name)) throw bad(`${at}.name`, `${name} is listed twice`);
     seen.add(name);
     if (typeof t['description'] !== 'string' || t['description'].trim() === '') throw bad(`${at}.description`, 'must be a non-empty string');
+    // Descriptions go into every teacher request and the system prompt: a long one costs on every call.
+    if (t['description'].length > MAX_DESCRIPTION) throw bad(`${at}.description`, `is ${t['description'].length} characters; at most ${MAX_DESCRIPTION} (it is sent with every teacher request)`);
     const schema = t['inputSchema'];
     if (!isObj(schema) || schema['type'] !== 'object' || !isObj(schema['properties'])) throw bad(`${at}.inputSchema`, 'must be {"type": "object", "properties": {...}}');
     const props = schema['properties'];
@@ -73,7 +78,10 @@ export function parseToolList(text: string, file: string): McpTool[] {
       const type = key === 'k' ? 'integer' : 'string';
       if (p['type'] !== type) throw bad(`${pf}.type`, `must be "${type}"`);
       const prop: WorldToolProperty = { type };
-      if (typeof p['description'] === 'string') prop.description = p['description'];
+      if (typeof p['description'] === 'string') {
+        if (p['description'].length > MAX_DESCRIPTION) throw bad(`${pf}.description`, `is ${p['description'].length} characters; at most ${MAX_DESCRIPTION} (it is sent with every teacher request)`);
+        prop.description = p['description'];
+      }
       if (key === 'k') {
         for (const bound of ['minimum', 'maximum', 'default'] as const) {
           const b = p[bound];

@@ -34,6 +34,13 @@ describe('world tool lists', () => {
     assert.equal(systemPromptFor([AGENT_TOOLS[0]!]), SYSTEM_PROMPT.replace('search(query,k), calc(expr)', 'search(query,k)'));
   });
 
+  it('issue 36, Low: a 15 MB tool description (sent in every teacher request) is refused, naming the field and the limit', () => {
+    const huge = JSON.stringify([{ ...AGENT_TOOLS[0], description: 'x'.repeat(15 * 1024 * 1024) }, AGENT_TOOLS[1]]);
+    assert.throws(() => parseToolList(huge, 'tools.json'), /tools\[0\]\.description.*15728640 characters; at most 2000/);
+    assert.throws(() => parseToolList(withQuery({ type: 'string', description: 'y'.repeat(2001) }), 'tools.json'), /properties\.query\.description.*at most 2000/);
+    assert.doesNotThrow(() => parseToolList(withQuery({ type: 'string', description: 'y'.repeat(2000) }), 'tools.json'));
+  });
+
   it('narrows: query characters and length, k range; calls outside them are refused, the rest accepted', () => {
     const tools = parseToolList(withQuery({ type: 'string', maxLength: 20, [CHARS_KEY]: 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ' }), 'tools.json');
     const t = templatesFor(tools);
