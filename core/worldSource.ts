@@ -244,6 +244,9 @@ function parseJsonlTable(text: string, file: string, problems?: WorldFileError[]
 }
 
 /** A fact table: CSV when the file name ends in .csv, else JSONL. Duplicates and an empty table are errors. */
+/** The most facts one world is built from. */
+export const MAX_FACTS = 100_000;
+
 export function parseFactTable(text: string, file: string): FactTable {
   return readFactTable(text, file);
 }
@@ -272,6 +275,11 @@ function readFactTable(text: string, file: string, problems?: WorldFileError[]):
     }
     seen.set(key, table.lines[i]!);
   }));
+  // A world holds ~5 KB of tasks and passages per fact while it is built: past this, memory, not
+  // the file cap, is the limit (and no 2-core student trains on such a world).
+  if (table.facts.length > MAX_FACTS) checkedRow(problems, () => {
+    throw new WorldFileError(file, table.lines[MAX_FACTS]!, null, `the table has ${table.facts.length} facts; a world takes at most ${MAX_FACTS} (split it into several worlds)`);
+  });
   if (table.facts.length === 0 && !problems?.length) checkedRow(problems, () => {
     throw new WorldFileError(file, 1, null, 'no facts: the table needs at least one row');
   });

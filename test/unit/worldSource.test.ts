@@ -163,6 +163,9 @@ describe('fact tables: the world they make', () => {
     assert.deepEqual(parseSplitSpec('train=10,dev=0'), { train: 10, dev: 0 });
     assert.throws(() => parseSplitSpec('test=3'), /not NAME=COUNT/);
     // Issue 36, Low: a name given twice was accepted (the last won) and huge counts printed wrong sums.
+    // Issue 36, Low: a 300k-row table held ~1.5 GB while the world was built; the count is capped.
+    const big = ['entity,attribute,value', ...Array.from({ length: 100_001 }, (_, i) => `E${i},mass,${i + 1}`)].join('\n');
+    assert.throws(() => parseFactTable(big, 'big.csv'), /big\.csv:100002: the table has 100001 facts; a world takes at most 100000/);
     assert.throws(() => parseSplitSpec('train=3,train=4'), /train is given twice \(train=3 and train=4\)/);
     assert.throws(() => parseSplitSpec('heldout=99999999999999999999'), /over 999,999,999 tasks/);
     assert.deepEqual(splitSizes(100), { train: 70, heldout: 20, dev: 10 });
