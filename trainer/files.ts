@@ -371,3 +371,13 @@ export function writeJsonlStreamAtomic(file: string, rows: Iterable<unknown>): n
   }
   return n;
 }
+
+/** Whether a process of this machine is alive (a lock's or a staging folder's owner). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -11,7 +11,7 @@ import { rowToPassage, rowToTask } from '../core/worldRows';
 import { SEED_WORLD, WorldId, registerCustomWorld } from '../core/worlds';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
-import { INPUT_LIMITS, InputError, exists, readInputBytes, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { CONFIG_FILE } from './runStore';
 import { readJsonlRows } from './prepare';
 
@@ -89,6 +89,7 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
       throw new InputError(`${manifestFile}: field "format" must be "${WORLD_FORMAT}"`);
     }
     manifest = v as WorldManifest;
+    checkManifestFields(manifestFile, manifest);
     checkWorldHashes(dir, manifest);
   }
   const toolsFile = path.join(dir, TOOLS_FILE);
@@ -102,6 +103,25 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
   }
   const id = registerCustomWorld({ corpus, train, heldout, dev, tools });
   return { dir, manifest, id, corpus, train, heldout, dev, tools };
+}
+
+/** The fields later code reads (names, the source's files, shapes, counts): a wrong type is named here, not met as a crash. */
+function checkManifestFields(file: string, m: WorldManifest): void {
+  const bad = (field: string, want: string): never => {
+    throw new InputError(`${file}: field "${field}" must be ${want}`);
+  };
+  const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (typeof m.name !== 'string') bad('name', 'a string');
+  if (!obj(m.source) || !['facts', 'docs', 'folder'].includes(m.source.kind as string)) bad('source', '{"kind": "facts"|"docs"|"folder", "files": [...]}');
+  if (!Array.isArray(m.source.files) || !m.source.files.every((f) => obj(f) && typeof f.path === 'string' && typeof f.sha256 === 'string')) {
+    bad('source.files', 'a list of {"path", "sha256"} strings');
+  }
+  if (!obj(m.made) || typeof m.made.seed !== 'number') bad('made', 'an object with a numeric "seed"');
+  if (m.made.shapes !== undefined && !(Array.isArray(m.made.shapes) && m.made.shapes.every((s) => ['lookup', 'double', 'sum', 'compare'].includes(s)))) {
+    bad('made.shapes', 'a list of lookup, double, sum, compare');
+  }
+  if (!obj(m.counts) || typeof m.counts.passages !== 'number' || !obj(m.counts.tasks)) bad('counts', 'an object with "passages" (a number) and "tasks" (an object)');
+  if (m.unsolvable !== undefined && !obj(m.unsolvable)) bad('unsolvable', 'an object of counts by reason');
 }
 
 /** A world file that is not the one world.json recorded: a mix of two builds, or an edit by hand. */
@@ -197,14 +217,6 @@ function removeDeadStaging(dir: string): void {
   }
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Writes a world as one step: every file into a staging folder beside `dir`, then the folder

@@ -130,6 +130,25 @@ describe('issue 36: world folders', function () {
     assert.throws(() => runWorld(run), /is not the world this run was trained on/);
   });
 
+  it("Low: world.json's counts, source and shapes are checked when a world is read, each wrong field named", async () => {
+    const x = path.join(tmp, 'M');
+    assert.equal((await world(x)).code, 0);
+    const file = path.join(x, 'world.json');
+    const good = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+    const cases: [string, (m: Record<string, Record<string, unknown>>) => void][] = [
+      ['counts', (m) => void (m['counts'] = { passages: 'many' } as never)],
+      ['source.files', (m) => void (m['source']!['files'] = 'elements.csv')],
+      ['made.shapes', (m) => void (m['made']!['shapes'] = ['lookup', 'divide'])],
+      ['source', (m) => void (m['source'] = { kind: 'web' })],
+    ];
+    for (const [field, spoil] of cases) {
+      const m = JSON.parse(JSON.stringify(good)) as Record<string, Record<string, unknown>>;
+      spoil(m);
+      fs.writeFileSync(file, JSON.stringify(m));
+      assert.throws(() => readWorldFolder(x), new RegExp(`world\\.json: field "${field.replace('.', '\\.')}" must be`), field);
+    }
+  });
+
   it('Low: a folder killed mid-write by an older build (world files, no world.json) is refused naming what it holds', async () => {
     const x = path.join(tmp, 'H');
     fs.mkdirSync(x);
