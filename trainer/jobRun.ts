@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { MetricRecord } from '../core/protocol/metrics';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from './backend';
 import { DEFAULT_KEEP_CHECKPOINTS, readRunConfig, saveGuarded } from './runGuards';
-import { CONFIG_FILE, METRICS_FILE, MetricsWriter, reopenMetricsForResume } from './runStore';
+import { CONFIG_FILE, METRICS_FILE, MetricsWriter, lockRun, reopenMetricsForResume } from './runStore';
 
 /** How a job reports: the worker turns each call into a message, the CLI into stderr lines. */
 export interface JobHooks {
@@ -78,7 +78,13 @@ export function backendRecord(backend: BackendInfo): { asked: string; used: stri
 /** The run's metrics.jsonl: a new file, or (resuming at `resumeStep`) the old one cut back to that step. */
 export function openMetrics(runDir: string, resumeStep: number | null): MetricsWriter {
   const file = path.join(runDir, METRICS_FILE);
-  return resumeStep === null ? new MetricsWriter(file) : reopenMetricsForResume(file, resumeStep);
+  const release = lockRun(runDir);
+  try {
+    return resumeStep === null ? new MetricsWriter(file, release) : reopenMetricsForResume(file, resumeStep, release);
+  } catch (err) {
+    release();
+    throw err;
+  }
 }
 
 /** A run's time: optimiser seconds across resumes (what budgets and metrics' `time` count) and wall time this session. */

@@ -13,7 +13,7 @@ import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from '
 import { StackModel } from './model';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { type TeacherKnobs, stubTeacherOptions, teacherKnobsOf } from './recipes';
-import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
+import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
 import { type JobHooks, UserError } from './jobRun';
 import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
@@ -74,6 +74,7 @@ export async function runEval(
   // The files first (a damaged one fails in a fraction of a second), then the backend.
   const ck = loadCheckpoint(runDir, which); // a damaged or NaN checkpoint: an InputError naming it
   const tokenizer = loadTokenizer(runDir);
+  checkRunTokenizer(run.config, configFile, tokenizer);
   const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
   let backend;
   try {

@@ -4,7 +4,7 @@
 // divergence (consecutive non-finite steps) stopped with the last good checkpoint kept,
 // and old checkpoints pruned. The decisions are in docs/decisions.md, "Hardening (issue 11)".
 import * as path from 'node:path';
-import type { BpeTokenizer } from '../core/tokenizer';
+import { type BpeTokenizer, tokenizerHash } from '../core/tokenizer';
 import { LoadedCheckpoint, NonFiniteWeightsError, latestCheckpoint, pruneCheckpoints } from './checkpoint';
 import { InputError, exists, readInputObject, readInputText } from './files';
 import { DataOrderState, dataOrderStateProblem } from './dataOrder';
@@ -33,6 +33,19 @@ export function readRunConfig(runDir: string): { file: string; config: Record<st
   const file = path.join(runDir, 'config.json');
   if (!exists(file)) return null;
   return { file, config: readInputObject(file, 'the run config') };
+}
+
+/**
+ * The run's tokenizer.json must be the one it was trained with (config.json's `tokenizer.sha256`):
+ * a vocabulary of the same size with other ids would load and answer in nonsense.
+ */
+export function checkRunTokenizer(config: Record<string, unknown>, file: string, tokenizer: BpeTokenizer): void {
+  const recorded = (config['tokenizer'] as { sha256?: unknown } | undefined)?.sha256;
+  if (typeof recorded !== 'string') return; // runs from before the record
+  const actual = tokenizerHash(tokenizer);
+  if (actual !== recorded) {
+    throw new InputError(`${path.join(path.dirname(file), 'tokenizer.json')} is not the tokenizer this run was trained with (${path.basename(file)} records sha256 ${recorded.slice(0, 12)}..., the file has ${actual.slice(0, 12)}...): restore the run's own tokenizer.json`);
+  }
 }
 
 /** The `model` of a config.json, validated; null when it has none. */

@@ -33,7 +33,7 @@ import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './mo
 import { Trainer } from './optim';
 import { dataFiles, ensureRunData, loadTokenizer, readTraceRows } from './prepare';
 import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
-import { DivergenceGuard, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
+import { DivergenceGuard, checkRunTokenizer, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, type MetricsWriter } from './runStore';
 import { readWorldFolder, runSplits, worldRecord } from './worldFolder';
 
@@ -251,6 +251,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     : fromRun
       ? configModel(fromRun.config as unknown as Record<string, unknown>, path.join(fromRun.dir, CONFIG_FILE))
       : null;
+  if (previous) checkRunTokenizer(previous as unknown as Record<string, unknown>, configFile, tokenizer);
   const cfg = recorded ?? presetConfig(presetName, tokenizer.vocabSize);
   // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
   const resumeFrom = o.resume && latestCheckpoint(runDir) !== null ? loadCheckpoint(runDir, 'latest') : null;

@@ -13,7 +13,7 @@ import { BackendAsk, initBackend } from './backend';
 import { loadCheckpoint } from './checkpoint';
 import { InputError } from './files';
 import { StackModel } from './model';
-import { checkpointModelConfig, configModel, readRunConfig } from './runGuards';
+import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from './runGuards';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { dataFiles, loadTokenizer } from './prepare';
 
@@ -81,6 +81,7 @@ export async function makeStudentTeacher(o: StudentTeacherOptions): Promise<Stud
   }
   const tokenizer = loadTokenizer(runDir);
   const run = readRunConfig(runDir);
+  if (run) checkRunTokenizer(run.config, run.file, tokenizer);
   const cfg = checkpointModelConfig(ck, run ? { model: configModel(run.config, run.file), what: run.file } : null, tokenizer);
   let backend;
   try {
