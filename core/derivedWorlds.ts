@@ -1,0 +1,187 @@
+// Worlds derived from any fact table (docs/worlds.md, "Splits that measure reading"): a
+// counterfactual world keeps the entities and attributes and resamples every value from what
+// the table shows of its attribute (its range, step and digit count; a text value is another
+// of its attribute's values), never the original; a new-entity world also renames every
+// entity with names shaped like the table's own (capitals, digits, hyphens, several words).
+// Deterministic per (table, kind, seed). A student that answers a derived world's question
+// with the parent's value has remembered, not read (`memorised`).
+import { PyRandom } from './pyrandom';
+import { type Fact, compareTask, doubleTask, isNum, lookupTask, sumTask } from './world';
+import type { Task } from './types';
+
+export type DerivedKind = 'values' | 'entities';
+
+export interface DerivedSpec {
+  kind: DerivedKind;
+  seed: number;
+}
+
+/** A derived table and how it relates to its parent (for the `memorised` failure and for audits). */
+export interface DerivedFacts {
+  facts: Fact[];
+  /** Parent entity -> its new name ('entities'); empty for 'values'. */
+  renamed: Map<string, string>;
+}
+
+/** Range, step and digit counts of one attribute's integer values. */
+interface NumericShape {
+  low: number;
+  high: number;
+  step: number;
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? Math.abs(a) : gcd(b, a % b));
+
+/**
+ * Where an attribute's values may be drawn from: the table's span widened by half on each
+ * side (at least 10 steps in all), on the grid of the values' common step, never crossing
+ * zero where the table does not, and within the digit counts the table shows.
+ */
+function numericShape(values: readonly number[]): NumericShape {
+  const lo = Math.min(...values);
+  const hi = Math.max(...values);
+  let step = 0;
+  for (const v of values) step = gcd(step, v - lo);
+  // One value (or all equal): the grid of its trailing zeros (1990 -> 10, 7 -> 1).
+  if (step === 0) step = lo === 0 ? 1 : 10 ** (String(Math.abs(lo)).match(/0+$/)?.[0].length ?? 0);
+  const span = Math.max(hi - lo, 10 * step);
+  const digits = values.map((v) => String(Math.abs(v)).length);
+  const minDigits = Math.min(...digits);
+  const maxDigits = Math.max(...digits);
+  let low = lo - Math.floor(span / 2 / step) * step;
+  let high = hi + Math.floor(span / 2 / step) * step;
+  if (lo >= 0) low = Math.max(low, minDigits > 1 ? 10 ** (minDigits - 1) : 0);
+  if (hi <= 0) high = Math.min(high, 0);
+  if (lo > 0) high = Math.min(high, 10 ** maxDigits - 1);
+  // Back onto the table's grid (values are lo + k * step).
+  low = lo - Math.floor((lo - low) / step) * step;
+  high = lo + Math.floor((high - lo) / step) * step;
+  return { low, high, step };
+}
+
+function drawNumber(rng: PyRandom, shape: NumericShape, avoid: number): number {
+  const slots = Math.floor((shape.high - shape.low) / shape.step) + 1;
+  if (slots <= 1) return avoid + shape.step;
+  for (;;) {
+    const v = shape.low + shape.step * rng.randrange(slots);
+    if (v !== avoid) return v;
+  }
+}
+
+/** Each fact's value resampled within its attribute; the parent's value never kept where another exists. */
+function resampleValues(facts: readonly Fact[], rng: PyRandom): string[] {
+  const byAttribute = new Map<string, number[]>();
+  facts.forEach((f, i) => byAttribute.set(f[1], [...(byAttribute.get(f[1]) ?? []), i]));
+  const out = facts.map((f) => f[2]);
+  for (const rows of byAttribute.values()) {
+    const numeric = rows.filter((i) => isNum(facts[i]![2]));
+    if (numeric.length > 0) {
+      const shape = numericShape(numeric.map((i) => Number(facts[i]![2])));
+      for (const i of numeric) out[i] = String(drawNumber(rng, shape, Number(facts[i]![2])));
+    }
+    // Text values: a shuffle of the attribute's own values, then every value still in place swapped with a neighbour.
+    const text = rows.filter((i) => !isNum(facts[i]![2]));
+    if (text.length >= 2) {
+      const values = text.map((i) => facts[i]![2]);
+      rng.shuffle(values);
+      for (let k = 0; k < values.length; k++) {
+        if (values[k] === facts[text[k]!]![2]) {
+          const j = (k + 1) % values.length;
+          [values[k], values[j]] = [values[j]!, values[k]!];
+        }
+      }
+      text.forEach((i, k) => (out[i] = values[k]!));
+    }
+  }
+  return out;
+}
+
+const ONSETS = ['b', 'br', 'c', 'ch', 'cl', 'd', 'dr', 'f', 'fl', 'g', 'gr', 'h', 'j', 'k', 'kr', 'l', 'm', 'n', 'p', 'pr', 'qu', 'r', 's', 'sk', 'sh', 'st', 't', 'tr', 'th', 'v', 'w', 'z'];
+const VOWELS = ['a', 'e', 'i', 'o', 'u', 'ai', 'ea', 'ou', 'y', 'io'];
+const CODAS = ['', '', '', 'n', 'r', 'l', 's', 'm', 'x', 'th', 'nd', 'sk'];
+
+/** A pronounceable word of about `length` letters (32 x 10 x 12 per syllable: a name space of millions). */
+function pseudoWord(rng: PyRandom, length: number): string {
+  let w = '';
+  while (w.length < Math.max(3, length - 1)) w += ONSETS[rng.randrange(ONSETS.length)]! + VOWELS[rng.randrange(VOWELS.length)]! + CODAS[rng.randrange(CODAS.length)]!;
+  return w;
+}
+
+const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/**
+ * A new name shaped like `name`: each capitalised word becomes a new word of about its length,
+ * an acronym other capitals, a number other digits of the same count; lower-case words
+ * ("the", "paper"), unit letters after digits ("540M") and separators are kept.
+ */
+export function nameLike(name: string, rng: PyRandom): string {
+  const tokens = name.match(/[A-Za-z]+|[0-9]+|[^A-Za-z0-9]+/g) ?? [name];
+  let out = '';
+  tokens.forEach((tok, i) => {
+    const afterDigits = i > 0 && /^[0-9]+$/.test(tokens[i - 1]!);
+    if (/^[0-9]+$/.test(tok)) {
+      let d = '';
+      for (let k = 0; k < tok.length; k++) d += String(k === 0 && tok.length > 1 ? 1 + rng.randrange(9) : rng.randrange(10));
+      out += d;
+    } else if (/^[A-Z][a-z]+$/.test(tok) && !afterDigits) {
+      const w = pseudoWord(rng, tok.length);
+      out += w[0]!.toUpperCase() + w.slice(1);
+    } else if (/^[A-Z]{2,}$/.test(tok)) {
+      for (let k = 0; k < tok.length; k++) out += LETTERS[rng.randrange(26)];
+    } else if (/^[A-Z]$/.test(tok) && !afterDigits) {
+      out += LETTERS[rng.randrange(26)];
+    } else if (/^[a-z]+$/.test(tok) && i === 0 && tokens.length === 1) {
+      out += pseudoWord(rng, tok.length); // a one-word lower-case name is a name, not a function word
+    } else {
+      out += tok;
+    }
+  });
+  return out;
+}
+
+/**
+ * The table of a derived world. 'values': every value resampled; 'entities': every entity
+ * renamed (apart from the parent's names and `avoid`) and every value resampled.
+ */
+export function deriveFacts(parent: readonly Fact[], spec: DerivedSpec, avoid: ReadonlySet<string> = new Set()): DerivedFacts {
+  // Offset per kind, so a values world and an entities world of one seed draw apart.
+  const rng = new PyRandom(1_000_003 * (spec.kind === 'values' ? 3 : 4) + spec.seed);
+  const renamed = new Map<string, string>();
+  if (spec.kind === 'entities') {
+    const taken = new Set<string>([...parent.map((f) => f[0]), ...avoid]);
+    for (const [entity] of parent) {
+      if (renamed.has(entity)) continue;
+      let name = nameLike(entity, rng);
+      for (let tries = 0; taken.has(name) || name.toLowerCase() === entity.toLowerCase(); tries++) {
+        // A name with no capitalised word or number keeps its shape by a new word in front.
+        name = tries < 20 ? nameLike(entity, rng) : `${nameLike('Name', rng)} ${entity}`;
+      }
+      taken.add(name);
+      renamed.set(entity, name);
+    }
+  }
+  const values = resampleValues(parent, rng);
+  return { facts: parent.map(([e, a], i): Fact => [renamed.get(e) ?? e, a, values[i]!]), renamed };
+}
+
+/**
+ * The parent world's gold for a derived task's question (the same question over the parent's
+ * table: names read back through `renamed`), or null when the parent has no such question.
+ */
+export function parentGoldOf(task: Task, parent: readonly Fact[], renamed: ReadonlyMap<string, string> = new Map()): string | null {
+  const back = new Map([...renamed].map(([from, to]) => [to, from] as const));
+  const byKey = new Map(parent.map((f) => [`${f[0]}\u0000${f[1]}`, f] as const));
+  const facts = task.hints.facts.map(([e, a]) => byKey.get(`${back.get(e) ?? e}\u0000${a}`));
+  if (facts.length === 0 || facts.some((f) => f === undefined)) return null;
+  const [f1, f2] = facts as Fact[];
+  switch (task.kind) {
+    case 'lookup':
+      return lookupTask(f1!).gold;
+    case 'double':
+      return isNum(f1![2]) ? doubleTask(f1!).gold : null;
+    case 'sum':
+      return isNum(f1![2]) && isNum(f2![2]) ? sumTask(f1!, f2!).gold : null;
+    case 'compare':
+      return isNum(f1![2]) && isNum(f2![2]) ? (compareTask(f1!, f2!)?.gold ?? null) : null;
+  }
+}
