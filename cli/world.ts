@@ -25,7 +25,8 @@ import { findOverlaps } from '../core/overlap';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { McpTool, toolsLine } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
-import { WORLD_FORMAT, WorldManifest, checkWorldTarget, sha256File, writeWorldFiles } from '../trainer/worldFolder';
+import { WORLD_FORMAT, WorldManifest, checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../trainer/worldFolder';
+import type { Fact } from '../core/world';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -125,6 +126,7 @@ export function runSourceWorldCommand(o: Options): void {
   let manifestSource: WorldManifest['source'];
   let made: Partial<WorldManifest['made']> = {};
   let factCount: number | undefined;
+  let tableFacts: Fact[] | null = null;
   try {
     if (facts !== undefined) {
       const file = path.resolve(facts);
@@ -135,6 +137,7 @@ export function runSourceWorldCommand(o: Options): void {
       };
       built = buildFactWorld(table, { seed, split, settings, ...(templates ? { templates } : {}) });
       factCount = table.facts.length;
+      tableFacts = table.facts;
       manifestSource = { kind: 'facts', files: [{ path: file, sha256: sha256File(file) }] };
       made = { distractors: settings.distractors ?? table.settings.distractors ?? 0, shapes: settings.shapes ?? table.settings.shapes ?? [...TASK_SHAPES] };
     } else {
@@ -166,8 +169,10 @@ export function runSourceWorldCommand(o: Options): void {
     overlap: built.overlap,
     unsolvable: built.unsolvable,
     ...(tools ? { tools: { line: toolsLine(tools), system_prompt: systemPromptFor(tools) } } : {}),
+    // Its reading splits: worlds derived from the table with reserved seeds (docs/worlds.md).
+    ...(tableFacts ? { fresh: freshSpecs(built.heldout.length) } : {}),
   };
-  writeWorldFiles(out, built, manifest, tools);
+  writeWorldFiles(out, { ...built, facts: tableFacts }, manifest, tools);
   for (const w of built.warnings) console.error(`[agent-lab] warning: ${w}`);
   const shapes = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
   console.log(
@@ -179,6 +184,10 @@ export function runSourceWorldCommand(o: Options): void {
   );
   const unsolvable = Object.entries(built.unsolvable);
   if (unsolvable.length) console.log(`  the stub teacher cannot solve: ${unsolvable.map(([r, n]) => `${r} ${n}`).join(', ')} (use --teacher http or student)`);
+  if (manifest.fresh) {
+    const f = manifest.fresh['fresh-values'];
+    console.log(`  reading splits: fresh-values and fresh-entities, ${f.seeds.length} derived worlds each from reserved seeds (eval --split fresh-values|fresh-entities)`);
+  }
 }
 
 /** `world`: the textbook's world (seeded), or a user's from --facts or --docs and --tasks. */

@@ -118,6 +118,8 @@ export interface CustomWorld {
   dev: Task[];
   /** Its MCP tool list (tools.json), or null for the textbook's search and calc. */
   tools?: McpTool[] | null;
+  /** A world derived from a user's fact table: the parent's table and renames, for `memorised`. */
+  parent?: { kind: 'values' | 'entities'; facts: Fact[]; renamed: [string, string][] };
 }
 
 const customWorlds = new Map<number, CustomWorld>();

@@ -11,7 +11,8 @@ import { stubTeacherOptions, type TeacherKnobs } from './recipes';
 import type { Task } from '../core/types';
 import { assistantTurns, parseAssistantStep } from '../core/wire';
 import { isHinted } from '../core/worldSource';
-import { SEED_WORLD, WorldId, seedGoldOf, worldName } from '../core/worlds';
+import { SEED_WORLD, WorldId, customWorld, seedGoldOf, worldName } from '../core/worlds';
+import { parentGoldOf } from '../core/derivedWorlds';
 import { AgentRuntime, Episode, EpisodeOptions } from './agentRuntime';
 
 /**
@@ -100,6 +101,19 @@ export function classifyFailure(ep: Episode, teacherTranscript: string): Failure
   return ep.outOfSteps ? 'out_of_steps' : 'final';
 }
 
+/**
+ * The answer a student that remembers instead of reading would give: the seed world's gold for
+ * a textbook world's question, the parent table's for a value world derived from a user's
+ * table; null where there is none (the seed world itself, a user's own world).
+ */
+function memorisedGoldOf(task: Task, world: WorldId): string | null {
+  if (world.kind === 'values' || world.kind === 'entities') return seedGoldOf(task);
+  if (world.kind !== 'custom') return null;
+  const parent = customWorld(world).parent;
+  // As in the textbook's fresh-entities split, new names have no remembered answer to give.
+  return parent?.kind === 'values' ? parentGoldOf(task, parent.facts) : null;
+}
+
 export interface EvalOptions {
   split: string;
   /** The world of the tasks (default the seed's): for `memorised` and world-qualified contamination. */
@@ -131,9 +145,9 @@ export async function evaluateTasks(
     const ref = isHinted(task) ? rollout(task, teacher, env).transcript : '';
     const world = options.world ?? SEED_WORLD;
     let failure = classifyFailure(ep, ref);
-    if (failure !== null && (world.kind === 'values' || world.kind === 'entities')) {
-      const seedGold = seedGoldOf(task);
-      if (seedGold !== null && seedGold !== task.gold && ep.answer !== null && normalize(ep.answer) === normalize(seedGold)) failure = 'memorised';
+    if (failure !== null) {
+      const parentGold = memorisedGoldOf(task, world);
+      if (parentGold !== null && parentGold !== task.gold && ep.answer !== null && normalize(ep.answer) === normalize(parentGold)) failure = 'memorised';
     }
     const maxSteps = options.episode?.maxSteps ?? DEFAULT_MAX_STEPS;
     const row: EvalRow = {

@@ -25,7 +25,7 @@ import { modelPolicy, tokenizerCallMask } from './policy';
 import { readJsonlRows } from './prepare';
 import type { TeacherKnobs } from './recipes';
 import { taskFromRow, type TaskRowLike } from './taskRows';
-import type { WorldSplits } from './worldFolder';
+import { type WorldSplits, freshWorldTasks } from './worldFolder';
 
 /**
  * Overlap keys of a run's training tasks: plain (kind, facts) keys of every task, for the
@@ -160,7 +160,14 @@ export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[]
       if (world.dev.length === 0) throw new UserError(`the world in ${world.world.dir} has no dev split (dev.jsonl is empty or missing)`);
       return world.dev.map((task) => ({ task, world: world.id }));
     }
-    throw new UserError(`--split ${split} is made of fresh textbook worlds; this run's world is ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, train)`);
+    if (split === 'fresh-values' || split === 'fresh-entities') {
+      try {
+        return freshWorldTasks(world.world, split).tasks;
+      } catch (err) {
+        throw new UserError((err as Error).message);
+      }
+    }
+    throw new UserError(`--split ${split} is not a split of this run's world ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, train, fresh-values, fresh-entities)`);
   }
   return freshSplitTasks(split);
 }

@@ -120,10 +120,13 @@ export async function runEval(
       .filter((e): e is TrainExample => e !== null);
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
+    const freshSpec = pool.world && (split === 'fresh-values' || split === 'fresh-entities') ? pool.world.manifest?.fresh?.[split] : undefined;
     const manifest: SplitManifest | undefined = pool.world
       ? split === 'train'
         ? undefined
-        : { kind: 'custom', seeds: [pool.id.seed], tasks: (split === 'dev' ? pool.dev : pool.heldout).length, world: worldRecord(pool.world) }
+        : freshSpec
+          ? { kind: freshSpec.kind, seeds: freshSpec.seeds, tasks: tasks.length, world: worldRecord(pool.world) }
+          : { kind: 'custom', seeds: [pool.id.seed], tasks: (split === 'dev' ? pool.dev : pool.heldout).length, world: worldRecord(pool.world) }
       : split === 'heldout'
         ? { kind: 'seed', seeds: [0], tasks: pool.heldout.length }
         : split === 'train'

@@ -6,12 +6,15 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
-import { makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { type DerivedKind, deriveFacts } from '../core/derivedWorlds';
+import { buildFactWorld } from '../core/worldSource';
+import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { SEED_WORLD, WorldId, registerCustomWorld } from '../core/worlds';
+import { SEED_WORLD, WorldId, type WorldTask, registerCustomWorld } from '../core/worlds';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
-import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { CONFIG_FILE } from './runStore';
 import { readJsonlRows } from './prepare';
 
@@ -32,6 +35,15 @@ export interface WorldManifest {
   tools?: { line: string; system_prompt: string };
   /** sha256 of each world file as written (worlds written before this field have none). */
   files?: Record<string, string>;
+  /** A fact world's reading splits: derived worlds from reserved seeds (docs/worlds.md). */
+  fresh?: Record<FreshName, FreshSpec>;
+}
+
+export type FreshName = 'fresh-values' | 'fresh-entities';
+export interface FreshSpec {
+  kind: DerivedKind;
+  seeds: number[];
+  tasks_per_world: number;
 }
 
 /** A world read back from a folder, registered as a custom world of this thread. */
@@ -45,6 +57,8 @@ export interface LoadedWorld {
   dev: Task[];
   /** The world's tool list (tools.json), or null for the textbook's search and calc. */
   tools: McpTool[] | null;
+  /** A fact world's table (facts.json), from which its fresh splits are derived; null for other worlds. */
+  facts: Fact[] | null;
 }
 
 export function sha256File(file: string): string {
@@ -101,8 +115,10 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
       throw new InputError((err as Error).message);
     }
   }
+  const factsFile = path.join(dir, FACTS_FILE);
+  const facts = exists(factsFile) ? readFactsFile(factsFile) : null;
   const id = registerCustomWorld({ corpus, train, heldout, dev, tools });
-  return { dir, manifest, id, corpus, train, heldout, dev, tools };
+  return { dir, manifest, id, corpus, train, heldout, dev, tools, facts };
 }
 
 /** The fields later code reads (names, the source's files, shapes, counts): a wrong type is named here, not met as a crash. */
@@ -139,9 +155,24 @@ function checkWorldHashes(dir: string, manifest: WorldManifest): void {
   }
 }
 
+function readFactsFile(file: string): Fact[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new InputError(`${file}: not JSON (${(err as Error).message.split('\n')[0]})`);
+  }
+  if (!Array.isArray(v) || !v.every((f) => Array.isArray(f) && f.length === 3 && f.every((x) => typeof x === 'string'))) {
+    throw new InputError(`${file}: expected a list of [entity, attribute, value] string triples`);
+  }
+  return v as Fact[];
+}
+
 /** The world files a folder holds; writing a world refuses a folder holding anything else. */
 export const TOOLS_FILE = 'tools.json';
-const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', TOOLS_FILE, WORLD_MANIFEST];
+/** A fact world's table as built (its fresh splits are derived from it). */
+export const FACTS_FILE = 'facts.json';
+const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', TOOLS_FILE, FACTS_FILE, WORLD_MANIFEST];
 /** What a run folder's world/ holds, copied with the run (train grpo --from). */
 export const WORLD_COPY: readonly string[] = WORLD_FILES;
 /** The world files whose sha256 world.json records (`files`), so a mixed or edited world is named on read. */
@@ -224,7 +255,12 @@ function removeDeadStaging(dir: string): void {
  * never a mix (a staging folder left behind is removed by the next build). world.json records
  * each file's sha256 (`files`), so a world edited or mixed by hand is named when it is read.
  */
-export function writeWorldFiles(dirArg: string, w: { corpus: Passage[]; train: Task[]; heldout: Task[]; dev: Task[] }, manifest: WorldManifest, tools: readonly McpTool[] | null = null): void {
+export function writeWorldFiles(
+  dirArg: string,
+  w: { corpus: Passage[]; train: Task[]; heldout: Task[]; dev: Task[]; facts?: readonly Fact[] | null },
+  manifest: WorldManifest,
+  tools: readonly McpTool[] | null = null,
+): void {
   const dir = path.resolve(dirArg);
   removeDeadStaging(dir);
   const stamp = `${process.pid}-${Date.now()}`;
@@ -236,6 +272,7 @@ export function writeWorldFiles(dirArg: string, w: { corpus: Passage[]; train: T
     writeJsonlAtomic(path.join(staging, 'heldout.jsonl'), w.heldout.map(taskToRow));
     writeJsonlAtomic(path.join(staging, 'dev.jsonl'), w.dev.map(taskToRow));
     if (tools) writeJsonAtomic(path.join(staging, TOOLS_FILE), tools);
+    if (w.facts) writeFileAtomicText(path.join(staging, FACTS_FILE), `[\n${w.facts.map((f) => JSON.stringify(f)).join(',\n')}\n]\n`);
     const files: Record<string, string> = {};
     for (const f of HASHED_FILES) if (exists(path.join(staging, f))) files[f] = sha256File(path.join(staging, f));
     writeJsonAtomic(path.join(staging, WORLD_MANIFEST), { ...manifest, files });
@@ -305,8 +342,61 @@ function checkRunWorldIsTrained(runDir: string, w: LoadedWorld): void {
 }
 
 /** What config.json records of a custom world. */
-export function worldRecord(w: LoadedWorld): { name: string; dir: string; id: string; source: WorldManifest['source'] | null } {
-  return { name: w.manifest?.name ?? path.basename(w.dir), dir: w.dir, id: `custom:${w.id.seed}`, source: w.manifest?.source ?? null };
+export function worldRecord(w: LoadedWorld): { name: string; dir: string; id: string; source: WorldManifest['source'] | null; fresh?: WorldManifest['fresh'] } {
+  return {
+    name: w.manifest?.name ?? path.basename(w.dir),
+    dir: w.dir,
+    id: `custom:${w.id.seed}`,
+    source: w.manifest?.source ?? null,
+    ...(w.manifest?.fresh ? { fresh: w.manifest.fresh } : {}),
+  };
+}
+
+/** Reserved seeds of a fact world's fresh splits (the textbook's ranges): at most 50 held-out tasks a world, enough worlds for 500. */
+export function freshSpecs(heldoutPerWorld: number): Record<FreshName, FreshSpec> {
+  const perWorld = Math.max(1, Math.min(50, heldoutPerWorld));
+  const worlds = Math.min(100, Math.max(10, Math.ceil(500 / perWorld)));
+  const seeds = (from: number) => Array.from({ length: worlds }, (_, i) => from + i);
+  return {
+    'fresh-values': { kind: 'values', seeds: seeds(1_000_001), tasks_per_world: perWorld },
+    'fresh-entities': { kind: 'entities', seeds: seeds(2_000_001), tasks_per_world: perWorld },
+  };
+}
+
+/**
+ * The tasks of a fact world's fresh split: each reserved seed's derived world (the parent's
+ * build settings and tool list over the derived table), its held-out tasks, each world
+ * registered with its parent's table so `memorised` can be judged in any thread.
+ */
+export function freshWorldTasks(w: LoadedWorld, split: FreshName): { tasks: WorldTask[]; spec: FreshSpec } {
+  const spec = w.manifest?.fresh?.[split];
+  if (!w.facts || !spec || !w.manifest) {
+    throw new InputError(`the world in ${w.dir} has no ${split} split: it is not a fact table's world, or it was built before worlds had one (rebuild it with agent-lab world --facts ... --out ${w.dir})`);
+  }
+  const made = w.manifest.made;
+  const templates = w.tools ? templatesFor(w.tools) : undefined;
+  const tasks: WorldTask[] = [];
+  for (const seed of spec.seeds) {
+    const derived = deriveFacts(w.facts, { kind: spec.kind, seed });
+    const table = { facts: derived.facts, lines: [], settings: {} };
+    const options = { seed: made.seed, settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) }, ...(templates ? { templates } : {}) };
+    let built;
+    try {
+      built = buildFactWorld(table, { ...options, split: { train: 0, dev: 0, heldout: spec.tasks_per_world } });
+    } catch {
+      built = buildFactWorld(table, { ...options, split: { train: 0, dev: 0 } }); // fewer tasks than the parent's held-out (equal values make no compare)
+    }
+    const id = registerCustomWorld({
+      corpus: built.corpus,
+      train: [],
+      heldout: built.heldout,
+      dev: [],
+      tools: w.tools,
+      parent: { kind: spec.kind, facts: w.facts, renamed: [...derived.renamed] },
+    });
+    for (const task of built.heldout.slice(0, spec.tasks_per_world)) tasks.push({ task, world: id });
+  }
+  return { tasks, spec };
 }
 
 /** The tasks a run evaluates on and the world they live in: the run's own world, or the textbook's. */

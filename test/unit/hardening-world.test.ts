@@ -61,7 +61,7 @@ describe('issue 36: world folders', function () {
     const x = path.join(tmp, 'W');
     assert.equal((await world(x)).code, 0);
     const first = JSON.parse(fs.readFileSync(path.join(x, 'world.json'), 'utf8')) as { files: Record<string, string> };
-    assert.deepEqual(Object.keys(first.files).sort(), ['corpus.jsonl', 'dev.jsonl', 'heldout.jsonl', 'train.jsonl']);
+    assert.deepEqual(Object.keys(first.files).sort(), ['corpus.jsonl', 'dev.jsonl', 'facts.json', 'heldout.jsonl', 'train.jsonl']);
     const r = await capture(() => main(['world', '--facts', ELEMENTS, '--seed', '3', '--out', x]));
     assert.equal(r.code, 0, r.stderr);
     assert.equal(readWorldFolder(x).manifest?.made.seed, 3);

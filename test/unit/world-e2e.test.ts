@@ -96,10 +96,27 @@ describe('a fact table of another domain through the CLI: world → distill → 
     assert.ok(evalRows.every((r) => heldQuestions.has(r['question'])));
     const evalSummary = JSON.parse(fs.readFileSync(path.join(run, 'eval', 'heldout.json'), 'utf8'));
     assert.equal(evalSummary['worlds'].kind, 'custom');
-    // The fresh splits are textbook worlds: refused for this run, with the reason.
-    const f = await cli(['eval', '--run', run, '--split', 'fresh-values', '--limit', '2']);
-    assert.equal(f.code, 2);
-    assert.match(f.stderr, /fresh textbook worlds; this run's world is elements/);
+    // The reading splits of a user's world (issue 27): worlds derived from its own table, from
+    // the reserved seeds world.json and config.json record; 10 tasks, so the second thread has some.
+    const fresh = JSON.parse(fs.readFileSync(path.join(world, 'world.json'), 'utf8'))['fresh'];
+    assert.deepEqual(config['world'].fresh, fresh);
+    assert.equal(fresh['fresh-values'].seeds.length * fresh['fresh-values'].tasks_per_world, 500);
+    const parentNames = new Set(rows(path.join(world, 'train.jsonl')).flatMap((r) => (r['hints'] as { facts: [string, string][] }).facts.map((f) => f[0])));
+    for (const split of ['fresh-values', 'fresh-entities']) {
+      const f = await cli(['eval', '--run', run, '--split', split, '--limit', '10', '--json']);
+      assert.equal(f.code, 0, f.stderr);
+      const fs1 = JSON.parse(fs.readFileSync(path.join(run, 'eval', `${split}.json`), 'utf8'));
+      assert.equal(fs1['n'], 10);
+      assert.equal(fs1['worlds'].kind, split === 'fresh-values' ? 'values' : 'entities');
+      assert.deepEqual(fs1['worlds'].seeds, fresh[split].seeds);
+      assert.equal(fs1['contaminated'], 0);
+      const fr = rows(path.join(run, 'eval', `${split}.jsonl`));
+      assert.ok(fr.every((r) => /^custom:\d+$/.test(String(r['world'])) && !heldQuestions.has(r['question']) || split === 'fresh-values'));
+      const named = fr.map((r) => /of ([A-Z][a-z]+)/.exec(String(r['question']))?.[1]).filter((n): n is string => n !== undefined);
+      assert.ok(named.length > 0);
+      if (split === 'fresh-entities') assert.ok(named.every((n) => !parentNames.has(n)), `new names only: ${named.join(', ')}`);
+      else assert.ok(named.every((n) => parentNames.has(n)), `the table's own names: ${named.join(', ')}`);
+    }
     // run: the student's tools search the run's world.
     const q = await cli(['run', '--run', run, '--json', '--', 'What is the atomic number of Iron? Use the corpus.']);
     assert.equal(q.code, 0, q.stderr);
@@ -244,6 +261,10 @@ describe('a documents+questions world with the HTTP teacher (a loopback test dou
     assert.equal(summary.n, 8);
     const wrongOrRight = Object.values(summary.failures).reduce((a, b) => a + b, 0) + Math.round(summary.accuracy * summary.n);
     assert.equal(wrongOrRight, 8, 'every held-out task is either solved or has a failure kind');
+    // A documents world has no table to derive fresh worlds from: refused, with the reason.
+    const f = await cli(['eval', '--run', run, '--split', 'fresh-values', '--limit', '2']);
+    assert.equal(f.code, 2);
+    assert.match(f.stderr, /has no fresh-values split: it is not a fact table's world/);
   });
 });
 
