@@ -506,12 +506,42 @@ function noteGrammar(tasks: readonly Task[], values: ReadonlyMap<string, string>
  * The seed's make_task_pool rule on any pool: shuffle with Random(seed + 2), then train,
  * held-out and dev in that order; training tasks that overlap held-out or dev are left out.
  */
+/**
+ * A small table can put every task of a shape into held-out or dev, so the student is tested
+ * on a shape it is never shown (its training copies are left out as overlapping). For each
+ * such shape, the evaluation tasks of its least-evaluated facts move to train, each trading
+ * places with a training task that overlaps evaluation anyway (else one of the commonest shape).
+ */
+function giveTrainEveryShape(train: Task[], heldout: Task[], dev: Task[]): void {
+  for (const kind of TASK_SHAPES) {
+    const evalKeys = new Map<string, number>();
+    for (const t of [...heldout, ...dev]) evalKeys.set(overlapKey(t), (evalKeys.get(overlapKey(t)) ?? 0) + 1);
+    const evaluatedKeys = [...heldout, ...dev].filter((t) => t.kind === kind).map(overlapKey);
+    if (evaluatedKeys.length === 0 || train.some((t) => t.kind === kind && !evalKeys.has(overlapKey(t)))) continue;
+    const key = [...new Set(evaluatedKeys)].sort((x, y) => evalKeys.get(x)! - evalKeys.get(y)!)[0]!;
+    for (const pool of [heldout, dev]) {
+      for (let i = 0; i < pool.length; i++) {
+        if (overlapKey(pool[i]!) !== key) continue;
+        let j = train.findIndex((t) => overlapKey(t) !== key && evalKeys.has(overlapKey(t)));
+        if (j < 0) {
+          const counts = countByShape(train);
+          const giver = Object.entries(counts).filter(([k, n]) => k !== kind && n >= 2).sort((x, y) => y[1] - x[1])[0]?.[0];
+          if (giver === undefined) return;
+          j = train.map((t) => t.kind).lastIndexOf(giver as TaskKind);
+        }
+        [pool[i], train[j]] = [train[j]!, pool[i]!];
+      }
+    }
+  }
+}
+
 function splitPool(tasks: Task[], seed: number, asked: Partial<SplitSizes>): Omit<BuiltWorld, 'corpus' | 'unsolvable' | 'warnings'> {
   const sizes = splitSizes(tasks.length, asked);
   new PyRandom(seed + 2).shuffle(tasks);
   const trainAll = tasks.slice(0, sizes.train);
   const heldout = tasks.slice(sizes.train, sizes.train + sizes.heldout);
   const dev = tasks.slice(sizes.train + sizes.heldout, sizes.train + sizes.heldout + sizes.dev);
+  giveTrainEveryShape(trainAll, heldout, dev);
   const evalKeys = new Set([...heldout, ...dev].map(overlapKey));
   const train = trainAll.filter((t) => !evalKeys.has(overlapKey(t)));
   const o = findOverlaps(trainAll, [...heldout, ...dev]);
@@ -558,6 +588,11 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
   if (tasks.length < 2) throw new Error(`the table makes ${tasks.length} task(s): a world needs at least 2 (one to train on, one to hold out)`);
   const unsolvable: Record<string, number> = {};
   const split = splitPool(tasks, seed, options.split ?? {});
+  for (const s of shapes) {
+    if ((split.counts.heldout[s] ?? 0) + (split.counts.dev[s] ?? 0) > 0 && !split.counts.train[s]) {
+      warnings.push(`train has no ${s} task, but held-out or dev has: the student is tested on a shape it is never shown (add facts, or --split with a larger train)`);
+    }
+  }
   // Counted over the tasks written (after the split and the overlap exclusion).
   noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings, options.templates);
   return { corpus, ...split, unsolvable, warnings };

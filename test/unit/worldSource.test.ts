@@ -346,4 +346,17 @@ describe('world files checked whole (the language server): every bad row, by the
     assert.equal(corpusProblem(tasks[2]!.task, corpus)?.field, 'hints.facts[0]');
     assert.equal(corpusProblem(tasks[2]!.task, corpus)?.reason, 'fact_not_in_corpus');
   });
+
+  it('issue 27: the split gives train every shape held-out tests (a 4-fact table put every sum and compare into held-out or dev, and said nothing)', () => {
+    const table = parseFactTable('entity,attribute,value\nA,mass,3\nB,mass,5\nC,mass,8\nD,mass,13\n', 'small.csv');
+    for (let seed = 0; seed < 20; seed++) {
+      const w = buildFactWorld(table, { seed });
+      const trainShapes = new Set(w.train.map((t) => t.kind));
+      for (const t of [...w.heldout, ...w.dev]) {
+        if (!trainShapes.has(t.kind)) assert.ok(w.warnings.some((x) => x.includes(`train has no ${t.kind} task`)), `seed ${seed}: ${t.kind} untrained and unsaid`);
+      }
+      const untaught = [...new Set([...w.heldout, ...w.dev].map((t) => t.kind))].filter((k) => !trainShapes.has(k));
+      assert.deepEqual(untaught, [], `seed ${seed}: train ${[...trainShapes].join(',')}; held-out/dev shapes without training: ${untaught.join(',')}`);
+    }
+  });
 });
