@@ -205,9 +205,16 @@ export const isResumable = (r: RunInfo): boolean =>
 
 export const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
-/** "sft · tiny · wasm · finished · held-out 34.0%" */
+/** The reading splits beside held-out: a student that remembers instead of reading shows it there. */
+const READING_SPLITS = ['fresh-values', 'fresh-entities'] as const;
+
+/** "sft · tiny · wasm · finished · held-out 34.0% · fresh-values 30.2% · fresh-entities 8.0%" */
 export function describeRun(r: RunInfo): string {
   const parts = [r.kind, r.preset, r.backend, r.status === 'stopped' ? `stopped at step ${r.step ?? 0}` : r.status];
   if (r.heldout !== null) parts.push(`held-out ${percent(r.heldout)}`);
+  for (const split of READING_SPLITS) {
+    const e = r.evals.find((x) => x.split === split);
+    if (e?.accuracy !== null && e?.accuracy !== undefined) parts.push(`${split} ${percent(e.accuracy)}`);
+  }
   return parts.filter((p): p is string => !!p).join(' · ');
 }

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
+import { type EvalSplit, FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
 import { grpoJobOptionsFromSettings } from '../core/protocol/grpoOptions';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
@@ -56,9 +56,9 @@ const runsChanged = new vscode.EventEmitter<void>();
 /** Fires when a job starts or ends (the Runs view refreshes). */
 export const onRunsChanged = runsChanged.event;
 
-/** The splits Evaluate offers; dev, fresh-values and fresh-entities need the CLI of issue 10. */
+/** The splits Evaluate offers: every run has them (a user's fact world derives its fresh worlds from its table). */
 export const EVAL_SPLITS: readonly { split: string; description: string }[] = [
-  { split: 'heldout', description: 'the 50 held-out tasks (the figure every run reports)' },
+  { split: 'heldout', description: "the world's held-out tasks (the figure every run reports)" },
   { split: 'train', description: 'the tasks the run trained on' },
   { split: 'dev', description: 'a development split' },
   { split: 'fresh-values', description: 'known questions with values the student never saw' },
@@ -451,8 +451,8 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
   const spec: JobSpec = {
     kind: 'eval',
     runDir,
-    // dev / fresh-values / fresh-entities: the worker refuses them, by name, until it knows them.
-    split: split as 'heldout' | 'train',
+    // A documents world has no fresh splits: the worker refuses them with the reason.
+    split: split as EvalSplit,
     backend: config.get<string>('backend') ?? 'auto',
     ...(limit > 0 ? { limit } : {}),
     ...(world !== undefined ? { world } : {}),
