@@ -1,10 +1,12 @@
 // `agent-lab`: the headless face of the lab. The forms (cli/commands.ts) are a contract other tools
 // rely on (docs/architecture.md, "The CLI"). Exit codes: 0 for a verdict or an observation, 2 for
-// bad usage, 1 for anything else. User errors never print a stack trace.
+// bad usage, 130 (143) for a job Ctrl-C (SIGTERM) stopped before its first step, 1 for anything
+// else. User errors never print a stack trace.
 import { BadInputError, CliError, UsageError, parseArgs } from './args';
 import { WorldFileError } from '../core/worldSource';
 import { InputError } from '../trainer/files';
 import { COMMANDS, usageAll } from './commands';
+import { SignalStop } from './train';
 
 export { CliError };
 export { readTranscriptFile } from './tools';
@@ -48,6 +50,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (err instanceof BadInputError || err instanceof WorldFileError) {
       console.error(`agent-lab ${name}: ${err.message}`);
       return 2;
+    }
+    if (err instanceof SignalStop) {
+      console.error(`agent-lab ${name}: ${err.message}`);
+      return err.code;
     }
     if (err instanceof CliError || err instanceof InputError) {
       console.error(`agent-lab ${name}: ${err.message}`);

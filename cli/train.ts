@@ -1,6 +1,9 @@
 // `agent-lab train sft` and `agent-lab eval`: the worker's jobs, run in-process with the
-// progress on stderr. Ctrl-C stops after the current step with a checkpoint (a second
-// Ctrl-C exits at once; the last complete checkpoint is still there).
+// progress on stderr. Ctrl-C (or SIGTERM) stops after the current step with a checkpoint;
+// before the first step (a world's data preparation, GRPO's pre-screen) it stops at once,
+// leaving nothing half-written, and exits 130 (143). A second one exits at once; the last
+// complete checkpoint is still there.
+import { constants } from 'node:os';
 import * as path from 'node:path';
 import { CliError, OptionSpec, ParsedArgs, UsageError } from './args';
 import { ToolEnv } from '../core/env';
@@ -13,7 +16,7 @@ import { InputError } from '../trainer/files';
 import { StackModel } from '../trainer/model';
 import { checkpointModelConfig, configModel, readRunConfig } from '../trainer/runGuards';
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
-import { loadTokenizer } from '../trainer/prepare';
+import { Stopped, loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError } from '../trainer/jobRun';
 import { runSft } from '../trainer/sft';
@@ -47,26 +50,44 @@ export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
   };
 }
 
+/** A job a signal stopped before it made anything: main() prints the message and exits with `code`. */
+export class SignalStop extends Error {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
+    super(message);
+  }
+}
+
+/** 128 + the signal's number, as a shell reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM. */
+const signalExitCode = (signal: NodeJS.Signals): number => 128 + constants.signals[signal];
+
 async function withSigint<T>(hooks: { cancel(): void }, work: () => Promise<T>): Promise<T> {
-  let count = 0;
-  const onSigint = (): void => {
-    count++;
-    if (count > 1) process.exit(130);
-    console.error('[agent-lab] stopping after the current step (Ctrl-C again to quit now)');
+  let heard: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (heard) process.exit(signalExitCode(signal));
+    heard = signal;
+    const again = signal === 'SIGINT' ? 'Ctrl-C' : 'a second signal';
+    console.error(`[agent-lab] ${signal}: stopping after the current step (in data preparation or the pre-screen: at once); ${again} again quits now`);
     hooks.cancel();
   };
-  process.on('SIGINT', onSigint);
-  process.on('SIGTERM', onSigint);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     return await work();
   } catch (err) {
+    if (err instanceof Stopped) {
+      const signal: NodeJS.Signals = heard ?? 'SIGINT';
+      throw new SignalStop(`stopped by ${signal} during ${err.phase}; nothing half-written: ${err.left}`, signalExitCode(signal));
+    }
     if (err instanceof PreflightRefusal) throw new CliError(err.message);
     if (err instanceof UserError) throw new UsageError(err.message);
     if (err instanceof InputError) throw new CliError(err.message);
     throw err;
   } finally {
-    process.off('SIGINT', onSigint);
-    process.off('SIGTERM', onSigint);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }
 

@@ -34,16 +34,16 @@ import { teacherKnobsOf } from './recipes';
 import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
-import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { Stopped, dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
-import { CONFIG_FILE, type MetricsWriter } from './runStore';
+import { CONFIG_FILE, METRICS_FILE, type MetricsWriter } from './runStore';
 import { RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
 import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
 import { evaluateModel, loadWorldTasks } from './jobEval';
 import type { AdapterInfo } from './backend';
-import { formatPrescreen, summarisePrescreen, type PrescreenSummary } from './prescreen';
+import { formatPrescreen, sampleInPieces, summarisePrescreen, type PrescreenSummary } from './prescreen';
 import { RevisitQueue, drawRound, revisitStateProblem } from './revisit';
 import { teacherEpisode } from './guide';
 
@@ -537,12 +537,19 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       chosen.push(ti);
     }
     const results: { kind: TaskKind; correct: number }[] = [];
-    // A round of at most 8 tasks at a time: progress, and a cancel is heard between rounds.
-    for (let at = 0; at < chosen.length && !hooks.isCancelled(); at += 8) {
+    // A round of at most 8 tasks at a time for progress, sampled in pieces of about a second:
+    // a cancel is heard between pieces (8 tasks x 1024 samples in one call ran for minutes;
+    // Stopped then, as there is no step to stop after).
+    for (let at = 0; at < chosen.length; at += 8) {
       const round = chosen.slice(at, at + 8);
       hooks.progress('grpo pre-screen', at, chosen.length, `${at} of ${chosen.length} tasks screened`);
       const items = round.flatMap((ti, r) => taskRollouts(ti, samples, (k) => seed * 1_000_003 + 3571 + ((at + r) * samples + k) * 104_729));
-      const episodes = await sampleRollouts(items);
+      const threads = (opt.pool?.size ?? 0) + 1;
+      const episodes = await sampleInPieces(items, sampleRollouts, () => cancelRequested(hooks), { min: threads, max: Math.max(64, threads), targetMs: 1000 });
+      if (!episodes) {
+        const left = `${runDir} holds only the SFT run's files copied for this run (no config.json): the same command starts it again`;
+        throw new Stopped('the GRPO pre-screen', left);
+      }
       round.forEach((ti, r) => {
         const task = rlTasks[ti]!.task;
         const correct = episodes
@@ -801,6 +808,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       curve,
     };
     return { kind: 'grpo', cancelled, summary };
+  } catch (err) {
+    // Stopped in the pre-screen (before step 1, no checkpoint): this run's own files go, the
+    // SFT run's copies stay (a retry rewrites them), so the same command starts it again.
+    if (err instanceof Stopped && !previous) for (const f of [configFile, path.join(runDir, METRICS_FILE)]) fs.rmSync(f, { force: true });
+    throw err;
   } finally {
     metrics.close();
     opt.dispose();

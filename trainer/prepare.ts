@@ -2,6 +2,7 @@
 // (the training pool minus every task that overlaps the held-out split), the held-out
 // teacher transcripts (for held-out loss and span accuracy), and the tokenizer. Every
 // file is written atomically, so a killed preparation leaves nothing half-written.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
 import { findOverlaps } from '../core/overlap';
@@ -151,13 +152,14 @@ export function prepareRunData(
  * rewritten); with no data at all the default world is built and distilled with the stub
  * teacher; anything in between is refused (prepareRunData says what is missing).
  */
-export function ensureRunData(
+export async function ensureRunData(
   runDir: string,
   pool: PoolName,
   log: (line: string) => void = () => {},
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {},
   source?: WorldSource,
-): 'present' | 'tokenizer-trained' | 'prepared' {
+  stop: () => boolean = () => false,
+): Promise<'present' | 'tokenizer-trained' | 'prepared'> {
   const files = dataFiles(runDir);
   if (source) {
     if (exists(files.trainTraces)) {
@@ -169,7 +171,7 @@ export function ensureRunData(
       return 'present';
     }
     refuseToOverwriteData(runDir);
-    prepareWorldRunData(runDir, source, log, recipe);
+    await prepareWorldRunDataStoppable(runDir, source, log, recipe, stop); // a user's world can be big: it hears a stop
     return 'prepared';
   }
   if (exists(files.trainTraces)) {
@@ -283,6 +285,64 @@ export interface WorldSource {
  * held-out transcripts (stub teacher, tasks with hints) and the tokenizer over it all.
  */
 export function prepareWorldRunData(runDir: string, source: WorldSource, log: (line: string) => void = () => {}, recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {}): PreparedData {
+  const work = worldRunData(runDir, source, log, recipe);
+  for (;;) {
+    const r = work.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * A stop heard before a job's first step (data preparation, GRPO's pre-screen): there is no
+ * checkpoint to stop with, so the job ends there. `left` says what the run folder holds
+ * (never a half-written file) and how a retry goes.
+ */
+export class Stopped extends Error {
+  constructor(
+    readonly phase: string,
+    readonly left: string,
+  ) {
+    super(`stopped during ${phase}; nothing half-written: ${left}`);
+    this.name = 'Stopped';
+  }
+}
+
+/** Between two turns of the event loop, stoppable work runs at most this long: a signal is heard within it. */
+const TURN_MS = 50;
+
+/**
+ * prepareWorldRunData that can be stopped (Ctrl-C, SIGTERM, the panel's Stop): a signal's
+ * handler runs only when the event loop turns, so the distillation gives it a turn every
+ * TURN_MS; `stop()` true there ends it with Stopped, before anything was written.
+ */
+export async function prepareWorldRunDataStoppable(
+  runDir: string,
+  source: WorldSource,
+  log: (line: string) => void,
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
+  stop: () => boolean,
+): Promise<PreparedData> {
+  const work = worldRunData(runDir, source, log, recipe);
+  for (let turn = Date.now(); ;) {
+    const r = work.next();
+    if (r.done) return r.value;
+    if (Date.now() - turn < TURN_MS) continue;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    turn = Date.now();
+    if (stop()) {
+      work.return(undefined as never);
+      throw new Stopped('the data preparation', `nothing was written to ${runDir}; the same command prepares it again`);
+    }
+  }
+}
+
+/** prepareWorldRunData's work, yielding between tasks of the distillation (nothing is written until it is all made). */
+function* worldRunData(
+  runDir: string,
+  source: WorldSource,
+  log: (line: string) => void,
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
+): Generator<void, PreparedData> {
   const w = source.world;
   if (recipe.augment && recipe.augment.worlds > 0) log("the recipe's augmentation draws counterfactual textbook worlds: not used with --world");
   const manifest: WorldManifest = w.manifest ?? {
@@ -294,15 +354,19 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
     overlap: { excluded: 0, exact: 0, swapped: 0 },
     unsolvable: {},
   };
-  writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools);
   const training = trainingPool('seed', w.train, w.heldout);
   const env = worldEnv(w.id); // the world's corpus, and its system prompt (its tool list's tool line)
-  const stubRun = (tasks: Task[]) => {
+  const stubRun = function* (tasks: Task[]): Generator<void, { rows: TraceRow[]; y: Record<string, { kept: number; tasks: number }>; hintless: number }> {
     const hinted = tasks.filter(isHinted);
     const stats: DistillStats = { perKind: {} };
     // The recipe's teacher knobs (k = 1 searches, restated facts), as for the textbook world.
     const teacher = makeStubTeacher(hinted, stubTeacherOptions(recipe, env));
-    const rows = distill(hinted, teacher, env, SAMPLES_PER_TASK, stats);
+    // A task at a time (the same rows as one call): a big world distills for minutes.
+    const rows: TraceRow[] = [];
+    for (const task of hinted) {
+      for (const row of distill([task], teacher, env, SAMPLES_PER_TASK, stats)) rows.push(row);
+      yield;
+    }
     const y: Record<string, { kept: number; tasks: number }> = {};
     for (const [k, st] of Object.entries(stats.perKind)) y[k] = { kept: st.kept, tasks: st.tasks };
     return { rows, y, hintless: tasks.length - hinted.length };
@@ -329,7 +393,8 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
     trainTasks = training.tasks.filter((t) => kept.has(t.question));
     log(`training on ${trainRows.length} trajectories of ${source.traces} (${kept.size} tasks; left out: ${overlapping} overlapping held-out, ${unknown} of questions not in the train split)`);
   } else {
-    const tr = stubRun(training.tasks);
+    log(`distilling ${w.manifest?.name ?? w.dir} with the stub teacher: ${training.tasks.length} training tasks, then ${w.heldout.length} held-out`);
+    const tr = yield* stubRun(training.tasks);
     trainRows = tr.rows;
     trainYield = tr.y;
     const solved = new Set(tr.rows.map((r) => r.task));
@@ -337,17 +402,32 @@ export function prepareWorldRunData(runDir: string, source: WorldSource, log: (l
     log(`distilled ${w.manifest?.name ?? w.dir} with the stub teacher: ${tr.rows.length} transcripts from ${training.tasks.length} training tasks (${training.excluded.length} overlapping held-out excluded, ${tr.hintless} without hints left out)`);
     if (tr.rows.length === 0) throw new InputError(`the stub teacher solved none of the training tasks of ${w.dir} (${tr.hintless} have no hints): distill with --teacher http and pass --traces FILE`);
   }
-  const he = stubRun(w.heldout);
+  const he = yield* stubRun(w.heldout);
   const files = dataFiles(runDir);
-  writeJsonlAtomic(files.trainTraces, trainRows);
-  writeJsonlAtomic(files.heldoutTraces, he.rows);
-  // Rows carry the world's id, so contamination is counted in this world (trainer/sft.ts trainingKeysOf).
-  writeJsonlAtomic(files.trainTasks, trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) })));
   const t0 = Date.now();
   const tokenizer = trainBpe([...w.corpus.map((p) => p.text), ...trainRows.map((r) => r.text), ...he.rows.map((r) => r.text)]);
   const tokenizerSeconds = (Date.now() - t0) / 1000;
-  writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
-  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  // Everything is made before the first write, and a failed write takes back what this call
+  // wrote: a failed or stopped preparation leaves no file a retry would refuse to build over.
+  const made: string[] = [];
+  const write = (target: string, writeIt: () => void): void => {
+    const fresh = !exists(target);
+    writeIt();
+    if (fresh) made.push(target);
+  };
+  try {
+    write(path.join(runDir, 'world'), () => writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools));
+    write(files.trainTraces, () => writeJsonlAtomic(files.trainTraces, trainRows));
+    write(files.heldoutTraces, () => writeJsonlAtomic(files.heldoutTraces, he.rows));
+    // Rows carry the world's id, so contamination is counted in this world (trainer/sft.ts trainingKeysOf).
+    const taskRows = trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) }));
+    write(files.trainTasks, () => writeJsonlAtomic(files.trainTasks, taskRows));
+    write(files.tokenizer, () => writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer)));
+    write(path.join(runDir, 'tokenizer_config.json'), () => writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig()));
+  } catch (err) {
+    for (const f of made) fs.rmSync(f, { recursive: true, force: true });
+    throw err;
+  }
   const overlaps = findOverlaps(w.train, w.heldout);
   return {
     corpusSize: w.corpus.length,

@@ -3,7 +3,8 @@
 // rollouts of a task with pass rate p has a spread in correctness with probability
 // 1 - p^G - (1-p)^G; flat groups teach nothing (and dynamic sampling drops them), so a
 // share near 0 says before any update that RL has nothing to learn from this student on
-// this pool. Pure functions; trainer/grpo.ts samples the rollouts.
+// this pool. Pure functions, and the sampling in pieces that lets a stop in; trainer/grpo.ts
+// samples the rollouts.
 import type { TaskKind } from '../core/types';
 
 /**
@@ -82,4 +83,32 @@ export function formatPrescreen(s: PrescreenSummary, tasksPerStep: number, maxDr
   const need = tasksPerStep * s.drawsPerGroup;
   const cap = need > maxDraws ? `, above the cap of ${maxDraws}: steps will train on fewer groups` : ` (cap ${maxDraws})`;
   return `${head}; about ${need.toFixed(1)} tasks drawn per step for ${tasksPerStep} informative groups${cap}`;
+}
+
+/**
+ * `items` sampled a piece at a time, `stop()` asked before each piece (it yields to the event
+ * loop, where a signal's handler runs); null when it said stop. A piece grows while it samples
+ * in under half of `targetMs` (bigger batches sample faster) and shrinks when it takes longer,
+ * so a stop waits about `targetMs` at any model size and load. Each rollout carries its own
+ * seed, so the pieces sample what one call over all of them would.
+ */
+export async function sampleInPieces<I, E>(
+  items: readonly I[],
+  sample: (xs: readonly I[]) => Promise<E[]>,
+  stop: () => Promise<boolean>,
+  piece: { min: number; max: number; targetMs: number },
+): Promise<E[] | null> {
+  const out: E[] = [];
+  let size = piece.min;
+  for (let at = 0; at < items.length;) {
+    if (await stop()) return null;
+    const t0 = Date.now();
+    const xs = items.slice(at, at + size);
+    for (const e of await sample(xs)) out.push(e);
+    at += xs.length;
+    const ms = Date.now() - t0;
+    if (ms < piece.targetMs / 2) size = Math.min(piece.max, size * 2);
+    else if (ms > piece.targetMs) size = Math.max(piece.min, Math.floor(size / 2));
+  }
+  return out;
 }

@@ -241,7 +241,14 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   if (o.traces !== undefined && o.world === undefined) throw new UserError('--traces FILE trains on trajectories of a world: give --world DIR too');
   const source = o.world !== undefined ? { world: readWorldFolder(o.world), ...(o.traces !== undefined ? { traces: path.resolve(o.traces) } : {}) } : undefined;
   // Never writes over data/: data brought by hand is trained on as it is.
-  ensureRunData(runDir, recipe.pool, (line) => hooks.log('info', line), recipe, source);
+  await ensureRunData(
+    runDir,
+    recipe.pool,
+    (line) => hooks.log('info', line),
+    recipe,
+    source,
+    () => hooks.isCancelled(),
+  );
   const worldSplits = runSplits(runDir);
   const tokenizer = loadTokenizer(runDir);
   // A resumed or continued run keeps the model it recorded: a preset may change between
