@@ -9,6 +9,7 @@ import { PyRandom } from '../../core/pyrandom';
 import { buildFactWorld, parseFactTable } from '../../core/worldSource';
 import type { Fact } from '../../core/world';
 import type { Task } from '../../core/types';
+import { describeRun } from '../../extension/runFolders';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const ELEMENTS = path.join(repoRoot, 'samples', 'worlds', 'elements', 'elements.csv');
@@ -119,5 +120,17 @@ describe('derived worlds of any fact table (issue 27)', () => {
       }
       assert.ok(differs >= 0.6 * tasks.length, `${kind}: ${differs} of ${tasks.length} answers differ from the parent world's`);
     }
+  });
+});
+
+describe('the Runs view line of a run (extension/runFolders.ts)', () => {
+  it('shows fresh-values and fresh-entities beside held-out when they were evaluated, and only then', () => {
+    const base = { dir: '/r', name: 'r', kind: 'sft', preset: 'tiny', backend: 'wasm', step: 10, budget: null, heldout: 0.9, checkpoints: [], status: 'finished', trainedOn: null } as const;
+    const ev = (split: string, accuracy: number) => ({ split, file: `/r/eval/${split}.json`, rowsFile: null, accuracy, n: 500 });
+    assert.equal(describeRun({ ...base, evals: [] } as never), 'sft · tiny · wasm · finished · held-out 90.0%');
+    assert.equal(
+      describeRun({ ...base, evals: [ev('fresh-entities', 0.074), ev('heldout', 0.9), ev('fresh-values', 0.858)] } as never),
+      'sft · tiny · wasm · finished · held-out 90.0% · fresh-values 85.8% · fresh-entities 7.4%',
+    );
   });
 });
