@@ -14,7 +14,7 @@ import { loadCheckpoint } from '../trainer/checkpoint';
 import { renderPrompt } from '../core/distill';
 import { InputError } from '../trainer/files';
 import { StackModel } from '../trainer/model';
-import { checkpointModelConfig, configModel, readRunConfig } from '../trainer/runGuards';
+import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from '../trainer/runGuards';
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { Stopped, loadTokenizer } from '../trainer/prepare';
 import { runJob, type JobHooks } from '../trainer/jobs';
@@ -195,6 +195,7 @@ export async function runAskCommand(o: Options, question: string): Promise<void>
   if (which !== 'latest' && !/^step-\d+$/.test(which)) throw new UsageError(`--checkpoint must be 'latest' or 'step-N' (got '${which}')`);
   const ck = loadCheckpoint(runDir, which); // damaged or NaN: an InputError naming the file
   const tokenizer = loadTokenizer(runDir);
+  checkRunTokenizer(run.config, configFile, tokenizer);
   const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
   try {
     await initBackend(((o['backend'] as string | undefined) ?? 'auto') as BackendAsk);
