@@ -30,6 +30,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.log(`usage: ${command.usage}`);
     return 0;
   }
+  // `train grpo`'s mistakes are told with train grpo's usage, not train sft's.
+  const sub = command.subcommands?.includes(rest[0] ?? '') ? rest[0] : undefined;
+  const usage = sub ? subcommandUsage(command.usage, name, sub) : command.usage;
+  const who = sub ? `${name} ${sub}` : name;
   try {
     if (command.subcommands) {
       // `train sft [options]`: the subcommand comes first, its options after it.
@@ -44,7 +48,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {
-      console.error(`agent-lab ${name}: ${err.message}\nusage: ${err.usage ?? command.usage}`);
+      console.error(`agent-lab ${who}: ${err.message}\nusage: ${err.usage === command.usage || err.usage === undefined ? usage : err.usage}`);
       return 2;
     }
     if (err instanceof BadInputError || err instanceof WorldFileError) {
@@ -80,4 +84,14 @@ export function runCli(argv: readonly string[] = process.argv.slice(2)): void {
       process.exitCode = 1;
     },
   );
+}
+
+/** The lines of a command's usage that belong to one subcommand ("agent-lab train grpo ..." and its continuation lines). */
+export function subcommandUsage(usage: string, name: string, sub: string): string {
+  const lines = usage.split('\n');
+  const start = lines.findIndex((l) => l.trim().startsWith(`agent-lab ${name} ${sub} `) || l.trim() === `agent-lab ${name} ${sub}`);
+  if (start < 0) return usage;
+  let end = start + 1;
+  while (end < lines.length && !/^\s*agent-lab /.test(lines[end]!)) end++;
+  return lines.slice(start, end).map((l, i) => (i === 0 ? l.trim() : l)).join('\n');
 }

@@ -111,4 +111,14 @@ describe('issue 36: run folders (Low items)', function () {
       fs.rmSync(path.join(run, RUN_LOCK_FILE), { force: true });
     }
   });
+
+  it("Low: train grpo's usage errors print train grpo's usage, not train sft's", async () => {
+    const g = await capture(() => main(['train', 'grpo', '--group', 'x', '--run', path.join(tmp, 'g')]));
+    assert.equal(g.code, 2);
+    assert.match(g.stderr, /^agent-lab train grpo: option '--group' needs an integer, got 'x'\nusage: agent-lab train grpo --from SFT_RUN/);
+    assert.doesNotMatch(g.stderr, /train sft/);
+    const s = await capture(() => main(['train', 'sft', '--steps', 'x', '--run', path.join(tmp, 's')]));
+    assert.match(s.stderr, /^agent-lab train sft: option '--steps' needs an integer, got 'x'\nusage: agent-lab train sft \[--preset P\]/);
+    assert.doesNotMatch(s.stderr, /train grpo/);
+  });
 });
