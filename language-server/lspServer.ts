@@ -64,7 +64,7 @@ import { rowSymbol, unitFolds, unitSymbols } from './features/structure';
 import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
 import { ChunkedTextDocuments, documentLength, lineText } from './textDocument';
 import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
-import { WorldAnalysis, WorldFileKind, analyseWorldFile, firstWorldLine, worldHover } from './worldFiles';
+import { WorldAnalysis, WorldFileKind, analyseWorldFileSteps, firstWorldLine, worldHover } from './worldFiles';
 
 export interface ServerTuning {
   /** Debounce after an edit before diagnostics are recomputed (ms). Opening is immediate. */
@@ -83,6 +83,8 @@ export interface ServerTuning {
    * edits keep superseding it, rather than starting seconds of work the next edit discards.
    */
   largeTranscriptChars: number;
+  /** A fact table with more facts lists no tasks in its hovers (building its world is one long block: 1.8 s at 10,000 facts). */
+  maxFactsForTasks: number;
 }
 
 export const DEFAULT_TUNING: ServerTuning = {
@@ -92,6 +94,7 @@ export const DEFAULT_TUNING: ServerTuning = {
   sliceMs: 20,
   maxRowsForStructure: 3000,
   largeTranscriptChars: 1024 * 1024,
+  maxFactsForTasks: 5000,
 };
 
 export const DEFAULT_DATASET_GLOBS = ['**/*.traces.jsonl'];
@@ -194,12 +197,12 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
    * Runs a step generator in time slices of `sliceMs`, giving the message loop a turn
    * between them; returns null as soon as `stale()` says the work is no longer wanted.
    */
-  async function sliced<T>(steps: Generator<void, T>, stale: () => boolean): Promise<T | null> {
+  async function sliced<T>(steps: Generator<void, T>, stale: () => boolean, sliceMs = tuning.sliceMs): Promise<T | null> {
     let sliceStart = performance.now();
     for (;;) {
       const r = steps.next();
       if (r.done) return r.value;
-      if (performance.now() - sliceStart > tuning.sliceMs) {
+      if (performance.now() - sliceStart > sliceMs) {
         await yieldNow();
         if (stale()) return null;
         sliceStart = performance.now();
@@ -474,8 +477,9 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     }
     if (s.kind === 'facts' || s.kind === 'tasks') {
       const version = doc.version;
-      const analysis = worldAnalysisOf(doc, s.kind);
-      if (s.gen === gen && documents.get(doc.uri)?.version === version) publish(doc.uri, s, analysis.diagnostics.slice(0, tuning.maxDiagnostics), version);
+      const analysis = await worldAnalysisFor(doc, s.kind);
+      // Capped by the analysis itself (a note counts the rows left out).
+      if (analysis && s.gen === gen && documents.get(doc.uri)?.version === version) publish(doc.uri, s, analysis.diagnostics, version);
       return;
     }
     const t0 = performance.now();
@@ -542,21 +546,51 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
 
   /** A world file's analysis for the document's current version (cached: hovers reuse it). */
   const worldAnalyses = new Map<string, { version: number; analysis: WorldAnalysis }>();
-  function worldAnalysisOf(doc: TextDocument, kind: WorldFileKind): WorldAnalysis {
-    const hit = worldAnalyses.get(doc.uri);
-    if (hit && hit.version === doc.version && hit.analysis.kind === kind) return hit.analysis;
-    const file = fsPathOf(doc.uri) ?? doc.uri;
-    const analysis = analyseWorldFile(doc.getText(), file, kind);
-    worldAnalyses.set(doc.uri, { version: doc.version, analysis });
-    return analysis;
+  /** The world analysis under way per document (time-sliced); requests for the same version join it. */
+  const worldJobs = new Map<string, { version: number; kind: WorldFileKind; promise: Promise<WorldAnalysis | null> }>();
+  /**
+   * The analysis runs in time slices (core's checks on 30 MB take seconds: other
+   * documents' requests get through between slices); a newer version, a close or another
+   * kind stops it, and the promise gives null.
+   */
+  function worldAnalysisFor(doc: TextDocument, kind: WorldFileKind): Promise<WorldAnalysis | null> {
+    const uri = doc.uri;
+    const version = doc.version;
+    const hit = worldAnalyses.get(uri);
+    if (hit && hit.version === version && hit.analysis.kind === kind) return Promise.resolve(hit.analysis);
+    const job = worldJobs.get(uri);
+    if (job && job.version === version && job.kind === kind) return job.promise;
+    // The old analysis goes before the new one is built (no use for two of a 30 MB table at once).
+    worldAnalyses.delete(uri);
+    const stale = (): boolean => documents.get(uri) !== doc || doc.version !== version || states.get(uri)?.kind !== kind;
+    const file = fsPathOf(uri) ?? uri;
+    const steps = analyseWorldFileSteps(doc.getText(), file, kind, { maxDiagnostics: tuning.maxDiagnostics, maxFactsForTasks: tuning.maxFactsForTasks });
+    // Its steps are a few ms (a 16 K piece of core's checks): half slices halve the wait of a
+    // request that comes mid-slice, for the seconds a large table takes, at no cost to speak of.
+    const promise = sliced(steps, stale, tuning.sliceMs / 2).then((analysis) => {
+      if (analysis === null || stale()) return null;
+      worldAnalyses.set(uri, { version, analysis });
+      return analysis;
+    });
+    worldJobs.set(uri, { version, kind, promise });
+    void promise.finally(() => {
+      if (worldJobs.get(uri)?.promise === promise) worldJobs.delete(uri);
+    });
+    return promise;
   }
-  documents.onDidClose((e) => worldAnalyses.delete(e.document.uri));
+  documents.onDidClose((e) => {
+    worldAnalyses.delete(e.document.uri);
+    worldJobs.delete(e.document.uri);
+  });
 
   connection.onHover(
     safe('hover', null as Hover | null, async (p, token) => {
       const doc = documents.get(p.textDocument.uri);
       const s = doc ? stateOf(doc) : undefined;
-      if (doc && s && (s.kind === 'facts' || s.kind === 'tasks')) return worldHover(worldAnalysisOf(doc, s.kind), p.position);
+      if (doc && s && (s.kind === 'facts' || s.kind === 'tasks')) {
+        const analysis = await worldAnalysisFor(doc, s.kind);
+        return analysis ? worldHover(analysis, p.position) : null;
+      }
       const at = await locate(p.textDocument.uri, p.position, () => token.isCancellationRequested, true);
       return at ? hoverAt(at.unit, at.offset) : null;
     }),

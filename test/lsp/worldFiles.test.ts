@@ -3,7 +3,9 @@
 // exact range of the bad field (every bad row, not only the first), a non-numeric value of a
 // numeric attribute and a hinted task the docs/ folder beside it cannot answer are flagged,
 // an edit that fixes a row clears its diagnostic, and hovers show a fact's canonical clause
-// with the tasks it takes part in, and a task's facts as the corpus states them.
+// with the tasks it takes part in, and a task's facts as the corpus states them. A large bad
+// table or tasks file (issue 36) is checked in slices: hovers on other documents are answered
+// meanwhile, and its diagnostics stop at maxDiagnostics with a summary of the rest.
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { pathToFileURL } from 'node:url';
 import type { CompletionItem, Diagnostic, Hover, Range } from 'vscode-languageserver-protocol';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { LspClient, repoRootFrom } from '../../bench/lspClient';
+import { badFacts, badTasks } from '../../bench/lspWorld';
 
 const root = repoRootFrom(__dirname);
 const uriOf = (p: string): string => pathToFileURL(p).toString();
@@ -174,5 +177,35 @@ describe('language server: world files (fact tables, tasks files)', function () 
       assert.match(messageOf(p!.diagnostics[1]!), /^field "hints\.facts\[0\]": no passage says "the ring count of Mars is \.\.\."/);
       assert.equal(p!.diagnostics[2]!.message, 'field "gold": must be a string');
     });
+  });
+
+  describe('a large bad world file (issue 36)', () => {
+    for (const kind of ['facts', 'tasks'] as const) {
+      const title =
+        kind === 'facts'
+          ? 'a 30 MB facts.csv with 10% decimal values does not stop hovers on other documents (2 MB here): a small table is hovered before the large one is checked; its diagnostics are capped with a summary'
+          : 'a 30 MB tasks.jsonl with 10% broken lines does not stop hovers on other documents (4 MB here): a small table is hovered before the large one is checked; its diagnostics are capped with a summary';
+      it(title, async () => {
+        const smallText = readFileSync(path.join(tmp, 'worlds', 'elements', 'elements.csv'), 'utf8');
+        const small = path.join(tmp, `small-${kind}`, 'facts.csv');
+        await client.open(uriOf(small), smallText, 'csv');
+        const line = smallText.split('\n').indexOf('Iron,atomic number,26');
+        const { text, bad } = kind === 'facts' ? badFacts(2 * 1024 * 1024, 0.1) : badTasks(4 * 1024 * 1024, 0.1);
+        const big = path.join(tmp, 'large', kind === 'facts' ? 'facts.csv' : 'tasks.jsonl');
+        const checked = client.waitForDiagnostics(uriOf(big), () => true, 110_000);
+        await client.open(uriOf(big), text, kind === 'facts' ? 'csv' : 'jsonl', false);
+        // Before: the check of the large file was one block (minutes at 30 MB), its diagnostics went out first and the hover waited.
+        const h = await client.request<Hover>('textDocument/hover', { textDocument: { uri: uriOf(small) }, position: { line, character: 3 } });
+        assert.match(hoverValue(h), /^\*\*Fact\*\* · "the atomic number of Iron is 26"/);
+        assert.equal(client.published.get(uriOf(big)), undefined, 'the hover was answered while the large file was being checked');
+        const p = await checked;
+        assert.equal(p.diagnostics.length, 2000);
+        const last = p.diagnostics[1999]!;
+        assert.equal(last.code, 'large-document');
+        const left = (bad - 1999).toLocaleString('en-US');
+        assert.match(messageOf(last), new RegExp(`^… and ${left} more rows like these, from line [\\d,]+ on \\(${left} ${kind === 'facts' ? 'fact' : 'task'}-row\\): at most 2,000 diagnostics are shown per document$`));
+        await client.close(uriOf(big));
+      });
+    }
   });
 });
