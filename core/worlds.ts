@@ -83,6 +83,8 @@ export function worldFacts(id: WorldId): Fact[] {
   if (id.kind === 'entities') {
     const taken = new Set(TASK_FACTS.map((f) => f[0]));
     if (isAugmentEntitySeed(id.seed)) for (const name of namesTrainingMustNotSee()) taken.add(name);
+    // RL's new-entity pool shared 48 of the evaluation's 160 names: its worlds draw apart from them.
+    else if (isRlEntitySeed(id.seed)) for (const name of evaluationEntityNames()) taken.add(name);
     for (const [ent] of TASK_FACTS) {
       if (rename.has(ent)) continue;
       let name: string;
@@ -233,6 +235,29 @@ function isAugmentEntitySeed(seed: number): boolean {
   return seed >= TRAINING_SEEDS.augmentEntities && seed < TRAINING_SEEDS.augmentEntities + 100_000;
 }
 
+function isRlEntitySeed(seed: number): boolean {
+  return seed >= TRAINING_SEEDS.rlEntities && seed < TRAINING_SEEDS.rlEntities + 100_000;
+}
+
+let evaluationNames: ReadonlySet<string> | null = null;
+/** The new names of the fresh-entities evaluation split: no SFT augmentation or RL pool may hold one. */
+export function evaluationEntityNames(): ReadonlySet<string> {
+  if (evaluationNames) return evaluationNames;
+  const seedNames = new Set(TASK_FACTS.map((f) => f[0]));
+  const out = new Set<string>();
+  for (const seed of FRESH_SPLITS['fresh-entities'].seeds) for (const [name] of worldFacts({ kind: 'entities', seed })) if (!seedNames.has(name)) out.add(name);
+  evaluationNames = out;
+  return out;
+}
+
+/** Throws when a training pool's task names an entity of an evaluation split (checked on every pool drawn). */
+export function assertNoEvaluationNames(tasks: readonly Task[], purpose: string, names: ReadonlySet<string> = evaluationEntityNames()): void {
+  for (const t of tasks) {
+    const seen = t.hints.facts.find(([e]) => names.has(e));
+    if (seen) throw new ReservedWorldError(`${purpose}: "${seen[0]}" is a name of an evaluation split (task ${JSON.stringify(t.question)}); it may not be trained on`);
+  }
+}
+
 let unseenNames: ReadonlySet<string> | null = null;
 /**
  * The names of the new-entity worlds that evaluation (fresh-entities) and RL's
@@ -331,6 +356,7 @@ export function freshTrainingTasks(id: WorldId, perShape: number, heldoutKeys: R
     rng.shuffle(list);
     out.push(...(kind === 'compare' && opts.balanceCompares ? balancedCompares(list, perShape) : list.slice(0, perShape)));
   }
+  assertNoEvaluationNames(out, `training pool of world ${worldName(id)}`);
   return out;
 }
 

@@ -1,0 +1,43 @@
+// Issue 27: no name of an evaluation split reaches SFT augmentation or any RL pool, asserted
+// where every pool is drawn (core/worlds.ts freshTrainingTasks) and checked here on the pools
+// themselves. RL's new-entity pool used to share 48 of fresh-entities' 160 names.
+import * as assert from 'node:assert/strict';
+import { ReservedWorldError, TRAINING_SEEDS, assertNoEvaluationNames, evaluationEntityNames, freshSplitTasks, freshTrainingTasks, namesTrainingMustNotSee } from '../../core/worlds';
+import { makeTaskPool } from '../../core/world';
+import { overlapKey } from '../../core/overlap';
+import { rlTaskPool } from '../../trainer/grpo';
+
+const names = (tasks: readonly { hints: { facts: [string, string][] } }[]) => new Set(tasks.flatMap((t) => t.hints.facts.map(([e]) => e)));
+
+describe('evaluation names never reach a training pool (issue 27)', function () {
+  this.timeout(120_000);
+  const evalNames = evaluationEntityNames();
+
+  it('the evaluation names are the fresh-entities split\'s new names (160 of them)', () => {
+    const fromSplit = names(freshSplitTasks('fresh-entities').map((w) => w.task));
+    assert.ok(evalNames.size >= 150, `${evalNames.size} names`);
+    for (const n of fromSplit) if (!names(makeTaskPool(0).train).has(n)) assert.ok(evalNames.has(n), n);
+  });
+
+  it("RL's fresh-entities and fresh-values pools hold no evaluation name (before: 48 of 160 shared)", () => {
+    for (const pool of ['fresh-entities', 'fresh-values'] as const) {
+      const tasks = rlTaskPool(pool, '/nonexistent', makeTaskPool(0).heldout).map((w) => w.task);
+      assert.ok(tasks.length > 500);
+      const shared = [...names(tasks)].filter((n) => evalNames.has(n));
+      console.log(`      (${pool} RL pool: ${names(tasks).size} names, ${shared.length} shared with the evaluation split)`);
+      assert.deepEqual(shared, []);
+    }
+  });
+
+  it("SFT's new-entity augmentation worlds hold no evaluation name", () => {
+    const held = new Set(makeTaskPool(0).heldout.map(overlapKey));
+    const tasks = Array.from({ length: 20 }, (_, i) => freshTrainingTasks({ kind: 'entities', seed: TRAINING_SEEDS.augmentEntities + i }, 40, held)).flat();
+    assert.deepEqual([...names(tasks)].filter((n) => evalNames.has(n) || namesTrainingMustNotSee().has(n)), []);
+  });
+
+  it('the assertion refuses a pool that holds an evaluation name, naming it', () => {
+    const name = [...evalNames][0]!;
+    const task = { question: `What is the layer count of ${name}? Use the corpus.`, gold: '12', kind: 'lookup' as const, hints: { queries: [], facts: [[name, 'layer count']] as [string, string][], op: null } };
+    assert.throws(() => assertNoEvaluationNames([task], 'an RL pool'), (err: unknown) => err instanceof ReservedWorldError && err.message.includes(`"${name}" is a name of an evaluation split`));
+  });
+});
