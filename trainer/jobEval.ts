@@ -79,25 +79,31 @@ export function loadTasks(file: string): Task[] {
   });
 }
 
-/** Task rows with the world each lives in (a "world" key; absent: the seed's). */
+/**
+ * Task rows with the world each lives in (a "world" key; absent: the seed's). Rows marked
+ * `"derived": true` (a user's world's augmentation) live in worlds no folder keeps: left out,
+ * as no tool could answer them here; they stay in the file for the overlap contract's readers.
+ */
 export function loadWorldTasks(file: string): WorldTask[] {
-  return readJsonlRows(file).map(({ value, where }) => {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InputError(`${where}: expected a task row`);
-    const row = value as TaskRowLike & { world?: unknown };
-    let world = SEED_WORLD;
-    if (row.world !== undefined) {
-      try {
-        world = parseWorldName(String(row.world));
-      } catch (err) {
-        throw new InputError(`${where}: "world": ${(err as Error).message}`);
+  return readJsonlRows(file)
+    .filter(({ value }) => (value as { derived?: unknown } | null)?.derived !== true)
+    .map(({ value, where }) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InputError(`${where}: expected a task row`);
+      const row = value as TaskRowLike & { world?: unknown };
+      let world = SEED_WORLD;
+      if (row.world !== undefined) {
+        try {
+          world = parseWorldName(String(row.world));
+        } catch (err) {
+          throw new InputError(`${where}: "world": ${(err as Error).message}`);
+        }
       }
-    }
-    try {
-      return { task: taskFromRow(row, where), world };
-    } catch (err) {
-      throw new InputError((err as Error).message);
-    }
-  });
+      try {
+        return { task: taskFromRow(row, where), world };
+      } catch (err) {
+        throw new InputError((err as Error).message);
+      }
+    });
 }
 
 /**
@@ -129,13 +135,15 @@ export async function evaluateModel(
   // Both cores: the second half of the tasks in a worker thread while this one does the first.
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
-  const shard = cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys, teacher) : null;
+  const shard =
+    cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys, teacher) : null;
   const mine = await evaluateItems(
     runtimeFor,
     shard ? items.slice(0, cut) : items,
     split,
     trainingKeys,
-    (done) => hooks.progress(`eval ${split}`, done, shard ? cut : items.length, shard ? `(the other ${items.length - cut} tasks in a second thread)` : undefined),
+    (done) =>
+      hooks.progress(`eval ${split}`, done, shard ? cut : items.length, shard ? `(the other ${items.length - cut} tasks in a second thread)` : undefined),
     hooks.isCancelled,
     teacher,
   );
@@ -153,7 +161,8 @@ export async function evaluateModel(
 
 /** The tasks of an evaluation split: the seed world's heldout or train, or a fresh split's worlds. */
 export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[], world?: WorldSplits): WorldTask[] {
-  if (split === 'heldout') return world ? world.heldout.map((task) => ({ task, world: world.id })) : makeTaskPool(0).heldout.map((task) => ({ task, world: SEED_WORLD }));
+  if (split === 'heldout')
+    return world ? world.heldout.map((task) => ({ task, world: world.id })) : makeTaskPool(0).heldout.map((task) => ({ task, world: SEED_WORLD }));
   if (split === 'train') return [...trainingTasks];
   if (world?.world) {
     if (split === 'dev') {
@@ -167,7 +176,9 @@ export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[]
         throw new UserError((err as Error).message);
       }
     }
-    throw new UserError(`--split ${split} is not a split of this run's world ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, train, fresh-values, fresh-entities)`);
+    throw new UserError(
+      `--split ${split} is not a split of this run's world ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, train, fresh-values, fresh-entities)`,
+    );
   }
   return freshSplitTasks(split);
 }

@@ -10,13 +10,16 @@ import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJso
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { TRAINING_SEEDS, WorldId, freshTrainingTasks, worldEnv, worldName } from '../core/worlds';
+import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, registerCustomWorld, worldEnv, worldName } from '../core/worlds';
+import { deriveFacts } from '../core/derivedWorlds';
+import { PyRandom } from '../core/pyrandom';
+import { templatesFor } from '../core/worldTools';
 import { overlapKey } from '../core/overlap';
 import { stubTeacherOptions, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
 import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
-import { isHinted } from '../core/worldSource';
+import { buildFactWorld, isHinted } from '../core/worldSource';
 import { LoadedWorld, WORLD_FORMAT, WorldManifest, runWorld, sha256File, writeWorldFiles } from './worldFolder';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 
@@ -344,7 +347,8 @@ function* worldRunData(
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
 ): Generator<void, PreparedData> {
   const w = source.world;
-  if (recipe.augment && recipe.augment.worlds > 0) log("the recipe's augmentation draws counterfactual textbook worlds: not used with --world");
+  const augmentable = recipe.augment !== undefined && recipe.augment.share > 0 && recipe.augment.worlds + (recipe.augment.entityWorlds ?? 0) > 0;
+  if (augmentable && !(w.facts && w.manifest)) log("the recipe's augmentation derives worlds from a fact table: this world has none (a documents world, or built before worlds kept facts.json), so it is not used");
   const manifest: WorldManifest = w.manifest ?? {
     format: WORLD_FORMAT,
     name: path.basename(w.dir),
@@ -402,10 +406,13 @@ function* worldRunData(
     log(`distilled ${w.manifest?.name ?? w.dir} with the stub teacher: ${tr.rows.length} transcripts from ${training.tasks.length} training tasks (${training.excluded.length} overlapping held-out excluded, ${tr.hintless} without hints left out)`);
     if (tr.rows.length === 0) throw new InputError(`the stub teacher solved none of the training tasks of ${w.dir} (${tr.hintless} have no hints): distill with --teacher http and pass --traces FILE`);
   }
+  const aug = augmentable && w.facts && w.manifest ? yield* worldAugmentation(w, recipe, log) : null;
   const he = yield* stubRun(w.heldout);
   const files = dataFiles(runDir);
   const t0 = Date.now();
-  const tokenizer = trainBpe([...w.corpus.map((p) => p.text), ...trainRows.map((r) => r.text), ...he.rows.map((r) => r.text)]);
+  // Never the held-out transcripts (their questions and answers are what eval asks); the
+  // augmentation's text is in, so the pieces of names and values the student copies are trained ones.
+  const tokenizer = trainBpe([...w.corpus.map((p) => p.text), ...trainRows.map((r) => r.text), ...(aug?.rows ?? []).map((r) => r.text)]);
   const tokenizerSeconds = (Date.now() - t0) / 1000;
   // Everything is made before the first write, and a failed write takes back what this call
   // wrote: a failed or stopped preparation leaves no file a retry would refuse to build over.
@@ -417,10 +424,10 @@ function* worldRunData(
   };
   try {
     write(path.join(runDir, 'world'), () => writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools));
-    write(files.trainTraces, () => writeJsonlAtomic(files.trainTraces, trainRows));
+    write(files.trainTraces, () => writeJsonlAtomic(files.trainTraces, [...trainRows, ...(aug?.rows ?? [])]));
     write(files.heldoutTraces, () => writeJsonlAtomic(files.heldoutTraces, he.rows));
     // Rows carry the world's id, so contamination is counted in this world (trainer/sft.ts trainingKeysOf).
-    const taskRows = trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) }));
+    const taskRows = [...trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) })), ...(aug?.tasks ?? [])];
     write(files.trainTasks, () => writeJsonlAtomic(files.trainTasks, taskRows));
     write(files.tokenizer, () => writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer)));
     write(path.join(runDir, 'tokenizer_config.json'), () => writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig()));
@@ -432,9 +439,84 @@ function* worldRunData(
   return {
     corpusSize: w.corpus.length,
     train: { tasks: trainTasks, rows: trainRows, excluded: training.excluded.length, yield: trainYield },
+    ...(aug ? { augment: aug.info } : {}),
     heldout: { tasks: w.heldout, rows: he.rows, yield: he.y },
     overlap: { exact: overlaps.exact.length, swapped: overlaps.swapped.length },
     tokenizer,
     tokenizerSeconds,
   };
+}
+
+/**
+ * The reading recipe's augmentation for a user's fact world (docs/worlds.md): worlds derived
+ * from its own table with training seeds (counterfactual values; and new names, drawn apart
+ * from every name of the world's fresh-entities split), each rendered and distilled by the
+ * stub teacher against its own corpus. No task with a held-out or dev task's (kind, facts),
+ * read back to the parent's names, is kept; no evaluation name is (asserted).
+ */
+function* worldAugmentation(
+  w: LoadedWorld,
+  recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
+  log: (line: string) => void,
+): Generator<void, { rows: (TraceRow & { world: string })[]; tasks: (ReturnType<typeof taskToRow> & { world: string; derived: true })[]; info: NonNullable<PreparedData['augment']> }> {
+  const augment = recipe.augment!;
+  const facts = w.facts!;
+  const made = w.manifest!.made;
+  const evalKeys = new Set([...w.heldout, ...w.dev].map(overlapKey));
+  const evalNames = new Set<string>();
+  const freshEntities = w.manifest!.fresh?.['fresh-entities'];
+  for (const seed of freshEntities?.seeds ?? []) for (const name of deriveFacts(facts, { kind: 'entities', seed }).renamed.values()) evalNames.add(name);
+  const templates = w.tools ? templatesFor(w.tools) : undefined;
+  const specs = [
+    ...Array.from({ length: augment.worlds }, (_, i) => ({ kind: 'values' as const, seed: TRAINING_SEEDS.augment + i })),
+    ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i) => ({ kind: 'entities' as const, seed: TRAINING_SEEDS.augmentEntities + i })),
+  ];
+  const rows: (TraceRow & { world: string })[] = [];
+  const tasks: (ReturnType<typeof taskToRow> & { world: string; derived: true })[] = [];
+  const y: Record<string, { kept: number; tasks: number }> = {};
+  const names: string[] = [];
+  for (const spec of specs) {
+    const derived = deriveFacts(facts, spec, evalNames);
+    const back = new Map([...derived.renamed].map(([from, to]) => [to, from] as const));
+    const built = buildFactWorld(
+      { facts: derived.facts, lines: [], settings: {} },
+      { seed: made.seed, split: { heldout: 1, dev: 0 }, settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) }, ...(templates ? { templates } : {}) },
+    );
+    const inParentNames = (t: Task): Task => ({ ...t, hints: { ...t.hints, facts: t.hints.facts.map(([e, a]) => [back.get(e) ?? e, a] as [string, string]) } });
+    const byShape = new Map<string, Task[]>();
+    for (const t of [...built.train, ...built.heldout]) {
+      if (evalKeys.has(overlapKey(inParentNames(t)))) continue;
+      byShape.set(t.kind, [...(byShape.get(t.kind) ?? []), t]);
+    }
+    const rng = new PyRandom(7_919 + spec.seed);
+    const chosen: Task[] = [];
+    for (const list of byShape.values()) {
+      rng.shuffle(list);
+      chosen.push(...list.slice(0, augment.perShape));
+    }
+    const purpose = `augmentation world ${spec.kind}:${spec.seed} of ${w.dir}`;
+    assertNoEvaluationNames(chosen, purpose, evalNames);
+    const id: WorldId = registerCustomWorld({ corpus: built.corpus, train: chosen, heldout: built.heldout, dev: [], tools: w.tools });
+    const env = worldEnv(id);
+    const teacher = makeStubTeacher(chosen, stubTeacherOptions(recipe, env));
+    const stats: DistillStats = { perKind: {} };
+    for (const task of chosen) {
+      for (const r of distill([task], teacher, env, 1, stats)) rows.push({ ...r, world: worldName(id) });
+      tasks.push({ ...taskToRow(task), world: worldName(id), derived: true });
+      yield;
+    }
+    for (const [k, s2] of Object.entries(stats.perKind)) {
+      const e = (y[k] ??= { kept: 0, tasks: 0 });
+      e.kept += s2.kept;
+      e.tasks += s2.tasks;
+    }
+    names.push(`${spec.kind}:${spec.seed}`);
+  }
+  const entityWorlds = augment.entityWorlds ?? 0;
+  log(
+    `augmentation: ${rows.length} transcripts from ${augment.worlds} counterfactual-value worlds` +
+      (entityWorlds > 0 ? ` and ${entityWorlds} new-name worlds (no name of the ${evalNames.size} in fresh-entities)` : '') +
+      ` derived from ${w.manifest!.name}'s table, drawn at ${Math.round(100 * augment.share)}% of the batches`,
+  );
+  return { rows, tasks, info: { worlds: names, tasks: tasks.length, rows: rows.length, yield: y } };
 }

@@ -9,7 +9,7 @@ import type { AccuracyPoint, JobResult, SftSummary } from '../core/protocol/work
 import { type BpeTokenizer, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { TASK_FACTS } from '../core/world';
-import { WorldTask, allTasksOf, freshSplitTasks, splitManifest } from '../core/worlds';
+import { WorldTask, allTasksOf, freshSplitTasks, splitManifest, worldName } from '../core/worlds';
 import type { AdapterInfo } from './backend';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
@@ -79,7 +79,7 @@ interface RunConfig {
   budget: { steps?: number; minutes?: number };
   optimiser: Record<string, unknown>;
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
-  data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number };
+  data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number; augmentation: { rows: number; worlds: number } };
   tokenizer: { sha256: string; vocabSize: number };
   /** --eval-limit as given at the start (a resume keeps it unless given again). */
   evalLimit?: number;
@@ -394,6 +394,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
         dropRate: trainRows.length ? dropped / trainRows.length : 0,
         taskCounts: kindCounts,
         heldoutTasks: split.heldout.length,
+        // What the recipe's augmentation drew (transcripts of other worlds than the run's own).
+        augmentation: augmentationOf(trainRows, split.world ? worldName(split.id) : 'seed:0'),
       },
       splits: split.world
         ? {
@@ -550,4 +552,16 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     opt.dispose();
     model.dispose();
   }
+}
+
+/** Transcripts of worlds other than the run's own in its training data: how many, from how many worlds. */
+function augmentationOf(rows: readonly { world?: string }[], own: string): { rows: number; worlds: number } {
+  const worlds = new Set<string>();
+  let n = 0;
+  for (const r of rows) {
+    if (r.world === undefined || r.world === own || r.world === 'seed:0') continue;
+    n++;
+    worlds.add(r.world);
+  }
+  return { rows: n, worlds: worlds.size };
 }

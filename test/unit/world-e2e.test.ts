@@ -22,6 +22,7 @@ import { parseTasksFile } from '../../core/worldSource';
 import { runSplits } from '../../trainer/worldFolder';
 import { prepareSftRunData } from '../../extension/sftData';
 import { capture } from '../support/capture';
+import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -81,9 +82,23 @@ describe('a fact table of another domain through the CLI: world → distill → 
     assert.equal(config['world'].dir, world);
     assert.equal(config['world'].source.files[0].path, ELEMENTS);
     assert.equal(config['splits'].heldout.tasks, heldout.length);
-    // The run trains on the world's transcripts, none of a held-out question.
-    const trained = rows(path.join(run, 'data', 'train.traces.jsonl'));
+    // The run trains on the world's transcripts, none of a held-out question, and (the default
+    // recipe's reading augmentation, issue 27) on transcripts of worlds derived from its table.
+    const all = rows(path.join(run, 'data', 'train.traces.jsonl'));
+    const trained = all.filter((r) => r['world'] === undefined);
+    const derived = all.filter((r) => r['world'] !== undefined);
     assert.ok(trained.length > 0 && trained.every((r) => trainQuestions.has(r['task']) && !heldQuestions.has(r['task'])));
+    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 40 });
+    assert.ok(derived.length > 1000, `${derived.length} augmentation transcripts`);
+    // No derived task is a held-out or dev task's facts (read back to the parent's names: values worlds keep them).
+    const evalFacts = new Set([...heldout, ...rows(path.join(world, 'dev.jsonl'))].map((r) => `${String(r['kind'])}|${JSON.stringify(r['hints'])}`));
+    const derivedTasks = rows(path.join(run, 'data', 'train.tasks.jsonl')).filter((r) => r['derived'] === true);
+    assert.equal(derivedTasks.length, derived.length);
+    assert.ok(derivedTasks.every((r) => !evalFacts.has(`${String(r['kind'])}|${JSON.stringify(r['hints'])}`)));
+    // The tokenizer is trained on the corpus and the training transcripts only: never the held-out ones.
+    const corpusTexts = rows(path.join(run, 'world', 'corpus.jsonl')).map((r) => String(r['text']));
+    const retrained = canonicalTokenizerJson(trainBpe([...corpusTexts, ...all.map((r) => String(r['text']))]));
+    assert.equal(fs.readFileSync(path.join(run, 'tokenizer.json'), 'utf8'), retrained);
     assert.deepEqual(rows(path.join(run, 'world', 'heldout.jsonl')), heldout);
 
     // eval without --world finds the run's world again.
