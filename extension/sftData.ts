@@ -18,6 +18,7 @@ import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/worl
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
 import { prepareWorldRunData } from '../trainer/prepare';
+import { DEFAULT_RECIPE, RECIPES } from '../trainer/recipes';
 import { WORLD_MANIFEST, readWorldFolder } from '../trainer/worldFolder';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
@@ -110,7 +111,8 @@ export function worldOf(tracesFile: string): World {
 function prepareUserWorldRun(runDir: string, tracesFile: string, worldDir: string, rows: number): PreparedSftData {
   let prepared;
   try {
-    prepared = prepareWorldRunData(runDir, { world: readWorldFolder(worldDir), traces: path.resolve(tracesFile) });
+    // The default recipe's reading augmentation (worlds derived from a fact table), as `train sft --world` draws it.
+    prepared = prepareWorldRunData(runDir, { world: readWorldFolder(worldDir), traces: path.resolve(tracesFile) }, () => {}, RECIPES[DEFAULT_RECIPE]!);
   } catch (err) {
     throw new Error((err as Error).message);
   }
@@ -118,6 +120,7 @@ function prepareUserWorldRun(runDir: string, tracesFile: string, worldDir: strin
     traces: path.resolve(tracesFile),
     rows,
     kept: prepared.train.rows.length,
+    ...(prepared.augment ? { augmentation: { worlds: prepared.augment.worlds.length, transcripts: prepared.augment.rows } } : {}),
     excluded_overlapping_heldout: rows - prepared.train.rows.length,
     world: worldDir,
     heldout_traces: "stub teacher on the world's held-out split (tasks with hints)",

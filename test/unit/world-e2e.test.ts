@@ -298,6 +298,10 @@ describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", ()
     const prepared = prepareSftRunData(run, traces);
     assert.equal(prepared.world, 'folder');
     assert.equal(prepared.trainRows, rows(traces).length);
+    // The editor's run draws the default recipe's reading augmentation too (issue 27).
+    const source = JSON.parse(fs.readFileSync(path.join(run, 'data', 'source.json'), 'utf8'));
+    assert.equal(source['augmentation'].worlds, 40);
+    assert.equal(rows(path.join(run, 'data', 'train.traces.jsonl')).filter((r) => r['world'] !== undefined).length, source['augmentation'].transcripts);
     const splits = runSplits(run);
     assert.deepEqual(splits.heldout.map((t) => t.question), rows(path.join(world, 'heldout.jsonl')).map((r) => r['question']));
     assert.ok(fs.existsSync(path.join(run, 'tokenizer.json')));
