@@ -13,14 +13,13 @@ import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/worl
 import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, registerCustomWorld, worldEnv, worldName } from '../core/worlds';
 import { deriveFacts } from '../core/derivedWorlds';
 import { PyRandom } from '../core/pyrandom';
-import { templatesFor } from '../core/worldTools';
 import { overlapKey } from '../core/overlap';
 import { stubTeacherOptions, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
 import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
 import { buildFactWorld, isHinted } from '../core/worldSource';
-import { LoadedWorld, WORLD_FORMAT, WorldManifest, runWorld, sha256File, writeWorldFiles } from './worldFolder';
+import { LoadedWorld, WORLD_FORMAT, WorldManifest, derivedBuildOptions, runWorld, sha256File, writeWorldFiles } from './worldFolder';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 
 export const WORLD_SEED = 0;
@@ -461,12 +460,11 @@ function* worldAugmentation(
 ): Generator<void, { rows: (TraceRow & { world: string })[]; tasks: (ReturnType<typeof taskToRow> & { world: string; derived: true })[]; info: NonNullable<PreparedData['augment']> }> {
   const augment = recipe.augment!;
   const facts = w.facts!;
-  const made = w.manifest!.made;
   const evalKeys = new Set([...w.heldout, ...w.dev].map(overlapKey));
   const evalNames = new Set<string>();
   const freshEntities = w.manifest!.fresh?.['fresh-entities'];
   for (const seed of freshEntities?.seeds ?? []) for (const name of deriveFacts(facts, { kind: 'entities', seed }).renamed.values()) evalNames.add(name);
-  const templates = w.tools ? templatesFor(w.tools) : undefined;
+  const options = derivedBuildOptions(w);
   const specs = [
     ...Array.from({ length: augment.worlds }, (_, i) => ({ kind: 'values' as const, seed: TRAINING_SEEDS.augment + i })),
     ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i) => ({ kind: 'entities' as const, seed: TRAINING_SEEDS.augmentEntities + i })),
@@ -480,7 +478,7 @@ function* worldAugmentation(
     const back = new Map([...derived.renamed].map(([from, to]) => [to, from] as const));
     const built = buildFactWorld(
       { facts: derived.facts, lines: [], settings: {} },
-      { seed: made.seed, split: { heldout: 1, dev: 0 }, settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) }, ...(templates ? { templates } : {}) },
+      { ...options, split: { heldout: 1, dev: 0 } },
     );
     const inParentNames = (t: Task): Task => ({ ...t, hints: { ...t.hints, facts: t.hints.facts.map(([e, a]) => [back.get(e) ?? e, a] as [string, string]) } });
     const byShape = new Map<string, Task[]>();

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
 import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { type DerivedKind, deriveFacts } from '../core/derivedWorlds';
-import { buildFactWorld } from '../core/worldSource';
+import { type FactWorldOptions, buildFactWorld } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { SEED_WORLD, WorldId, type WorldTask, registerCustomWorld } from '../core/worlds';
@@ -363,6 +363,13 @@ export function freshSpecs(heldoutPerWorld: number): Record<FreshName, FreshSpec
   };
 }
 
+/** How a world derived from `w`'s table is rendered: the parent's seed, distractors, shapes and tool list. */
+export function derivedBuildOptions(w: LoadedWorld): FactWorldOptions {
+  const made = w.manifest!.made;
+  const templates = w.tools ? templatesFor(w.tools) : undefined;
+  return { seed: made.seed, settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) }, ...(templates ? { templates } : {}) };
+}
+
 /**
  * The tasks of a fact world's fresh split: each reserved seed's derived world (the parent's
  * build settings and tool list over the derived table), its held-out tasks, each world
@@ -373,13 +380,11 @@ export function freshWorldTasks(w: LoadedWorld, split: FreshName): { tasks: Worl
   if (!w.facts || !spec || !w.manifest) {
     throw new InputError(`the world in ${w.dir} has no ${split} split: it is not a fact table's world, or it was built before worlds had one (rebuild it with agent-lab world --facts ... --out ${w.dir})`);
   }
-  const made = w.manifest.made;
-  const templates = w.tools ? templatesFor(w.tools) : undefined;
+  const options = derivedBuildOptions(w);
   const tasks: WorldTask[] = [];
   for (const seed of spec.seeds) {
     const derived = deriveFacts(w.facts, { kind: spec.kind, seed });
     const table = { facts: derived.facts, lines: [], settings: {} };
-    const options = { seed: made.seed, settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) }, ...(templates ? { templates } : {}) };
     let built;
     try {
       built = buildFactWorld(table, { ...options, split: { train: 0, dev: 0, heldout: spec.tasks_per_world } });
