@@ -110,33 +110,83 @@ function pseudoWord(rng: PyRandom, length: number): string {
 const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 /**
- * A new name shaped like `name`: each capitalised word becomes a new word of about its length,
- * an acronym other capitals, a number other digits of the same count; lower-case words
- * ("the", "paper"), unit letters after digits ("540M") and separators are kept.
+ * A new name shaped like `name`: each capitalised word (also inside a camel-case name:
+ * "RoFormer" is "Ro" + "Former") becomes a new word of about its length, an acronym other
+ * capitals, a number other digits of the same count; lower-case words ("the", "paper"), unit
+ * letters after digits ("540M") and separators are kept, unless the name has nothing else
+ * ("grouped-query attention": then its longer lower-case words are new words).
  */
 export function nameLike(name: string, rng: PyRandom): string {
-  const tokens = name.match(/[A-Za-z]+|[0-9]+|[^A-Za-z0-9]+/g) ?? [name];
+  const tokens = name.match(/[A-Z]+(?![a-z])|[A-Z][a-z]+|[a-z]+|[0-9]+|[^A-Za-z0-9]+/g) ?? [name];
+  const afterDigits = (i: number) => i > 0 && /^[0-9]+$/.test(tokens[i - 1]!);
+  const isCapitalised = (tok: string, i: number) => /^[A-Z][a-z]+$/.test(tok) && !afterDigits(i);
+  const isCapitals = (tok: string, i: number) => /^[A-Z]{2,}$/.test(tok) || (/^[A-Z]$/.test(tok) && !afterDigits(i));
+  const onlyLowerCase = !tokens.some((tok, i) => /^[0-9]+$/.test(tok) || isCapitalised(tok, i) || isCapitals(tok, i));
   let out = '';
   tokens.forEach((tok, i) => {
-    const afterDigits = i > 0 && /^[0-9]+$/.test(tokens[i - 1]!);
     if (/^[0-9]+$/.test(tok)) {
       let d = '';
       for (let k = 0; k < tok.length; k++) d += String(k === 0 && tok.length > 1 ? 1 + rng.randrange(9) : rng.randrange(10));
       out += d;
-    } else if (/^[A-Z][a-z]+$/.test(tok) && !afterDigits) {
+    } else if (isCapitalised(tok, i)) {
       const w = pseudoWord(rng, tok.length);
       out += w[0]!.toUpperCase() + w.slice(1);
-    } else if (/^[A-Z]{2,}$/.test(tok)) {
+    } else if (isCapitals(tok, i)) {
       for (let k = 0; k < tok.length; k++) out += LETTERS[rng.randrange(26)];
-    } else if (/^[A-Z]$/.test(tok) && !afterDigits) {
-      out += LETTERS[rng.randrange(26)];
-    } else if (/^[a-z]+$/.test(tok) && i === 0 && tokens.length === 1) {
-      out += pseudoWord(rng, tok.length); // a one-word lower-case name is a name, not a function word
+    } else if (/^[a-z]+$/.test(tok) && onlyLowerCase && (tokens.length === 1 || tok.length >= 4)) {
+      out += pseudoWord(rng, tok.length); // a lower-case name is a name, not a function word
     } else {
       out += tok;
     }
   });
   return out;
+}
+
+/**
+ * New names for `entities` (in their order, each shaped like itself by nameLike), apart from
+ * each other, from every entity and from `avoid`: the same draws deriveFacts makes.
+ */
+export function newNamesFor(entities: readonly string[], rng: PyRandom, avoid: ReadonlySet<string> = new Set(), taken: Set<string> = new Set([...entities, ...avoid])): Map<string, string> {
+  const renamed = new Map<string, string>();
+  for (const entity of entities) {
+    if (renamed.has(entity)) continue;
+    let name = nameLike(entity, rng);
+    for (let tries = 0; taken.has(name) || name.toLowerCase() === entity.toLowerCase(); tries++) {
+      // A name with no word to renew keeps its shape by a new word in front.
+      name = tries < 20 ? nameLike(entity, rng) : `${nameLike('Name', rng)} ${entity}`;
+    }
+    taken.add(name);
+    renamed.set(entity, name);
+  }
+  return renamed;
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * `text` with every whole occurrence of a name (not inside a longer word or number) replaced
+ * through `renamed`, in one pass (longest names first, so "X" never eats "X Large").
+ */
+export function renameInText(text: string, renamed: ReadonlyMap<string, string>): string {
+  if (renamed.size === 0) return text;
+  const names = [...renamed.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  const re = new RegExp(`(?<![A-Za-z0-9])(?:${names.join('|')})(?![A-Za-z0-9])`, 'g');
+  return text.replace(re, (m) => renamed.get(m) ?? m);
+}
+
+/** A task with its entity names (question, hints; the gold where it is a name) replaced through `renamed`. */
+export function renameTask(task: Task, renamed: ReadonlyMap<string, string>): Task {
+  return {
+    ...task,
+    question: renameInText(task.question, renamed),
+    gold: renamed.get(task.gold) ?? task.gold,
+    hints: {
+      ...task.hints,
+      queries: task.hints.queries.map((q) => renameInText(q, renamed)),
+      facts: task.hints.facts.map(([e, a]) => [renamed.get(e) ?? e, a] as [string, string]),
+      ...(task.hints.names ? { names: task.hints.names.map((n) => renamed.get(n) ?? n) as [string, string] } : {}),
+    },
+  };
 }
 
 /**
@@ -146,20 +196,8 @@ export function nameLike(name: string, rng: PyRandom): string {
 export function deriveFacts(parent: readonly Fact[], spec: DerivedSpec, avoid: ReadonlySet<string> = new Set()): DerivedFacts {
   // Offset per kind, so a values world and an entities world of one seed draw apart.
   const rng = new PyRandom(1_000_003 * (spec.kind === 'values' ? 3 : 4) + spec.seed);
-  const renamed = new Map<string, string>();
-  if (spec.kind === 'entities') {
-    const taken = new Set<string>([...parent.map((f) => f[0]), ...avoid]);
-    for (const [entity] of parent) {
-      if (renamed.has(entity)) continue;
-      let name = nameLike(entity, rng);
-      for (let tries = 0; taken.has(name) || name.toLowerCase() === entity.toLowerCase(); tries++) {
-        // A name with no capitalised word or number keeps its shape by a new word in front.
-        name = tries < 20 ? nameLike(entity, rng) : `${nameLike('Name', rng)} ${entity}`;
-      }
-      taken.add(name);
-      renamed.set(entity, name);
-    }
-  }
+  const entities = [...new Set(parent.map((f) => f[0]))];
+  const renamed = spec.kind === 'entities' ? newNamesFor(entities, rng, avoid) : new Map<string, string>();
   const values = resampleValues(parent, rng);
   return { facts: parent.map(([e, a], i): Fact => [renamed.get(e) ?? e, a, values[i]!]), renamed };
 }
@@ -184,4 +222,16 @@ export function parentGoldOf(task: Task, parent: readonly Fact[], renamed: Reado
     case 'compare':
       return isNum(f1![2]) && isNum(f2![2]) ? (compareTask(f1!, f2!)?.gold ?? null) : null;
   }
+}
+
+/**
+ * A transcript and its task with every entity of `entities` that the text names renamed by
+ * names drawn for this copy alone (shaped like each, apart from every entity and `avoid`).
+ * The text stays self-consistent: the question, the thoughts, the queries and the passages
+ * the tools returned all carry the new names.
+ */
+export function withOwnNames(text: string, task: Task, entities: readonly string[], rng: PyRandom, avoid: ReadonlySet<string>): { text: string; task: Task; renamed: Map<string, string> } {
+  const named = entities.filter((e) => text.includes(e) || task.hints.facts.some(([f]) => f === e));
+  const renamed = newNamesFor(named, rng, avoid, new Set([...entities, ...avoid]));
+  return { text: renameInText(text, renamed), task: renameTask(task, renamed), renamed };
 }

@@ -9,9 +9,9 @@ import { findOverlaps } from '../core/overlap';
 import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJsonText, trainBpe } from '../core/tokenizer';
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
-import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, registerCustomWorld, worldEnv, worldName } from '../core/worlds';
-import { deriveFacts } from '../core/derivedWorlds';
+import { TASK_FACTS, buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, namesTrainingMustNotSee, registerCustomWorld, worldEnv, worldName } from '../core/worlds';
+import { deriveFacts, withOwnNames } from '../core/derivedWorlds';
 import { PyRandom } from '../core/pyrandom';
 import { overlapKey } from '../core/overlap';
 import { stubTeacherOptions, type Recipe } from './recipes';
@@ -29,11 +29,52 @@ export interface PreparedData {
   corpusSize: number;
   train: { tasks: Task[]; rows: TraceRow[]; excluded: number; yield: Record<string, { kept: number; tasks: number }> };
   /** Counterfactual-value training worlds (the recipe's augmentation), when it has one. */
-  augment?: { worlds: string[]; tasks: number; rows: number; yield: Record<string, { kept: number; tasks: number }> };
+  augment?: { worlds: string[]; tasks: number; rows: number; ownNames?: number; yield: Record<string, { kept: number; tasks: number }> };
   heldout: { tasks: Task[]; rows: TraceRow[]; yield: Record<string, { kept: number; tasks: number }> };
   overlap: { exact: number; swapped: number };
   tokenizer: BpeTokenizer;
   tokenizerSeconds: number;
+}
+
+/** A renamed copy's world: its source world's name and this suffix (one world in the counts, its copies apart). */
+export const OWN_NAMES_SUFFIX = '/own-names';
+
+/** Where the renamed copies' names are drawn: one stream per preparation, reproducible. */
+const OWN_NAMES_SEED = 400_001;
+
+type AugmentTaskRow = ReturnType<typeof taskToRow> & { world: string; derived: true };
+
+/**
+ * `count` copies of the counterfactual worlds' transcripts (drawn without repeats until each
+ * was copied once), each with its entities renamed by names of its own (core/derivedWorlds.ts
+ * withOwnNames), none of them a name of an evaluation split or RL pool (asserted).
+ */
+function ownNameCopies(
+  rows: readonly (TraceRow & { world: string })[],
+  taskOf: (row: TraceRow & { world: string }) => Task | undefined,
+  count: number,
+  entities: readonly string[],
+  avoid: ReadonlySet<string>,
+  purpose: string,
+): { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[] } {
+  const out: { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[] } = { rows: [], tasks: [] };
+  const usable = rows.filter((r) => taskOf(r) !== undefined);
+  if (count <= 0 || usable.length === 0) return out;
+  const rng = new PyRandom(OWN_NAMES_SEED);
+  let order: number[] = [];
+  for (let k = 0; k < count; k++) {
+    if (order.length === 0) {
+      order = usable.map((_, i) => i);
+      rng.shuffle(order);
+    }
+    const row = usable[order.pop()!]!;
+    const copy = withOwnNames(row.text, taskOf(row)!, entities, rng, avoid);
+    assertNoEvaluationNames([copy.task], purpose, avoid);
+    const world = row.world + OWN_NAMES_SUFFIX;
+    out.rows.push({ task: copy.task.question, text: copy.text, kind: row.kind, world });
+    out.tasks.push({ ...taskToRow(copy.task), world, derived: true });
+  }
+  return out;
 }
 
 export const dataFiles = (runDir: string) => ({
@@ -41,10 +82,12 @@ export const dataFiles = (runDir: string) => ({
   heldoutTraces: path.join(runDir, 'data', 'heldout.traces.jsonl'),
   trainTasks: path.join(runDir, 'data', 'train.tasks.jsonl'),
   tokenizer: path.join(runDir, 'tokenizer.json'),
+  /** How the data and tokenizer were made (TOKENIZER_DATA, the augmentation drawn); absent in older runs. */
+  prepared: path.join(runDir, 'data', 'prepared.json'),
 });
 
 /** The files prepareRunData writes, relative to the run folder. */
-const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'world/dev.jsonl', 'world/world.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'tokenizer.json'];
+const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'world/dev.jsonl', 'world/world.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'data/prepared.json', 'tokenizer.json'];
 
 /** Throws (naming what is there and what is missing) when any file prepareRunData writes exists. */
 function refuseToOverwriteData(runDir: string): void {
@@ -54,6 +97,45 @@ function refuseToOverwriteData(runDir: string): void {
     `${runDir} already holds ${present.join(', ')}: refusing to build the default data over it` +
       (present.includes('data/train.traces.jsonl') ? '' : ' (it has no data/train.traces.jsonl, the transcripts to train on: add it, or use an empty folder)'),
   );
+}
+
+/**
+ * The text a run's tokenizer is trained on (TOKENIZER_DATA records it in the run): the
+ * world's passages, the training transcripts and the augmentation's; never held-out text.
+ */
+export function tokenizerText(passages: readonly string[], trainRows: readonly TraceRow[], augmentRows: readonly TraceRow[]): string[] {
+  return [...passages, ...trainRows.map((r) => r.text), ...augmentRows.map((r) => r.text)];
+}
+
+/**
+ * A run's tokenizer stops at this many tokens: the merges are the frequent pairs, so a name
+ * never seen is cut into pieces the training text holds many times (trained rows), not into
+ * merges of one other name seen twice (docs/decisions.md, "New names").
+ */
+export const RUN_VOCAB_CAP = 1024;
+
+/** What the tokenizer of a run this code prepares was trained on (data/prepared.json; a run without it is older). */
+export const TOKENIZER_DATA = { version: 2, vocabCap: RUN_VOCAB_CAP, text: 'passages + training transcripts + augmentation (no held-out text)' } as const;
+
+/** data/prepared.json: how the tokenizer was trained and what the augmentation drew. */
+export interface PreparedRecord {
+  tokenizer: typeof TOKENIZER_DATA;
+  augmentation: { worlds: number; rows: number; ownNames: number } | null;
+}
+
+function preparedRecord(augment: PreparedData['augment']): PreparedRecord {
+  return { tokenizer: TOKENIZER_DATA, augmentation: augment ? { worlds: augment.worlds.length, rows: augment.rows, ownNames: augment.ownNames ?? 0 } : null };
+}
+
+/** A run's data/prepared.json, or null for a run made before it was written (or data brought by hand). */
+export function readPreparedRecord(runDir: string): PreparedRecord | null {
+  const file = dataFiles(runDir).prepared;
+  if (!exists(file)) return null;
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as PreparedRecord;
+  } catch (err) {
+    throw new InputError(`${file}: not JSON (${(err as Error).message.split('\n')[0]})`);
+  }
 }
 
 /**
@@ -93,7 +175,7 @@ export function prepareRunData(
   // and tasks carry a "world" key (extra keys come after the seed's); the overlap contract
   // holds in every world: no task with a held-out task's (kind, facts) is kept.
   const augRows: (TraceRow & { world: string })[] = [];
-  const augTasks: (ReturnType<typeof taskToRow> & { world: string })[] = [];
+  const augTasks: (ReturnType<typeof taskToRow> & { world: string; derived?: true })[] = [];
   let augmentInfo: PreparedData['augment'];
   if (augment && augment.worlds > 0 && augment.share > 0) {
     const heldKeys = new Set(split.heldout.map(overlapKey));
@@ -116,11 +198,28 @@ export function prepareRunData(
       for (const r of rows) augRows.push({ ...r, world: worldName(id) });
       for (const t of tasks) augTasks.push({ ...taskToRow(t), world: worldName(id) });
     }
-    augmentInfo = { worlds: names, tasks: augTasks.length, rows: augRows.length, yield: y };
+    const ownNames = augment.ownNames ?? 0;
+    if (ownNames > 0) {
+      const valueWorlds = new Set(names.slice(0, augment.worlds));
+      const byKey = new Map<string, Task>();
+      for (const id of ids) if (valueWorlds.has(worldName(id))) for (const t of freshTrainingTasks(id, augment.perShape, heldKeys, { balanceCompares: augment.balanceCompares ?? false })) byKey.set(`${worldName(id)}|${t.question}`, t);
+      const copies = ownNameCopies(
+        augRows.filter((r) => valueWorlds.has(r.world)),
+        (r) => byKey.get(`${r.world}|${r.task}`),
+        ownNames,
+        [...new Set(TASK_FACTS.map((f) => f[0]))],
+        namesTrainingMustNotSee(),
+        'the renamed copies of the textbook augmentation',
+      );
+      augRows.push(...copies.rows);
+      augTasks.push(...copies.tasks);
+    }
+    augmentInfo = { worlds: names, tasks: augTasks.length, rows: augRows.length, ...(ownNames > 0 ? { ownNames } : {}), yield: y };
     const entityWorlds = augment.entityWorlds ?? 0;
     log(
       `augmentation: ${augRows.length} transcripts from ${augment.worlds} counterfactual-value worlds (${names[0]} .. ${names[augment.worlds - 1]})` +
-        (entityWorlds > 0 ? ` and ${entityWorlds} new-entity worlds (${names[augment.worlds]} .. ${names[names.length - 1]})` : ''),
+        (entityWorlds > 0 ? ` and ${entityWorlds} new-entity worlds (${names[augment.worlds]} .. ${names[names.length - 1]})` : '') +
+        (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : ''),
     );
   }
   const files = dataFiles(runDir);
@@ -130,12 +229,13 @@ export function prepareRunData(
 
   log('training the tokenizer on the world');
   const t0 = Date.now();
-  // The tokenizer sees the world's text only (passages and teacher transcripts); it is not
-  // a model, and held-out questions cut into rare pieces would only add noise to eval.
-  const tokenizer = trainBpe([...corpus.map((p) => p.text), ...tr.rows.map((r) => r.text), ...he.rows.map((r) => r.text)]);
+  // What the student trains on and nothing else: never the held-out transcripts (what eval
+  // asks), and the augmentation's text, so the pieces of the new names and values it copies are trained ones.
+  const tokenizer = trainBpe(tokenizerText(corpus.map((p) => p.text), tr.rows, augRows), { vocabSize: RUN_VOCAB_CAP });
   const tokenizerSeconds = (Date.now() - t0) / 1000;
   writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
   writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  writeJsonAtomic(files.prepared, preparedRecord(augmentInfo));
   const overlaps = findOverlaps(split.train, split.heldout);
   return {
     corpusSize: corpus.length,
@@ -190,8 +290,7 @@ export async function ensureRunData(
 
 /**
  * tokenizer.json (and tokenizer_config.json) from the data in a run folder: the world's
- * passages (world/corpus.jsonl, else the default world's), the training and held-out
- * transcripts. For data the stub teacher made this is the tokenizer prepareRunData trains.
+ * passages (world/corpus.jsonl, else the default world's) and the training transcripts. For data the stub teacher made this is the tokenizer prepareRunData trains.
  */
 export function trainTokenizerFromRunData(runDir: string, log: (line: string) => void = () => {}): BpeTokenizer {
   const files = dataFiles(runDir);
@@ -205,10 +304,11 @@ export function trainTokenizerFromRunData(runDir: string, log: (line: string) =>
         }
       })
     : buildCorpus(WORLD_SEED).map((p) => p.text);
-  const traces = [...readTraceRows(files.trainTraces), ...(exists(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [])];
+  // The training transcripts only: held-out text is what eval asks (as prepareRunData's).
+  const traces = readTraceRows(files.trainTraces);
   const t0 = Date.now();
-  const tokenizer = trainBpe([...passages, ...traces.map((r) => r.text)]);
-  log(`trained the tokenizer on ${passages.length} passages and ${traces.length} transcripts in ${((Date.now() - t0) / 1000).toFixed(1)} s (${tokenizer.vocabSize} tokens)`);
+  const tokenizer = trainBpe([...passages, ...traces.map((r) => r.text)], { vocabSize: RUN_VOCAB_CAP });
+  log(`trained the tokenizer on ${passages.length} passages and ${traces.length} training transcripts (no held-out text) in ${((Date.now() - t0) / 1000).toFixed(1)} s (${tokenizer.vocabSize} tokens)`);
   writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
   writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
   return tokenizer;
@@ -411,7 +511,7 @@ function* worldRunData(
   const t0 = Date.now();
   // Never the held-out transcripts (their questions and answers are what eval asks); the
   // augmentation's text is in, so the pieces of names and values the student copies are trained ones.
-  const tokenizer = trainBpe([...w.corpus.map((p) => p.text), ...trainRows.map((r) => r.text), ...(aug?.rows ?? []).map((r) => r.text)]);
+  const tokenizer = trainBpe(tokenizerText(w.corpus.map((p) => p.text), trainRows, aug?.rows ?? []), { vocabSize: RUN_VOCAB_CAP });
   const tokenizerSeconds = (Date.now() - t0) / 1000;
   // Everything is made before the first write, and a failed write takes back what this call
   // wrote: a failed or stopped preparation leaves no file a retry would refuse to build over.
@@ -430,6 +530,7 @@ function* worldRunData(
     write(files.trainTasks, () => writeJsonlAtomic(files.trainTasks, taskRows));
     write(files.tokenizer, () => writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer)));
     write(path.join(runDir, 'tokenizer_config.json'), () => writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig()));
+    write(files.prepared, () => writeJsonAtomic(files.prepared, preparedRecord(aug?.info)));
   } catch (err) {
     for (const f of made) fs.rmSync(f, { recursive: true, force: true });
     throw err;
@@ -457,7 +558,7 @@ function* worldAugmentation(
   w: LoadedWorld,
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
   log: (line: string) => void,
-): Generator<void, { rows: (TraceRow & { world: string })[]; tasks: (ReturnType<typeof taskToRow> & { world: string; derived: true })[]; info: NonNullable<PreparedData['augment']> }> {
+): Generator<void, { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[]; info: NonNullable<PreparedData['augment']> }> {
   const augment = recipe.augment!;
   const facts = w.facts!;
   const evalKeys = new Set([...w.heldout, ...w.dev].map(overlapKey));
@@ -470,9 +571,10 @@ function* worldAugmentation(
     ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i) => ({ kind: 'entities' as const, seed: TRAINING_SEEDS.augmentEntities + i })),
   ];
   const rows: (TraceRow & { world: string })[] = [];
-  const tasks: (ReturnType<typeof taskToRow> & { world: string; derived: true })[] = [];
+  const tasks: AugmentTaskRow[] = [];
   const y: Record<string, { kept: number; tasks: number }> = {};
   const names: string[] = [];
+  const valueTasks = new Map<string, Task>(); // world|question of the counterfactual worlds' tasks, for their renamed copies
   for (const spec of specs) {
     const derived = deriveFacts(facts, spec, evalNames);
     const back = new Map([...derived.renamed].map(([from, to]) => [to, from] as const));
@@ -501,6 +603,7 @@ function* worldAugmentation(
     for (const task of chosen) {
       for (const r of distill([task], teacher, env, 1, stats)) rows.push({ ...r, world: worldName(id) });
       tasks.push({ ...taskToRow(task), world: worldName(id), derived: true });
+      if (spec.kind === 'values') valueTasks.set(`${worldName(id)}|${task.question}`, task);
       yield;
     }
     for (const [k, s2] of Object.entries(stats.perKind)) {
@@ -510,11 +613,25 @@ function* worldAugmentation(
     }
     names.push(`${spec.kind}:${spec.seed}`);
   }
+  const ownNames = augment.ownNames ?? 0;
+  if (ownNames > 0) {
+    const copies = ownNameCopies(
+      rows.filter((r) => valueTasks.has(`${r.world}|${r.task}`)),
+      (r) => valueTasks.get(`${r.world}|${r.task}`),
+      ownNames,
+      [...new Set(facts.map((f) => f[0]))],
+      evalNames,
+      `the renamed copies of ${w.dir}'s augmentation`,
+    );
+    rows.push(...copies.rows);
+    tasks.push(...copies.tasks);
+  }
   const entityWorlds = augment.entityWorlds ?? 0;
   log(
     `augmentation: ${rows.length} transcripts from ${augment.worlds} counterfactual-value worlds` +
-      (entityWorlds > 0 ? ` and ${entityWorlds} new-name worlds (no name of the ${evalNames.size} in fresh-entities)` : '') +
-      ` derived from ${w.manifest!.name}'s table, drawn at ${Math.round(100 * augment.share)}% of the batches`,
+      (entityWorlds > 0 ? ` and ${entityWorlds} new-name worlds` : '') +
+      (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : '') +
+      ` derived from ${w.manifest!.name}'s table (no name of the ${evalNames.size} in fresh-entities), drawn at ${Math.round(100 * augment.share)}% of the batches`,
   );
-  return { rows, tasks, info: { worlds: names, tasks: tasks.length, rows: rows.length, yield: y } };
+  return { rows, tasks, info: { worlds: names, tasks: tasks.length, rows: rows.length, ...(ownNames > 0 ? { ownNames } : {}), yield: y } };
 }

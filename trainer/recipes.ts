@@ -28,6 +28,13 @@ export interface Augmentation {
    */
   entityWorlds?: number;
   /**
+   * Copies of the counterfactual worlds' transcripts, each with every entity renamed by
+   * names drawn for it alone (shaped like the table's own, apart from every name an
+   * evaluation split or RL pool uses): no name recurs, so none can be remembered; the student
+   * must copy it from the question and the corpus (docs/decisions.md, "New names").
+   */
+  ownNames?: number;
+  /**
    * A fresh world's compares: as many whose winner differs from the seed world's as whose
    * winner is the same (core/worlds.ts balancedCompares). Drawn plainly, 3 in 4 keep the
    * seed's winner, so naming the remembered winner of a pair pays most of the time.
@@ -195,6 +202,21 @@ export const RECIPES: Record<string, Recipe> = {
     name: 'reader-k1-fresh-compare',
     description: 'reader-k1-fresh drawing compares at 0.4 of the examples (0.25 in the balanced mix): the weakest shape, whose sign must be read, not remembered',
     augment: { share: 0.75, worlds: 40, perShape: 40 },
+    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+  },
+  'reader-k1-own-names': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-own-names',
+    description:
+      "reader-k1-fresh-compare with a copy of each counterfactual transcript whose entities carry names of their own (6,400 at the default size: no name recurs, so new names are copied, not remembered)",
+    augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 6400 },
+    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+  },
+  'reader-k1-own-names-half': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-own-names-half',
+    description: 'reader-k1-own-names with half as many renamed copies (3,200): more of the fresh draws keep the table\'s names',
+    augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 3200 },
     shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
   },
   'reader-k1-balanced': {

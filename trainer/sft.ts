@@ -31,7 +31,7 @@ import {
 } from './jobRun';
 import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './model';
 import { Trainer } from './optim';
-import { dataFiles, ensureRunData, loadTokenizer, readTraceRows } from './prepare';
+import { OWN_NAMES_SUFFIX, type PreparedRecord, dataFiles, ensureRunData, loadTokenizer, readPreparedRecord, readTraceRows } from './prepare';
 import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
 import { DivergenceGuard, checkRunTokenizer, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, type MetricsWriter } from './runStore';
@@ -79,8 +79,9 @@ interface RunConfig {
   budget: { steps?: number; minutes?: number };
   optimiser: Record<string, unknown>;
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
-  data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number; augmentation: { rows: number; worlds: number } };
-  tokenizer: { sha256: string; vocabSize: number };
+  data: { trainExamples: number; firstTurnExamples: number; dropped: number; dropRate: number; taskCounts: Record<string, number>; heldoutTasks: number; augmentation: { rows: number; worlds: number; ownNames: number } };
+  /** `data`: what it was trained on (data/prepared.json); absent for a run made before it was recorded. */
+  tokenizer: { sha256: string; vocabSize: number; data?: PreparedRecord['tokenizer'] };
   /** --eval-limit as given at the start (a resume keeps it unless given again). */
   evalLimit?: number;
   /** A user's world (docs/worlds.md): its copy is the run's world/. */
@@ -123,7 +124,7 @@ function continuedFrom(runDir: string, previous: RunConfig | null, from: string 
   const parsed = fs.existsSync(fc) ? (JSON.parse(fs.readFileSync(fc, 'utf8')) as Partial<RunConfig>) : null;
   if (!parsed || parsed.kind !== 'sft') throw new UserError(`--from ${fromDir}: not an SFT run folder (no ${CONFIG_FILE} of kind sft)`);
   if (!previous) {
-    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl']) {
+    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'data/prepared.json']) {
       const src = path.join(fromDir, f);
       const dst = path.join(runDir, f);
       if (!fs.existsSync(src)) continue;
@@ -251,6 +252,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   );
   const worldSplits = runSplits(runDir);
   const tokenizer = loadTokenizer(runDir);
+  const preparedTokenizer = readPreparedRecord(runDir)?.tokenizer;
   // A resumed or continued run keeps the model it recorded: a preset may change between
   // versions (tiny gained previous-token tables), a run's weights do not.
   const recorded = previous
@@ -405,7 +407,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
         : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       // The folder the world came from (its copy is the run's world/).
       ...(split.world ? { world: worldRecord(source?.world ?? split.world) } : {}),
-      tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize },
+      tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize, ...(preparedTokenizer ? { data: preparedTokenizer } : {}) },
       ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
       codeVersion: CODE_VERSION,
       created: new Date().toISOString(),
@@ -555,13 +557,15 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
 }
 
 /** Transcripts of worlds other than the run's own in its training data: how many, from how many worlds. */
-function augmentationOf(rows: readonly { world?: string }[], own: string): { rows: number; worlds: number } {
+function augmentationOf(rows: readonly { world?: string }[], own: string): { rows: number; worlds: number; ownNames: number } {
   const worlds = new Set<string>();
   let n = 0;
+  let ownNames = 0;
   for (const r of rows) {
     if (r.world === undefined || r.world === own || r.world === 'seed:0') continue;
     n++;
-    worlds.add(r.world);
+    if (r.world.endsWith(OWN_NAMES_SUFFIX)) ownNames++;
+    else worlds.add(r.world);
   }
-  return { rows: n, worlds: worlds.size };
+  return { rows: n, worlds: worlds.size, ownNames };
 }

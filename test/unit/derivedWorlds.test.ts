@@ -4,7 +4,16 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { deriveFacts, nameLike, parentGoldOf } from '../../core/derivedWorlds';
+import { deriveFacts, nameLike, parentGoldOf, renameInText, withOwnNames } from '../../core/derivedWorlds';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { TASK_FACTS } from '../../core/world';
+import { namesTrainingMustNotSee } from '../../core/worlds';
+import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, prepareRunData, prepareWorldRunData, tokenizerText } from '../../trainer/prepare';
+import { readWorldFolder } from '../../trainer/worldFolder';
+import { main } from '../../cli/main';
+import { capture } from '../support/capture';
+import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';
 import { PyRandom } from '../../core/pyrandom';
 import { buildFactWorld, parseFactTable } from '../../core/worldSource';
 import type { Fact } from '../../core/world';
@@ -120,6 +129,119 @@ describe('derived worlds of any fact table (issue 27)', () => {
       }
       assert.ok(differs >= 0.6 * tasks.length, `${kind}: ${differs} of ${tasks.length} answers differ from the parent world's`);
     }
+  });
+});
+
+/** The passages a transcript's tools returned, as a corpus of its own. */
+const toolPassages = (text: string) => [...text.matchAll(/<\|tool_result\|>([\s\S]*?)<\|end\|>/g)].map((m) => ({ text: m[1]! }));
+const jsonl = (file: string) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const hasWord = (text: string, name: string) => new RegExp(`(?<![A-Za-z0-9])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![A-Za-z0-9])`).test(text);
+
+describe('new names made of trained pieces (issue 27): transcripts with names of their own', () => {
+  it('nameLike renews every part of a camel-case or acronym name, and a lower-case name\'s words', () => {
+    const rng = new PyRandom(5);
+    for (let i = 0; i < 30; i++) {
+      const ro = nameLike('RoFormer', rng);
+      assert.match(ro, /^[A-Z][a-z]+[A-Z][a-z]+$/);
+      assert.ok(!ro.includes('Former') && !ro.startsWith('Ro'), ro);
+      assert.match(nameLike('RMSNorm', rng), /^[A-Z]{3}[A-Z][a-z]+$/);
+      const g = nameLike('grouped-query attention', rng);
+      assert.match(g, /^[a-z]+-[a-z]+ [a-z]+$/);
+      assert.ok(!g.includes('grouped') && !g.includes('attention'), g);
+    }
+  });
+
+  it('renameInText replaces whole names only, longest first, in one pass', () => {
+    const renamed = new Map([
+      ['Adam', 'Zork'],
+      ['Adam Large', 'Brio Kel'],
+      ['Zork', 'Adam'],
+    ]);
+    assert.equal(renameInText('Adam, Adamant, Adam Large and Zork; "Adam"', renamed), 'Zork, Adamant, Brio Kel and Adam; "Zork"');
+  });
+
+  it("a renamed copy's gold is read again from its own tool results; its names are new, distinct per copy, and none an evaluation split's", async function () {
+    this.timeout(120_000);
+    const tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-own-'));
+    const world = path.join(tmp, 'elements');
+    const run = path.join(tmp, 'run');
+    try {
+      const made = await capture(() => main(['world', '--facts', ELEMENTS, '--out', world]));
+      assert.equal(made.code, 0, made.stderr);
+      {
+        const w = readWorldFolder(world);
+        const data = prepareWorldRunData(run, { world: w }, () => {}, { augment: { share: 0.5, worlds: 2, perShape: 3, ownNames: 40 } });
+        assert.equal(data.augment!.ownNames, 40);
+        const rows = jsonl(path.join(run, 'data', 'train.traces.jsonl'));
+        const copies = rows.filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX));
+        assert.equal(copies.length, 40);
+        const tasks = jsonl(path.join(run, 'data', 'train.tasks.jsonl')).filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX));
+        assert.equal(tasks.length, 40);
+        assert.ok(tasks.every((t) => t['derived'] === true));
+        const parentNames = [...new Set(elements.facts.map((f) => f[0]))];
+        const evalNames = new Set<string>();
+        for (const seed of w.manifest!.fresh!['fresh-entities'].seeds) for (const n of deriveFacts(elements.facts, { kind: 'entities', seed }).renamed.values()) evalNames.add(n);
+        const seen = new Map<string, number>();
+        copies.forEach((r, i) => {
+          const task = tasks[i] as unknown as Task;
+          assert.equal(task.question, r['task']);
+          const text = String(r['text']);
+          // The transcript's own passages answer its question: the gold read again from them.
+          assert.equal(goldFromCorpus(task, toolPassages(text)), task.gold, task.question);
+          assert.ok(text.trimEnd().endsWith(`Answer: ${task.gold}<|end|>`), 'the answer is the copy\'s gold');
+          for (const [e] of task.hints.facts) {
+            assert.ok(!parentNames.includes(e) && !evalNames.has(e), `${e} is a parent's or an evaluation name`);
+            seen.set(e, (seen.get(e) ?? 0) + 1);
+          }
+          for (const p of parentNames) assert.ok(!hasWord(text, p), `a copy still names ${p}`);
+        });
+        // Names of their own: (almost) none recurs across the 40 copies.
+        const repeats = [...seen.values()].filter((n) => n > 2).length;
+        assert.ok(repeats <= 1, `${repeats} names recur`);
+        // The tokenizer: the corpus and every training transcript (the copies too), never held-out text.
+        const corpus = jsonl(path.join(run, 'world', 'corpus.jsonl')).map((r) => String(r['text']));
+        const expected = trainBpe(tokenizerText(corpus, rows as never, []), { vocabSize: RUN_VOCAB_CAP });
+        assert.equal(fs.readFileSync(path.join(run, 'tokenizer.json'), 'utf8'), canonicalTokenizerJson(expected));
+        const prepared = JSON.parse(fs.readFileSync(path.join(run, 'data', 'prepared.json'), 'utf8'));
+        assert.deepEqual(prepared.augmentation, { worlds: 2, rows: rows.length - rows.filter((r) => r['world'] === undefined).length, ownNames: 40 });
+        assert.equal(prepared.tokenizer.version, 2);
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('the textbook world: copies avoid every name of the fresh-entities split and the RL pools; the tokenizer never sees held-out text', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-lab-own-tb-'));
+    try {
+      const data = prepareRunData(dir, 'seed', () => {}, { augment: { share: 0.5, worlds: 2, perShape: 3, ownNames: 30 } });
+      assert.equal(data.augment!.ownNames, 30);
+      const rows = jsonl(path.join(dir, 'data', 'train.traces.jsonl'));
+      const copies = rows.filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX));
+      assert.equal(copies.length, 30);
+      const reserved = namesTrainingMustNotSee();
+      const seedNames = [...new Set(TASK_FACTS.map((f) => f[0]))];
+      const tasks = jsonl(path.join(dir, 'data', 'train.tasks.jsonl')).filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX)) as unknown as Task[];
+      for (const t of tasks) for (const [e] of t.hints.facts) assert.ok(!reserved.has(e) && !seedNames.includes(e), `${e} may not be trained on`);
+      for (const r of copies) for (const n of reserved) assert.ok(!hasWord(String(r['text']), n), `a copy names ${n}, an evaluation or RL name`);
+      const held = jsonl(path.join(dir, 'data', 'heldout.traces.jsonl')).map((r) => String(r['text']));
+      const corpus = jsonl(path.join(dir, 'world', 'corpus.jsonl')).map((r) => String(r['text']));
+      const trainOnly = canonicalTokenizerJson(trainBpe(tokenizerText(corpus, rows as never, []), { vocabSize: RUN_VOCAB_CAP }));
+      assert.equal(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'), trainOnly);
+      // And held-out text would have made another one (the check above can fail).
+      assert.notEqual(canonicalTokenizerJson(trainBpe([...corpus, ...rows.map((r) => String(r['text'])), ...held], { vocabSize: RUN_VOCAB_CAP })), trainOnly);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('withOwnNames renames only the names the transcript speaks of', () => {
+    const rng = new PyRandom(9);
+    const task = { question: 'What is the group of Lithium? Use the corpus.', gold: '1', kind: 'lookup', hints: { queries: ['Lithium group'], facts: [['Lithium', 'group']], op: 'lookup' } } as unknown as Task;
+    const c = withOwnNames('Lithium and Neon', task, ['Lithium', 'Neon', 'Argon'], rng, new Set());
+    assert.deepEqual([...c.renamed.keys()], ['Lithium', 'Neon']);
+    assert.ok(!c.text.includes('Lithium') && !c.text.includes('Neon'));
+    assert.equal(c.task.hints.queries[0], `${c.renamed.get('Lithium')} group`);
   });
 });
 

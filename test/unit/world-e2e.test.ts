@@ -23,6 +23,7 @@ import { runSplits } from '../../trainer/worldFolder';
 import { prepareSftRunData } from '../../extension/sftData';
 import { capture } from '../support/capture';
 import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';
+import { RUN_VOCAB_CAP, TOKENIZER_DATA } from '../../trainer/prepare';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -88,7 +89,7 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const trained = all.filter((r) => r['world'] === undefined);
     const derived = all.filter((r) => r['world'] !== undefined);
     assert.ok(trained.length > 0 && trained.every((r) => trainQuestions.has(r['task']) && !heldQuestions.has(r['task'])));
-    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 40 });
+    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 40, ownNames: 0 });
     assert.ok(derived.length > 1000, `${derived.length} augmentation transcripts`);
     // No derived task is a held-out or dev task's facts (read back to the parent's names: values worlds keep them).
     const evalFacts = new Set([...heldout, ...rows(path.join(world, 'dev.jsonl'))].map((r) => `${String(r['kind'])}|${JSON.stringify(r['hints'])}`));
@@ -97,7 +98,8 @@ describe('a fact table of another domain through the CLI: world → distill → 
     assert.ok(derivedTasks.every((r) => !evalFacts.has(`${String(r['kind'])}|${JSON.stringify(r['hints'])}`)));
     // The tokenizer is trained on the corpus and the training transcripts only: never the held-out ones.
     const corpusTexts = rows(path.join(run, 'world', 'corpus.jsonl')).map((r) => String(r['text']));
-    const retrained = canonicalTokenizerJson(trainBpe([...corpusTexts, ...all.map((r) => String(r['text']))]));
+    const retrained = canonicalTokenizerJson(trainBpe([...corpusTexts, ...all.map((r) => String(r['text']))], { vocabSize: RUN_VOCAB_CAP }));
+    assert.deepEqual(config['tokenizer'].data, TOKENIZER_DATA);
     assert.equal(fs.readFileSync(path.join(run, 'tokenizer.json'), 'utf8'), retrained);
     assert.deepEqual(rows(path.join(run, 'world', 'heldout.jsonl')), heldout);
 
@@ -145,6 +147,20 @@ describe('a fact table of another domain through the CLI: world → distill → 
     assert.notEqual(r2.code, 0);
     assert.match(r2.stderr, /built from the world in .*elements/);
     assert.deepEqual(fs.readFileSync(path.join(run, 'data', 'train.traces.jsonl')), before);
+
+    // A run made before its tokenizer's data was recorded (no data/prepared.json, no
+    // tokenizer.data in config.json; its tokenizer.json saw held-out text) still evaluates and resumes.
+    const oldRun = path.join(tmp, 'run-elements-old');
+    fs.cpSync(run, oldRun, { recursive: true });
+    fs.rmSync(path.join(oldRun, 'data', 'prepared.json'));
+    const oldConfig = JSON.parse(fs.readFileSync(path.join(oldRun, 'config.json'), 'utf8'));
+    delete oldConfig['tokenizer'].data;
+    fs.writeFileSync(path.join(oldRun, 'config.json'), JSON.stringify(oldConfig, null, 2));
+    const oe = await cli(['eval', '--run', oldRun, '--limit', '2', '--json']);
+    assert.equal(oe.code, 0, oe.stderr);
+    const or = await cli(['train', 'sft', '--resume', '--eval-limit', '0', '--run', oldRun]);
+    assert.equal(or.code, 0, or.stderr);
+    assert.ok(!fs.existsSync(path.join(oldRun, 'data', 'prepared.json')), 'an older run is not rewritten');
 
     // train grpo --from: the RL run takes the SFT run's world (its copy, its record) and evaluates on its held-out split.
     const grpoRun = path.join(tmp, 'grpo-elements');
