@@ -219,6 +219,12 @@ export const RECIPES: Record<string, Recipe> = {
     augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 3200 },
     shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
   },
+  'reader-k1-names-own': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-names-own',
+    description: 'reader-k1-names (20 new-name worlds, the natural mix of shapes) with 6,400 renamed copies of its counterfactual transcripts, names of their own',
+    augment: { share: 0.75, worlds: 40, perShape: 40, entityWorlds: 20, ownNames: 6400 },
+  },
   'reader-k1-balanced': {
     ...READER_K1_ANSWER,
     name: 'reader-k1-balanced',
