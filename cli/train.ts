@@ -138,6 +138,8 @@ export async function runGrpoCommand(o: Options): Promise<void> {
   );
   const s = result.summary;
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  // A run that stopped itself on flat groups says why on stdout too (the warning went to stderr).
+  if (s.stopped_flat) console.log(`stopped itself: ${s.stopped_flat}`);
   console.log(
     `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} GRPO steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
       (s.heldout_accuracy_before !== undefined ? `; held-out exact match before ${pct(s.heldout_accuracy_before)}` : '') +
