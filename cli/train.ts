@@ -39,7 +39,8 @@ export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
     started: (backend) => console.error(`[agent-lab] backend ${backend}`),
     progress: (phase, done, total, message) => {
       const now = Date.now();
-      if (quiet || (now - lastProgress < 2000 && done < total)) return;
+      // A GRPO step's line (its zero-spread share) is printed every step: steps take seconds, and a flat one matters.
+      if (quiet || (phase !== 'grpo' && now - lastProgress < 2000 && done < total)) return;
       lastProgress = now;
       console.error(`[agent-lab] ${phase} ${done}/${total}${message ? `  ${message}` : ''}`);
     },
