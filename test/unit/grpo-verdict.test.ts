@@ -21,6 +21,7 @@ import {
   summarisePrescreen,
   wilsonInterval,
 } from '../../trainer/prescreen';
+import { prescreenRefusal } from '../../extension/progressText';
 import { repoRoot } from '../support/reference';
 
 const KINDS: TaskKind[] = ['sum', 'compare', 'lookup', 'double'];
@@ -67,6 +68,16 @@ describe('GRPO pre-screen verdict (issue 33)', () => {
     assert.match(prescreenVerdict(screen(72, () => 0, () => true), { ...textbook, dynamicSampling: false }).detail!, /answering early/);
     // A spread of correctness is not a length-only spread, even when the rewards also differ.
     assert.equal(screen(72, (i) => (i % 2 ? 3 : 0), () => true).stepsOnly, 36);
+  });
+
+  it("the editor finds the verdict in a refused job's error (for its warning and Train Anyway), and nothing in another failure", () => {
+    const v = prescreenVerdict(screen(72, () => 8), textbook);
+    const error = `GRPO refused to start: the pre-screen predicts ...\npre-screen: 72 tasks x 8 rollouts ...\n${formatVerdict(v)}`;
+    const line = prescreenRefusal(error);
+    assert.ok(line);
+    assert.match(line, /^pre-screen verdict: FAIL: .* cause \(memorised\): .* next: `--pool fresh-values`/);
+    assert.doesNotMatch(line, /\n/);
+    assert.equal(prescreenRefusal('GRPO refused to start: a pre-flight check failed (nothing was rolled out).'), null);
   });
 
   it('each task always or never solved: confident, with a hotter temperature', () => {
@@ -160,7 +171,7 @@ describe('GRPO pre-screen verdict and auto-stop, end to end (tiny preset)', func
     const r = cli(['train', 'grpo', '--from', sft, '--steps', '8', '--group', '2', '--tasks', '1', '--temperature', '0.01', '--stop-flat', '2', '--prescreen', '0', '--eval-limit', '0', '--run', run]);
     assert.equal(r.status, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /pre-screen:/, '--prescreen 0: no screen');
-    assert.match(r.stderr, /grpo 1\/8  step 1: .*flat groups (\d)\/\1 \(zero-spread 100%\)/);
+    assert.match(r.stderr, /grpo 1\/8 {2}step 1: .*flat groups (\d)\/\1 \(zero-spread 100%\)/);
     assert.match(r.stdout, /stopped itself: stopped after 2 fully flat steps in a row \(--stop-flat 2; 0: never\), checkpoint step-2 kept: .*temperature \(0\.01\) is too low/);
     const grpo = grpoLines(run);
     assert.deepEqual(grpo.map((l) => l['step']), [1, 2], 'stopped at step 2 of 8');
