@@ -39,7 +39,8 @@ export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
     started: (backend) => console.error(`[agent-lab] backend ${backend}`),
     progress: (phase, done, total, message) => {
       const now = Date.now();
-      if (quiet || (now - lastProgress < 2000 && done < total)) return;
+      // A GRPO step's line (its zero-spread share) is printed every step: steps take seconds, and a flat one matters.
+      if (quiet || (phase !== 'grpo' && now - lastProgress < 2000 && done < total)) return;
       lastProgress = now;
       console.error(`[agent-lab] ${phase} ${done}/${total}${message ? `  ${message}` : ''}`);
     },
@@ -138,6 +139,8 @@ export async function runGrpoCommand(o: Options): Promise<void> {
   );
   const s = result.summary;
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  // A run that stopped itself on flat groups says why on stdout too (the warning went to stderr).
+  if (s.stopped_flat) console.log(`stopped itself: ${s.stopped_flat}`);
   console.log(
     `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} GRPO steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
       (s.heldout_accuracy_before !== undefined ? `; held-out exact match before ${pct(s.heldout_accuracy_before)}` : '') +

@@ -84,3 +84,12 @@ export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent
   // Anything else (preparation, a phase added later): said as it came.
   return { text: `${e.phase} ${done}/${total}${msg ? ` (${msg})` : ''}`, short: e.phase, fraction: null };
 }
+
+/**
+ * The pre-screen's refusal in a failed GRPO job's error (trainer/prescreen.ts formatVerdict):
+ * its verdict, cause and next step on one line, or null when the job failed for another reason.
+ */
+export function prescreenRefusal(error: string): string | null {
+  const m = /^pre-screen verdict: FAIL[^\n]*\n {2}cause[^\n]*\n {2}next: [^\n]*/m.exec(error);
+  return m ? m[0].replace(/\n\s*/g, ' ') : null;
+}

@@ -16,7 +16,7 @@ import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
-import { describeProgress } from './progressText';
+import { describeProgress, prescreenRefusal } from './progressText';
 import { RunStatus, datasetsIn, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
 import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, evalWorldFor, userWorldFolders } from './worldPicker';
@@ -313,6 +313,8 @@ interface GrpoArgs {
   evalEvery?: number;
   systemPrompt?: string;
   reward?: string;
+  /** Run although the pre-screen's verdict refused (recorded in config.json as forced). */
+  force?: boolean;
 }
 
 /** Run folders that hold a trained SFT student (config kind sft and a checkpoint). */
@@ -364,8 +366,17 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
     ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
     ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
+    ...(args.force ? { force: true } : {}),
   };
   const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
+  // The pre-screen refused (the error holds its prediction, cause and next step): offer to run anyway.
+  const verdict = result.error ? prescreenRefusal(result.error) : null;
+  if (verdict && !args.force) {
+    const fromRunDir = from;
+    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, 'Train Anyway').then((choice) => {
+      if (choice === 'Train Anyway') void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, force: true });
+    });
+  }
   return closeJob(result, spec);
 }
 

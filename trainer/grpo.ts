@@ -19,7 +19,7 @@ import {
   scoreCompletion,
 } from '../core/reward';
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
-import type { Task, TaskKind } from '../core/types';
+import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { WORLD_COPY, hasRunWorld, runSplits, worldRecord } from './worldFolder';
 import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
@@ -43,7 +43,18 @@ import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/wor
 import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
 import { evaluateModel, loadWorldTasks } from './jobEval';
 import type { AdapterInfo } from './backend';
-import { formatPrescreen, sampleInPieces, summarisePrescreen, type PrescreenSummary } from './prescreen';
+import {
+  PRESCREEN_DEFAULTS,
+  defaultPrescreenTasks,
+  formatPrescreen,
+  formatVerdict,
+  prescreenVerdict,
+  sampleInPieces,
+  summarisePrescreen,
+  type PrescreenResult,
+  type PrescreenSummary,
+  type PrescreenVerdict,
+} from './prescreen';
 import { RevisitQueue, drawRound, revisitStateProblem } from './revisit';
 import { teacherEpisode } from './guide';
 
@@ -63,6 +74,12 @@ export const GRPO_DEFAULTS = {
   evalEvery: 20,
   /** Consecutive steps with every group flat before the run says so. */
   flatlineSteps: 5,
+  /**
+   * Consecutive fully flat steps after which the run stops itself (--stop-flat; 0: never).
+   * The measured default has about 39% of its steps fully flat (7.5% informative over 12
+   * draws: 0.925^12), so 10 in a row happen by chance in about 0.3% of 60-step runs.
+   */
+  stopFlat: 10,
   maxTurnTokens: 160,
   /** Rollouts per micro-batch of the update (gradient accumulation). */
   microBatchRows: 8,
@@ -172,14 +189,22 @@ interface GrpoConfig {
     guide?: boolean;
     /** --eval-limit as given at the start (a resume keeps it unless given again). */
     evalLimit?: number;
+    /** Fully flat steps in a row before the run stops itself (0: never; absent in older runs: never). */
+    stopFlat?: number;
   };
   optimiser: Record<string, unknown>;
   data: { rlTasks: number; pool: RlPool; rlWorlds: number; taskCounts: Record<string, number>; heldoutTasks: number };
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
   tokenizer: { sha256: string; vocabSize: number };
   preflight: { name: string; ok: boolean; detail: string }[];
-  /** The pass-rate pre-screen, when one was asked for (--prescreen N). */
+  /** The pass-rate pre-screen, when one ran (by default, or --prescreen N). */
   prescreen?: PrescreenSummary;
+  /** Its verdict: whether the groups are predicted to carry a gradient, and if not why. */
+  prescreenVerdict?: PrescreenVerdict;
+  /** The verdict failed and --force ran the run anyway. */
+  forced?: boolean;
+  /** The verdict failed and the run did not start: no step was trained (a new start replaces this folder's run). */
+  refused?: boolean;
   codeVersion: string;
   created: string;
 }
@@ -272,6 +297,7 @@ function grpoSettings(
     guide: o.guide ?? GRPO_DEFAULTS.guide,
     balanceCompares: o.balanceCompares ?? GRPO_DEFAULTS.balanceCompares,
     ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
+    stopFlat: o.stopFlat ?? GRPO_DEFAULTS.stopFlat,
   };
   // Runs written before these settings existed keep the behaviour they had.
   const pool: RlPool = g.pool ?? 'train';
@@ -325,9 +351,21 @@ function copySftRunFiles(fromRun: string, runDir: string): void {
   for (const [dst, bytes] of copies) writeFileAtomic(dst, bytes);
 }
 
+/**
+ * A run the pre-screen refused keeps its config.json (the prediction and the verdict, for a
+ * reader) but trained nothing: a new start in the same folder replaces it, a resume is refused.
+ */
+function forgetRefusedRun(runDir: string, resume: boolean | undefined): void {
+  const existing = readRunConfig(runDir);
+  if (!existing || existing.config['kind'] !== 'grpo' || existing.config['refused'] !== true) return;
+  if (resume) throw new UserError(`--resume: the pre-screen refused the run in ${runDir} before step 1; start it again without --resume (with the suggested change, or --force)`);
+  for (const f of [CONFIG_FILE, METRICS_FILE]) fs.rmSync(path.join(runDir, f), { force: true });
+}
+
 export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResult<'grpo'>> {
   const runDir = path.resolve(o.runDir);
   const configFile = path.join(runDir, CONFIG_FILE);
+  forgetRefusedRun(runDir, o.resume);
   const previous = previousRunConfig(runDir, 'grpo', o.resume, checkGrpoConfig, 'refuse') as GrpoConfig | null;
 
   // The SFT run: its checkpoint is the starting policy and the frozen reference.
@@ -536,7 +574,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       picked.add(ti);
       chosen.push(ti);
     }
-    const results: { kind: TaskKind; correct: number }[] = [];
+    const results: PrescreenResult[] = [];
     // A round of at most 8 tasks at a time for progress, sampled in pieces of about a second:
     // a cancel is heard between pieces (8 tasks x 1024 samples in one call ran for minutes;
     // Stopped then, as there is no step to stop after).
@@ -552,13 +590,13 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       }
       round.forEach((ti, r) => {
         const task = rlTasks[ti]!.task;
-        const correct = episodes
-          .slice(r * samples, (r + 1) * samples)
-          .filter((e) => scoreCompletion(completionFromTranscript(e.text), task.gold, rewardSpec, g.maxSteps).correct).length;
-        results.push({ kind: task.kind, correct });
+        const scores = episodes.slice(r * samples, (r + 1) * samples).map((e) => scoreCompletion(completionFromTranscript(e.text), task.gold, rewardSpec, g.maxSteps));
+        const correct = scores.filter((x) => x.correct).length;
+        const rewardSpread = groupAdvantages(scores.map((x) => x.total)).std >= ZERO_ADVANTAGE;
+        results.push({ kind: task.kind, correct, rewardSpread });
       });
     }
-    const summary = summarisePrescreen(results, samples, g.groupSize);
+    const summary: PrescreenSummary = { ...summarisePrescreen(results, samples, g.groupSize), ...(chosen.length === rlTasks.length ? { wholePool: true } : {}) };
     hooks.log('info', `${formatPrescreen(summary, g.tasksPerStep, dynamicSampling ? maxDraws : null)} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     return summary;
   };
@@ -576,8 +614,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   const elapsed = () => clock.elapsed();
   const done = () => (budget.steps !== undefined ? step >= budget.steps : elapsed() * 1000 >= budgetMs);
   const flatAfter = o.flatlineSteps ?? GRPO_DEFAULTS.flatlineSteps;
+  const stopFlat = g.stopFlat ?? 0;
   let flatRun = 0;
   let cancelled = false;
+  let stoppedFlat: string | undefined;
   const zeroStdCurve: number[] = [];
   const curve: AccuracyPoint[] = [];
   let lastRewardMean: number | undefined;
@@ -600,13 +640,47 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     return summary;
   };
 
-  try {
-    const before = previous ? null : await accuracyPoint(false);
-    if (!previous && (o.prescreen ?? 0) > 0 && !hooks.isCancelled()) {
-      const screened = await prescreen(o.prescreen!, o.prescreenSamples ?? g.groupSize);
-      const written = JSON.parse(fs.readFileSync(configFile, 'utf8')) as GrpoConfig;
-      writeJsonAtomic(configFile, { ...written, prescreen: screened });
+  /**
+   * The pre-screen (default: 10% of the rollouts the run may draw; --prescreen N; 0: none)
+   * and its verdict, both recorded in config.json; a failed verdict refuses the run before
+   * step 1 unless --force (recorded as forced).
+   */
+  const screenAndJudge = async (): Promise<void> => {
+    const drawsPerStep = dynamicSampling ? maxDraws : g.tasksPerStep;
+    const sized = defaultPrescreenTasks({ steps: budget.steps ?? GRPO_DEFAULTS.steps, drawsPerStep, group: g.groupSize, poolSize: rlTasks.length });
+    const tasks = o.prescreen ?? sized.tasks;
+    const samples = o.prescreenSamples ?? g.groupSize;
+    if (tasks === 0) {
+      if (o.prescreen === undefined) {
+        hooks.log('info', `pre-screen: skipped (10% of this run's ${sized.runRollouts} rollouts is under ${PRESCREEN_DEFAULTS.minTasks} tasks of ${g.groupSize}, too few to judge); --prescreen N runs one`);
+      }
+      return;
     }
+    const cost = Math.min(tasks, rlTasks.length) * samples;
+    hooks.log(
+      'info',
+      `pre-screen: ${Math.min(tasks, rlTasks.length)} tasks x ${samples} rollouts = ${cost} rollouts, ` +
+        `${((100 * cost) / sized.runRollouts).toFixed(0)}% of the at most ${sized.runRollouts} the run's ${budget.steps ?? `${GRPO_DEFAULTS.steps} (a --minutes run is sized as)`} steps may draw (--prescreen 0: none)`,
+    );
+    const screened = await prescreen(tasks, samples);
+    const verdict = prescreenVerdict(screened, { pool, userWorld: Boolean(split.world), fromRun, dynamicSampling });
+    const forced = !verdict.ok && o.force === true;
+    const text = formatVerdict(verdict, forced);
+    const written = JSON.parse(fs.readFileSync(configFile, 'utf8')) as GrpoConfig;
+    writeJsonAtomic(configFile, { ...written, prescreen: screened, prescreenVerdict: verdict, ...(forced ? { forced: true } : {}), ...(!verdict.ok && !forced ? { refused: true } : {}) });
+    if (!verdict.ok && !forced) {
+      throw new PreflightRefusal(
+        `GRPO refused to start: the pre-screen predicts groups without a spread in correctness (no step was trained; ${runDir}/${CONFIG_FILE} holds the prediction).\n` +
+          `${formatPrescreen(screened, g.tasksPerStep, dynamicSampling ? maxDraws : null)}\n${text}`,
+      );
+    }
+    hooks.log(verdict.ok ? 'info' : 'warn', text);
+  };
+
+  try {
+    // Before the held-out point: a refused run should cost the screen and nothing else.
+    if (!previous && !hooks.isCancelled()) await screenAndJudge();
+    const before = previous ? null : await accuracyPoint(false);
     while (!done()) {
       if (await cancelRequested(hooks)) {
         cancelled = true;
@@ -771,7 +845,13 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       };
       if (frac === 1) flatRun++;
       else flatRun = 0;
-      if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
+      if (stopFlat > 0 && flatRun >= stopFlat) {
+        const msg = flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
+        stoppedFlat = `stopped after ${flatRun} fully flat steps in a row (--stop-flat ${stopFlat}; 0: never), checkpoint step-${step} kept: ${msg}`;
+        rec['warning'] = stoppedFlat;
+        rec['stopped'] = 'flat';
+        hooks.log('warn', stoppedFlat);
+      } else if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
         const msg = flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
         rec['warning'] = msg;
         hooks.log('warn', msg);
@@ -784,8 +864,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         budget.steps !== undefined ? step : Math.round(elapsed()),
         budget.steps ?? Math.round(budgetMs / 1000),
         `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
-          `flat groups ${groupsFlat}/${groups}`,
+          `flat groups ${groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%)`,
       );
+      if (stoppedFlat) break;
       if (checkpoints.due()) await checkpoint();
       if (g.evalEvery > 0 && step % g.evalEvery === 0 && !done()) {
         await checkpoint();
@@ -806,6 +887,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       ...(after ? { heldout_accuracy: after.accuracy, by_kind: after.by_kind } : {}),
       frac_reward_zero_std: zeroStdCurve,
       curve,
+      ...(stoppedFlat ? { stopped_flat: stoppedFlat } : {}),
     };
     return { kind: 'grpo', cancelled, summary };
   } catch (err) {

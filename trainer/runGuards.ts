@@ -105,6 +105,7 @@ export function checkGrpoConfig(c: Record<string, unknown>, file: string): void 
   for (const k of ['dynamicSampling', 'revisit', 'balanceCompares', 'guide']) {
     if (gg[k] !== undefined && typeof gg[k] !== 'boolean') fail(`"grpo.${k}" must be true or false`);
   }
+  if (gg['stopFlat'] !== undefined && !(Number.isSafeInteger(gg['stopFlat']) && (gg['stopFlat'] as number) >= 0)) fail('"grpo.stopFlat" must be a non-negative integer');
   if (gg['evalLimit'] !== undefined && !(Number.isSafeInteger(gg['evalLimit']) && (gg['evalLimit'] as number) >= 0)) fail('"grpo.evalLimit" must be a non-negative integer');
   const budget = c['budget'];
   if (!isObj(budget) || (budget['steps'] === undefined && budget['minutes'] === undefined)) fail('"budget" must be {"steps": N} or {"minutes": M}');

@@ -77,10 +77,14 @@ export const GRPO_OPTION_TABLE = {
   revisit: { kind: 'onOff', flag: 'revisit' },
   /** A group whose rollouts are all wrong gets the stub teacher's transcript in place of its last (trainer/guide.ts). */
   guide: { kind: 'onOff', flag: 'guide' },
-  /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (0: none). */
+  /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (default: 10% of the run's draws; 0: none). */
   prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true },
   /** Rollouts per pre-screened task (default: the group size; at least it). */
   prescreenSamples: { kind: 'int', flag: 'prescreen-samples', min: 1, max: 1024, job: true },
+  /** Run although the pre-screen's verdict says the groups will be flat (recorded in config.json as forced). */
+  force: { kind: 'flag', flag: 'force', job: true },
+  /** Fully flat steps in a row after which the run stops itself, checkpoint kept (default 10; 0: never). */
+  stopFlat: { kind: 'int', flag: 'stop-flat', min: 0, max: 100000, job: true },
   /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
   keepCheckpoints: { kind: 'int', flag: 'keep-checkpoints', shared: true },
   resume: { kind: 'flag', flag: 'resume', shared: true, job: true },

@@ -103,6 +103,8 @@ export interface GrpoSummary {
   /** Per step: the share of groups whose rewards were all equal (no gradient). */
   frac_reward_zero_std: number[];
   curve: AccuracyPoint[];
+  /** Why the run stopped itself before its budget (every group flat for --stop-flat steps in a row). */
+  stopped_flat?: string;
 }
 
 /** How an evaluated split was made: world kind, world seeds, task count (and a user's world). */
