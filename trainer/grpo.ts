@@ -21,7 +21,7 @@ import {
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
-import { WORLD_COPY, hasRunWorld, runSplits, worldRecord } from './worldFolder';
+import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldRecord } from './worldFolder';
 import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
@@ -34,7 +34,7 @@ import { teacherKnobsOf } from './recipes';
 import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
-import { Stopped, dataFiles, loadTokenizer, readTraceRows } from './prepare';
+import { Stopped, dataFiles, derivedWorldTasks, loadTokenizer, readTraceRows, worldEvaluationNames } from './prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, type MetricsWriter } from './runStore';
 import { RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
@@ -136,6 +136,26 @@ export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readon
   for (let i = 0; i < RL_POOL_WORLDS; i++) {
     const world = { kind, seed: first + i } as const;
     for (const task of freshTrainingTasks(world, RL_POOL_PER_SHAPE, heldKeys, opts)) out.push({ task, world });
+  }
+  return out;
+}
+
+/**
+ * A user's fact world's fresh pools: RL_POOL_WORLDS worlds derived from its own table with
+ * the RL training seeds (new values; new names too for 'fresh-entities', drawn apart from
+ * every name of the world's fresh-entities split), RL_POOL_PER_SHAPE tasks of each shape
+ * from each, none a held-out or dev task's facts (trainer/prepare.ts derivedWorldTasks, which
+ * the SFT augmentation draws through too, asserts that no evaluation name is in the pool).
+ */
+export function worldRlTaskPool(w: LoadedWorld, pool: 'fresh-values' | 'fresh-entities'): WorldTask[] {
+  if (!w.facts || !w.manifest) throw new UserError(`--pool ${pool} derives worlds from a fact table: ${w.manifest?.name ?? w.dir} has none (a documents world, or built before worlds kept facts.json): use --pool train`);
+  const kind = pool === 'fresh-values' ? 'values' : 'entities';
+  const first = pool === 'fresh-values' ? TRAINING_SEEDS.rlValues : TRAINING_SEEDS.rlEntities;
+  const evalNames = worldEvaluationNames(w);
+  const out: WorldTask[] = [];
+  for (let i = 0; i < RL_POOL_WORLDS; i++) {
+    const { id, tasks } = derivedWorldTasks(w, { kind, seed: first + i }, RL_POOL_PER_SHAPE, evalNames, `RL pool world ${kind}:${first + i} of ${w.dir}`);
+    for (const task of tasks) out.push({ task, world: id });
   }
   return out;
 }
@@ -371,8 +391,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   // The SFT run: its checkpoint is the starting policy and the frozen reference.
   const fromRun = previous ? previous.from.run : o.from ? path.resolve(o.from) : null;
   if (!fromRun) throw new UserError('GRPO needs --from SFT_RUN (the SFT run folder whose student it starts from)');
-  // The fresh pools are textbook worlds: a user's world's run defaults to its own training tasks.
-  const defaultPool: RlPool = hasRunWorld(fromRun) ? 'train' : GRPO_DEFAULTS.pool;
+  // A fact world (the textbook's or a user's table) has fresh pools; a documents world only its own training tasks.
+  const fromWorld = hasRunWorld(fromRun) ? runWorld(fromRun) : null;
+  const defaultPool: RlPool = fromWorld && !fromWorld.facts ? 'train' : GRPO_DEFAULTS.pool;
   const { g, pool, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec } = grpoSettings(o, previous, defaultPool);
   const seed = previous?.seed ?? o.seed ?? 0;
   const fromConfigFile = path.join(fromRun, CONFIG_FILE);
@@ -419,10 +440,12 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
 
   // The SFT run's world: the textbook's, or a user's copied into world/ (registered here for the tools).
   const split = runSplits(runDir);
-  if (split.world && pool !== 'train') throw new UserError(`--pool ${pool} draws fresh textbook worlds; this run's world is ${split.world.manifest?.name ?? split.world.dir}: use --pool train`);
   let rlTasks: WorldTask[];
   try {
-    rlTasks = rlTaskPool(pool, files.trainTasks, split.heldout, { balanceCompares: g.balanceCompares ?? false });
+    rlTasks =
+      split.world && pool !== 'train'
+        ? worldRlTaskPool(split.world, pool)
+        : rlTaskPool(pool, files.trainTasks, split.heldout, { balanceCompares: g.balanceCompares ?? false });
   } catch (err) {
     if (err instanceof ReservedWorldError) throw new UserError(err.message);
     throw err;
@@ -663,7 +686,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         `${((100 * cost) / sized.runRollouts).toFixed(0)}% of the at most ${sized.runRollouts} the run's ${budget.steps ?? `${GRPO_DEFAULTS.steps} (a --minutes run is sized as)`} steps may draw (--prescreen 0: none)`,
     );
     const screened = await prescreen(tasks, samples);
-    const verdict = prescreenVerdict(screened, { pool, userWorld: Boolean(split.world), fromRun, dynamicSampling });
+    const verdict = prescreenVerdict(screened, { pool, noFreshPools: Boolean(split.world && !split.world.facts), fromRun, dynamicSampling });
     const forced = !verdict.ok && o.force === true;
     const text = formatVerdict(verdict, forced);
     const written = JSON.parse(fs.readFileSync(configFile, 'utf8')) as GrpoConfig;

@@ -11,7 +11,7 @@ import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { TASK_FACTS, buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, namesTrainingMustNotSee, registerCustomWorld, worldEnv, worldName } from '../core/worlds';
-import { deriveFacts, withOwnNames } from '../core/derivedWorlds';
+import { type DerivedSpec, deriveFacts, withOwnNames } from '../core/derivedWorlds';
 import { PyRandom } from '../core/pyrandom';
 import { overlapKey } from '../core/overlap';
 import { stubTeacherOptions, type Recipe } from './recipes';
@@ -547,12 +547,47 @@ function* worldRunData(
   };
 }
 
+/** The names of a fact world's fresh-entities split: no SFT augmentation or RL pool of it may hold one. */
+export function worldEvaluationNames(w: LoadedWorld): Set<string> {
+  const names = new Set<string>();
+  for (const seed of w.manifest?.fresh?.['fresh-entities']?.seeds ?? []) for (const name of deriveFacts(w.facts!, { kind: 'entities', seed }).renamed.values()) names.add(name);
+  return names;
+}
+
+/**
+ * Training tasks of one world derived from a user's table with a training seed (the SFT
+ * augmentation's and the RL pools' alike): rendered with the parent's build settings and tool
+ * list, up to `perShape` tasks of each shape, none with a held-out or dev task's (kind, facts)
+ * read back to the parent's names, and none naming an entity of an evaluation split (asserted
+ * here, for every pool drawn). The world is registered so its tools answer.
+ */
+export function derivedWorldTasks(w: LoadedWorld, spec: DerivedSpec, perShape: number, evalNames: ReadonlySet<string>, purpose: string): { id: WorldId; tasks: Task[] } {
+  const evalKeys = new Set([...w.heldout, ...w.dev].map(overlapKey));
+  const derived = deriveFacts(w.facts!, spec, evalNames);
+  const back = new Map([...derived.renamed].map(([from, to]) => [to, from] as const));
+  const built = buildFactWorld({ facts: derived.facts, lines: [], settings: {} }, { ...derivedBuildOptions(w), split: { heldout: 1, dev: 0 } });
+  const inParentNames = (t: Task): Task => ({ ...t, hints: { ...t.hints, facts: t.hints.facts.map(([e, a]) => [back.get(e) ?? e, a] as [string, string]) } });
+  const byShape = new Map<string, Task[]>();
+  for (const t of [...built.train, ...built.heldout]) {
+    if (evalKeys.has(overlapKey(inParentNames(t)))) continue;
+    byShape.set(t.kind, [...(byShape.get(t.kind) ?? []), t]);
+  }
+  const rng = new PyRandom(7_919 + spec.seed);
+  const chosen: Task[] = [];
+  for (const list of byShape.values()) {
+    rng.shuffle(list);
+    chosen.push(...list.slice(0, perShape));
+  }
+  assertNoEvaluationNames(chosen, purpose, evalNames);
+  const id: WorldId = registerCustomWorld({ corpus: built.corpus, train: chosen, heldout: built.heldout, dev: [], tools: w.tools });
+  return { id, tasks: chosen };
+}
+
 /**
  * The reading recipe's augmentation for a user's fact world (docs/worlds.md): worlds derived
  * from its own table with training seeds (counterfactual values; and new names, drawn apart
  * from every name of the world's fresh-entities split), each rendered and distilled by the
- * stub teacher against its own corpus. No task with a held-out or dev task's (kind, facts),
- * read back to the parent's names, is kept; no evaluation name is (asserted).
+ * stub teacher against its own corpus (derivedWorldTasks), and the renamed copies.
  */
 function* worldAugmentation(
   w: LoadedWorld,
@@ -561,11 +596,7 @@ function* worldAugmentation(
 ): Generator<void, { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[]; info: NonNullable<PreparedData['augment']> }> {
   const augment = recipe.augment!;
   const facts = w.facts!;
-  const evalKeys = new Set([...w.heldout, ...w.dev].map(overlapKey));
-  const evalNames = new Set<string>();
-  const freshEntities = w.manifest!.fresh?.['fresh-entities'];
-  for (const seed of freshEntities?.seeds ?? []) for (const name of deriveFacts(facts, { kind: 'entities', seed }).renamed.values()) evalNames.add(name);
-  const options = derivedBuildOptions(w);
+  const evalNames = worldEvaluationNames(w);
   const specs = [
     ...Array.from({ length: augment.worlds }, (_, i) => ({ kind: 'values' as const, seed: TRAINING_SEEDS.augment + i })),
     ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i) => ({ kind: 'entities' as const, seed: TRAINING_SEEDS.augmentEntities + i })),
@@ -576,27 +607,7 @@ function* worldAugmentation(
   const names: string[] = [];
   const valueTasks = new Map<string, Task>(); // world|question of the counterfactual worlds' tasks, for their renamed copies
   for (const spec of specs) {
-    const derived = deriveFacts(facts, spec, evalNames);
-    const back = new Map([...derived.renamed].map(([from, to]) => [to, from] as const));
-    const built = buildFactWorld(
-      { facts: derived.facts, lines: [], settings: {} },
-      { ...options, split: { heldout: 1, dev: 0 } },
-    );
-    const inParentNames = (t: Task): Task => ({ ...t, hints: { ...t.hints, facts: t.hints.facts.map(([e, a]) => [back.get(e) ?? e, a] as [string, string]) } });
-    const byShape = new Map<string, Task[]>();
-    for (const t of [...built.train, ...built.heldout]) {
-      if (evalKeys.has(overlapKey(inParentNames(t)))) continue;
-      byShape.set(t.kind, [...(byShape.get(t.kind) ?? []), t]);
-    }
-    const rng = new PyRandom(7_919 + spec.seed);
-    const chosen: Task[] = [];
-    for (const list of byShape.values()) {
-      rng.shuffle(list);
-      chosen.push(...list.slice(0, augment.perShape));
-    }
-    const purpose = `augmentation world ${spec.kind}:${spec.seed} of ${w.dir}`;
-    assertNoEvaluationNames(chosen, purpose, evalNames);
-    const id: WorldId = registerCustomWorld({ corpus: built.corpus, train: chosen, heldout: built.heldout, dev: [], tools: w.tools });
+    const { id, tasks: chosen } = derivedWorldTasks(w, spec, augment.perShape, evalNames, `augmentation world ${spec.kind}:${spec.seed} of ${w.dir}`);
     const env = worldEnv(id);
     const teacher = makeStubTeacher(chosen, stubTeacherOptions(recipe, env));
     const stats: DistillStats = { perKind: {} };

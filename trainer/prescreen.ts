@@ -148,8 +148,8 @@ export interface PrescreenVerdict {
 /** Where the run draws from, for the next step a verdict names. */
 export interface VerdictContext {
   pool: 'train' | 'fresh-values' | 'fresh-entities';
-  /** The run's world is a user's (its fresh pools do not exist yet). */
-  userWorld: boolean;
+  /** The run's world has no fresh pools (a user's world without a fact table: documents and questions). */
+  noFreshPools: boolean;
   /** The SFT run the GRPO run starts from (for the continued-SFT command). */
   fromRun: string;
   dynamicSampling: boolean;
@@ -157,8 +157,8 @@ export interface VerdictContext {
 
 /** The next step when every rollout solves the pool. */
 function memorisedNext(c: VerdictContext): string {
-  if (c.userWorld) {
-    return "this world has no fresh pool yet (the fresh pools are the textbook's), so RL has nothing to add on its own training tasks: evaluate the student, or try `--temperature 1.2` to spread the rollouts";
+  if (c.noFreshPools) {
+    return "this world has no fact table to derive fresh pools from, so RL has nothing to add on its own training tasks: evaluate the student, or try `--temperature 1.2` to spread the rollouts";
   }
   if (c.pool === 'train') return '`--pool fresh-values` (training worlds with new values, never distilled)';
   if (c.pool === 'fresh-values') return '`--pool fresh-entities` (training worlds with new entities: harder)';
@@ -167,7 +167,7 @@ function memorisedNext(c: VerdictContext): string {
 
 /** The next step when every rollout fails. */
 function tooHardNext(c: VerdictContext): string {
-  const easier = c.pool === 'fresh-entities' ? ' or an easier pool: `--pool fresh-values`' : c.pool === 'fresh-values' && !c.userWorld ? ' or an easier pool: `--pool train`' : '';
+  const easier = c.pool === 'fresh-entities' ? ' or an easier pool: `--pool fresh-values`' : c.pool === 'fresh-values' && !c.noFreshPools ? ' or an easier pool: `--pool train`' : '';
   return (
     `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`, then GRPO from it)${easier}, ` +
     "or `--guide on` (the stub teacher's transcript joins every all-wrong group)"

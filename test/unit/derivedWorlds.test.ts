@@ -8,8 +8,9 @@ import { deriveFacts, nameLike, parentGoldOf, renameInText, withOwnNames } from 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { TASK_FACTS } from '../../core/world';
-import { namesTrainingMustNotSee } from '../../core/worlds';
-import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, prepareRunData, prepareWorldRunData, tokenizerText } from '../../trainer/prepare';
+import { ReservedWorldError, namesTrainingMustNotSee } from '../../core/worlds';
+import { worldRlTaskPool } from '../../trainer/grpo';
+import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, derivedWorldTasks, prepareRunData, prepareWorldRunData, tokenizerText } from '../../trainer/prepare';
 import { readWorldFolder } from '../../trainer/worldFolder';
 import { main } from '../../cli/main';
 import { capture } from '../support/capture';
@@ -205,6 +206,22 @@ describe('new names made of trained pieces (issue 27): transcripts with names of
         const prepared = JSON.parse(fs.readFileSync(path.join(run, 'data', 'prepared.json'), 'utf8'));
         assert.deepEqual(prepared.augmentation, { worlds: 2, rows: rows.length - rows.filter((r) => r['world'] === undefined).length, ownNames: 40 });
         assert.equal(prepared.tokenizer.version, 2);
+
+        // RL's fresh pools of this world: derived from its table with the RL seeds, no task of
+        // held-out or dev, no evaluation name; the one assertion SFT's augmentation draws through too.
+        const evalKeys = new Set([...w.heldout, ...w.dev].map((t) => `${t.kind}|${JSON.stringify(t.hints.facts)}`));
+        for (const pool of ['fresh-values', 'fresh-entities'] as const) {
+          const rl = worldRlTaskPool(w, pool);
+          assert.ok(rl.length >= 100, `${pool}: ${rl.length} tasks`);
+          assert.equal(new Set(rl.map((x) => x.world.seed)).size, 50);
+          for (const { task } of rl) {
+            for (const [e] of task.hints.facts) assert.ok(!evalNames.has(e), `${pool} holds ${e}, a fresh-entities name`);
+            if (pool === 'fresh-values') assert.ok(!evalKeys.has(`${task.kind}|${JSON.stringify(task.hints.facts)}`), `${pool} holds an evaluation task: ${task.question}`);
+            else assert.ok(task.hints.facts.every(([e]) => !parentNames.includes(e)), 'new names only');
+          }
+        }
+        // (A values world keeps the table's names: called as if they were evaluation names, it is refused.)
+        assert.throws(() => derivedWorldTasks(w, { kind: 'values', seed: 1 }, 3, new Set(parentNames), 'a pool'), (err: Error) => err instanceof ReservedWorldError && /a pool: ".+" is a name of an evaluation split/.test(err.message));
       }
     } finally {
       rmSync(tmp, { recursive: true, force: true });

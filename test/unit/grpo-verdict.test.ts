@@ -32,7 +32,7 @@ const screen = (n: number, correct: (i: number) => number, rewardSpread: (i: num
     samples,
     8,
   );
-const textbook: VerdictContext = { pool: 'train', userWorld: false, fromRun: '/runs/sft', dynamicSampling: true };
+const textbook: VerdictContext = { pool: 'train', noFreshPools: false, fromRun: '/runs/sft', dynamicSampling: true };
 
 describe('GRPO pre-screen verdict (issue 33)', () => {
   it('every rollout solves the pool: memorised, with the pool flag that changes it (a user world: says it has no fresh pool)', () => {
@@ -43,10 +43,10 @@ describe('GRPO pre-screen verdict (issue 33)', () => {
     assert.match(v.detail!, /72 of 72 screened tasks were solved by all 8 rollouts/);
     assert.match(v.next!, /`--pool fresh-values`/);
     assert.match(prescreenVerdict(s, { ...textbook, pool: 'fresh-values' }).next!, /`--pool fresh-entities`/);
-    const user = prescreenVerdict(s, { ...textbook, userWorld: true });
+    const user = prescreenVerdict(s, { ...textbook, noFreshPools: true });
     assert.equal(user.cause, 'memorised');
-    assert.doesNotMatch(user.next!, /--pool/, "a user's world has no fresh pool to suggest");
-    assert.match(user.next!, /no fresh pool/);
+    assert.doesNotMatch(user.next!, /--pool/, 'a documents world has no fresh pool to suggest');
+    assert.match(user.next!, /no fact table to derive fresh pools from/);
     assert.match(formatVerdict(v), /FAIL.*\n {2}cause \(memorised\).*\n {2}next: .*`--force` to run anyway/);
   });
 

@@ -170,8 +170,8 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8'));
     assert.equal(grpoConfig['world'].dir, world);
     assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
-    assert.equal(grpoConfig['grpo'].pool, 'train', "a user's world's RL run defaults to its own training tasks (the fresh pools are textbook worlds)");
-    assert.match(g.stderr, /\d+ RL tasks \(pool train\)/);
+    assert.equal(grpoConfig['grpo'].pool, 'fresh-values', "a fact world's RL run defaults to worlds derived from its own table, as the textbook's does");
+    assert.match(g.stderr, /\d+ RL tasks \(pool fresh-values\)/);
     const gw = await cli(['train', 'grpo', '--from', run, '--world', world, '--run', path.join(tmp, 'never')]);
     assert.equal(gw.code, 2);
     assert.match(gw.stderr, /takes the world of its --from run/);
