@@ -9,7 +9,7 @@ import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData, prepareWorldRunData } fro
 import { readWorldFolder } from '../trainer/worldFolder';
 import { runSft } from '../trainer/sft';
 import { PRESETS } from '../trainer/model';
-import { DEFAULT_RECIPE, getRecipe } from '../trainer/recipes';
+import { defaultRecipeName, getRecipe } from '../trainer/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
 
@@ -62,7 +62,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
   const runDir = options.runDir ?? path.join('runs', timestamp());
 
   let stage = 0;
-  const recipe = getRecipe(DEFAULT_RECIPE);
+  const recipe = getRecipe(defaultRecipeName(options.world !== undefined));
   const stageLog = (line: string) => log(`[${++stage}/5] ${line}`);
   const data =
     options.world !== undefined
@@ -116,7 +116,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
     distractors: 120,
     samplesPerTask: SAMPLES_PER_TASK,
     teacher: 'stub',
-    pool: options.pool ?? getRecipe(DEFAULT_RECIPE).pool,
+    pool: options.pool ?? recipe.pool,
     taskCounts: report.tasks,
     tokenizer: { sha256, vocabSize: tokenizer.vocabSize },
     sftMaxLen: DEFAULT_MAX_LEN,
@@ -169,13 +169,14 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   const log = options.log ?? ((line: string) => console.log(line));
   const minutes = options.minutes ?? DEMO_MINUTES;
   const report = runDemo({ ...options, log });
+  const recipe = getRecipe(defaultRecipeName(options.world !== undefined));
   if (minutes <= 0) {
     log('');
     log(`Train the student on this data: agent-lab train sft --run ${report.runDir}`);
     return;
   }
   log('');
-  log(`Training the default student (tiny preset, ${DEFAULT_RECIPE} recipe) for ${minutes} minute(s); progress on stderr.`);
+  log(`Training the default student (tiny preset, ${recipe.name} recipe) for ${minutes} minute(s); progress on stderr.`);
   const hooks = trainJobHooks();
   const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1], ...(options.world !== undefined ? { world: options.world } : {}) }, hooks);
   const s = result.summary;
@@ -190,7 +191,7 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   const tiny = PRESETS.tiny;
   // Said from the preset itself, so these lines never drift from the defaults.
   const full = tiny.steps !== undefined ? `${tiny.steps} optimiser steps` : `${tiny.minutes} minutes of optimiser time, evaluations not counted`;
-  log(`The full recipe (the tiny preset's default budget: ${full}; ${DEFAULT_RECIPE} recipe):`);
+  log(`The full recipe (the tiny preset's default budget: ${full}; ${recipe.name} recipe):`);
   log('  agent-lab train sft --run runs/student');
   log('  agent-lab eval --run runs/student --split heldout          # then --split fresh-values: does it read or remember?');
   log('  agent-lab train grpo --from runs/student --run runs/grpo');

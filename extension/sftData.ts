@@ -18,7 +18,7 @@ import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/worl
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
 import { prepareWorldRunData } from '../trainer/prepare';
-import { DEFAULT_RECIPE, RECIPES } from '../trainer/recipes';
+import { DEFAULT_WORLD_RECIPE, RECIPES } from '../trainer/recipes';
 import { WORLD_MANIFEST, readWorldFolder } from '../trainer/worldFolder';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
@@ -111,8 +111,8 @@ export function worldOf(tracesFile: string): World {
 function prepareUserWorldRun(runDir: string, tracesFile: string, worldDir: string, rows: number): PreparedSftData {
   let prepared;
   try {
-    // The default recipe's reading augmentation (worlds derived from a fact table), as `train sft --world` draws it.
-    prepared = prepareWorldRunData(runDir, { world: readWorldFolder(worldDir), traces: path.resolve(tracesFile) }, () => {}, RECIPES[DEFAULT_RECIPE]!);
+    // A user's world's default recipe's reading augmentation (worlds derived from a fact table), as `train sft --world` draws it.
+    prepared = prepareWorldRunData(runDir, { world: readWorldFolder(worldDir), traces: path.resolve(tracesFile) }, () => {}, RECIPES[DEFAULT_WORLD_RECIPE]!);
   } catch (err) {
     throw new Error((err as Error).message);
   }

@@ -32,10 +32,10 @@ import {
 import { ModelConfig, PRESETS, PresetName, StackModel, presetConfig } from './model';
 import { Trainer } from './optim';
 import { OWN_NAMES_SUFFIX, type PreparedRecord, dataFiles, ensureRunData, loadTokenizer, readPreparedRecord, readTraceRows } from './prepare';
-import { DEFAULT_RECIPE, Recipe, getRecipe, phaseAt } from './recipes';
+import { Recipe, defaultRecipeName, getRecipe, phaseAt } from './recipes';
 import { DivergenceGuard, checkRunTokenizer, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, type MetricsWriter } from './runStore';
-import { readWorldFolder, runSplits, worldRecord } from './worldFolder';
+import { hasRunWorld, readWorldFolder, runSplits, worldRecord } from './worldFolder';
 
 export interface SftOptions {
   runDir: string;
@@ -229,7 +229,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const preset = PRESETS[presetName];
   let recipe: Recipe;
   try {
-    recipe = previous?.recipe ?? fromRun?.config.recipe ?? getRecipe(o.recipe ?? DEFAULT_RECIPE);
+    // A user's world's run (--world, or a folder the editor prepared from a world's traces) has its own default.
+    recipe = previous?.recipe ?? fromRun?.config.recipe ?? getRecipe(o.recipe ?? defaultRecipeName(o.world !== undefined || hasRunWorld(runDir)));
   } catch (err) {
     throw new UserError((err as Error).message);
   }

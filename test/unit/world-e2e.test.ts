@@ -89,7 +89,8 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const trained = all.filter((r) => r['world'] === undefined);
     const derived = all.filter((r) => r['world'] !== undefined);
     assert.ok(trained.length > 0 && trained.every((r) => trainQuestions.has(r['task']) && !heldQuestions.has(r['task'])));
-    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 40, ownNames: 0 });
+    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 40, ownNames: 3200 });
+    assert.equal(config['recipe'].name, 'reader-k1-own-names-half', "a user's world's default recipe");
     assert.ok(derived.length > 1000, `${derived.length} augmentation transcripts`);
     // No derived task is a held-out or dev task's facts (read back to the parent's names: values worlds keep them).
     const evalFacts = new Set([...heldout, ...rows(path.join(world, 'dev.jsonl'))].map((r) => `${String(r['kind'])}|${JSON.stringify(r['hints'])}`));
