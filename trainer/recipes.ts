@@ -306,11 +306,12 @@ export const DEFAULT_RECIPE = 'reader-k1-fresh-compare';
 /**
  * The default of a run on a user's world (`--world`, the editor's runs on a world's traces):
  * picked on that world's dev split (elements, 8,000 steps, seed 0; docs/results.md "New names
- * made of trained pieces"): 'reader-k1-own-names-half' scores dev 0.78 against 0.72 for
- * 'reader-k1-own-names' and 0.68 for 'reader-k1-fresh-compare'. A small table is remembered
- * whole; names of their own make its student read.
+ * made of trained pieces"): 'reader-k1-names-own' scores dev 0.80 against 0.78 for
+ * 'reader-k1-own-names-half', 0.72 for 'reader-k1-own-names' and 0.68 for
+ * 'reader-k1-fresh-compare'. A small table is remembered whole; names of their own make its
+ * student read.
  */
-export const DEFAULT_WORLD_RECIPE = 'reader-k1-own-names-half';
+export const DEFAULT_WORLD_RECIPE = 'reader-k1-names-own';
 
 /** The recipe a run gets when none is named: a user's world's default, or the textbook's. */
 export function defaultRecipeName(userWorld: boolean): string {

@@ -89,8 +89,8 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const trained = all.filter((r) => r['world'] === undefined);
     const derived = all.filter((r) => r['world'] !== undefined);
     assert.ok(trained.length > 0 && trained.every((r) => trainQuestions.has(r['task']) && !heldQuestions.has(r['task'])));
-    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 40, ownNames: 3200 });
-    assert.equal(config['recipe'].name, 'reader-k1-own-names-half', "a user's world's default recipe");
+    assert.deepEqual(config['data'].augmentation, { rows: derived.length, worlds: 60, ownNames: 6400 });
+    assert.equal(config['recipe'].name, 'reader-k1-names-own', "a user's world's default recipe");
     assert.ok(derived.length > 1000, `${derived.length} augmentation transcripts`);
     // No derived task is a held-out or dev task's facts (read back to the parent's names: values worlds keep them).
     const evalFacts = new Set([...heldout, ...rows(path.join(world, 'dev.jsonl'))].map((r) => `${String(r['kind'])}|${JSON.stringify(r['hints'])}`));
@@ -315,9 +315,11 @@ describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", ()
     const prepared = prepareSftRunData(run, traces);
     assert.equal(prepared.world, 'folder');
     assert.equal(prepared.trainRows, rows(traces).length);
-    // The editor's run draws the default recipe's reading augmentation too (issue 27).
+    // The editor's run draws a user's world's default recipe's reading augmentation too (issue 27):
+    // 40 counterfactual-value worlds and 20 new-name worlds (and the copies with names of their own).
     const source = JSON.parse(fs.readFileSync(path.join(run, 'data', 'source.json'), 'utf8'));
-    assert.equal(source['augmentation'].worlds, 40);
+    assert.equal(source['augmentation'].worlds, 60);
+    assert.equal(rows(path.join(run, 'data', 'train.traces.jsonl')).filter((r) => String(r['world']).endsWith('/own-names')).length, 6400);
     assert.equal(rows(path.join(run, 'data', 'train.traces.jsonl')).filter((r) => r['world'] !== undefined).length, source['augmentation'].transcripts);
     const splits = runSplits(run);
     assert.deepEqual(splits.heldout.map((t) => t.question), rows(path.join(world, 'heldout.jsonl')).map((r) => r['question']));
