@@ -92,6 +92,9 @@ const COPY_ENLARGED: Recipe = {
 };
 const BALANCED: Partial<Record<TaskKind, number>> = { lookup: 0.15, double: 0.2, sum: 0.4, compare: 0.25 };
 
+/** reader-k1-fresh-compare's draw of shapes: compares at 0.4 of the examples (the shape whose sign must be read). */
+const COMPARE_HEAVY: Recipe['shapeWeights'] = { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 };
+
 const READER_K1_ANSWER: Recipe = {
   ...COPY_ENLARGED,
   name: 'reader-k1-answer',
@@ -202,7 +205,7 @@ export const RECIPES: Record<string, Recipe> = {
     name: 'reader-k1-fresh-compare',
     description: 'reader-k1-fresh drawing compares at 0.4 of the examples (0.25 in the balanced mix): the weakest shape, whose sign must be read, not remembered',
     augment: { share: 0.75, worlds: 40, perShape: 40 },
-    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+    shapeWeights: COMPARE_HEAVY,
   },
   'reader-k1-own-names': {
     ...READER_K1_ANSWER,
@@ -210,14 +213,14 @@ export const RECIPES: Record<string, Recipe> = {
     description:
       "reader-k1-fresh-compare with a copy of each counterfactual transcript whose entities carry names of their own (6,400 at the default size: no name recurs, so new names are copied, not remembered)",
     augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 6400 },
-    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+    shapeWeights: COMPARE_HEAVY,
   },
   'reader-k1-own-names-half': {
     ...READER_K1_ANSWER,
     name: 'reader-k1-own-names-half',
     description: 'reader-k1-own-names with half as many renamed copies (3,200): more of the fresh draws keep the table\'s names',
     augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 3200 },
-    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+    shapeWeights: COMPARE_HEAVY,
   },
   'reader-k1-names-own': {
     ...READER_K1_ANSWER,
@@ -230,7 +233,7 @@ export const RECIPES: Record<string, Recipe> = {
     name: 'reader-k1-balanced',
     description: "reader-k1-fresh-compare whose fresh compares flip the seed world's winner half the time: the pair no longer tells the answer, the calculator's sign does",
     augment: { share: 0.75, worlds: 40, perShape: 40, balanceCompares: true },
-    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+    shapeWeights: COMPARE_HEAVY,
   },
   'reader-k1-names': {
     ...READER_K1_ANSWER,
@@ -244,7 +247,7 @@ export const RECIPES: Record<string, Recipe> = {
     description:
       'reader-k1-fresh-compare with 6 worlds of new entity names among its 46 fresh worlds (measured: fresh-entities 0.056, dev 0.86; a tenth of the examples teaches no copying)',
     augment: { share: 0.75, worlds: 40, perShape: 40, entityWorlds: 6 },
-    shapeWeights: { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 },
+    shapeWeights: COMPARE_HEAVY,
   },
   'reader-k1-fresh-verdict': {
     ...READER_K1_ANSWER,
