@@ -181,6 +181,7 @@ export function prepareRunData(
     const heldKeys = new Set(split.heldout.map(overlapKey));
     const y: Record<string, { kept: number; tasks: number }> = {};
     const names: string[] = [];
+    const valueTasks = new Map<string, Task>(); // world|question of the counterfactual worlds' tasks, for their renamed copies
     const ids: WorldId[] = [
       ...Array.from({ length: augment.worlds }, (_, i): WorldId => ({ kind: 'values', seed: TRAINING_SEEDS.augment + i })),
       ...Array.from({ length: augment.entityWorlds ?? 0 }, (_, i): WorldId => ({ kind: 'entities', seed: TRAINING_SEEDS.augmentEntities + i })),
@@ -196,16 +197,16 @@ export function prepareRunData(
       }
       names.push(worldName(id));
       for (const r of rows) augRows.push({ ...r, world: worldName(id) });
-      for (const t of tasks) augTasks.push({ ...taskToRow(t), world: worldName(id) });
+      for (const t of tasks) {
+        augTasks.push({ ...taskToRow(t), world: worldName(id) });
+        if (id.kind === 'values') valueTasks.set(`${worldName(id)}|${t.question}`, t);
+      }
     }
     const ownNames = augment.ownNames ?? 0;
     if (ownNames > 0) {
-      const valueWorlds = new Set(names.slice(0, augment.worlds));
-      const byKey = new Map<string, Task>();
-      for (const id of ids) if (valueWorlds.has(worldName(id))) for (const t of freshTrainingTasks(id, augment.perShape, heldKeys, { balanceCompares: augment.balanceCompares ?? false })) byKey.set(`${worldName(id)}|${t.question}`, t);
       const copies = ownNameCopies(
-        augRows.filter((r) => valueWorlds.has(r.world)),
-        (r) => byKey.get(`${r.world}|${r.task}`),
+        augRows.filter((r) => valueTasks.has(`${r.world}|${r.task}`)),
+        (r) => valueTasks.get(`${r.world}|${r.task}`),
         ownNames,
         [...new Set(TASK_FACTS.map((f) => f[0]))],
         namesTrainingMustNotSee(),
