@@ -166,12 +166,14 @@ export const COMMANDS: Record<
   eval: {
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
-    usage: 'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--backend B] [--json]',
+    usage:
+      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--copy-bias B] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },
       split: { kind: 'string', choices: [...EVAL_SPLITS] },
       limit: { kind: 'int', min: 1, max: 100000 },
+      'copy-bias': { kind: 'number', min: 0, max: 50 },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
       world: { kind: 'string', path: true },
       json: { kind: 'flag' },

@@ -161,6 +161,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
         ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
         ...(o['limit'] !== undefined ? { limit: o['limit'] as number } : {}),
         ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
+        ...(o['copy-bias'] !== undefined ? { copyBias: o['copy-bias'] as number } : {}),
       },
       hooks,
     ),
@@ -182,6 +183,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
       span_accuracy: s.span_accuracy,
       contaminated: s.contaminated,
       steps_mean: s.steps_mean,
+      ...(s.copy_bias ? { copy_bias: s.copy_bias } : {}),
     }),
   );
 }

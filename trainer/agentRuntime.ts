@@ -8,8 +8,9 @@ import { normalize, renderPrompt } from '../core/distill';
 import type { StateSet } from '../core/grammar';
 import { pyJsonDumps } from '../core/pyjson';
 import type { Task } from '../core/types';
-import { ASST, END, FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL, TOOL_CALL, TOOL_RESULT, parseAssistantStep, renderToolResult } from '../core/wire';
+import { ASST, END, FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep, renderToolResult } from '../core/wire';
 import type { BpeTokenizer } from '../core/tokenizer';
+import { CopyBias } from '../core/copyBias';
 
 /** An incremental decoder: append tokens, get the next-token logits. */
 export interface DecodeSession {
@@ -22,6 +23,11 @@ export interface Policy {
   readonly vocab: number;
   /** The longest sequence the policy accepts (its context). */
   readonly maxContext: number;
+  /**
+   * Decoding only: logits of tokens that continue a word of the user's question are raised
+   * by this much (core/copyBias.ts); 0 or absent: none. A model's config carries it.
+   */
+  readonly copyBias?: number;
   newSession(): DecodeSession;
   /**
    * One token appended to each of several distinct sessions in one batched forward pass
@@ -95,6 +101,8 @@ export class AgentRuntime {
   private readonly callId: number;
   /** Specials the policy may never emit in free text (roles are the harness's). */
   private readonly forbiddenInText: number[];
+  /** Each token's text (specials null), for the copy bias; built on first use. */
+  private tokenStrings: (string | null)[] | null = null;
 
   constructor(
     readonly policy: Policy,
@@ -230,6 +238,7 @@ export class AgentRuntime {
       for (let i = 0; i < piece.length; i++) generated.push(0);
       logits = yield piece;
     }
+    const copy = this.copyBiasFor(task.question);
     const record: StepRecord[] = [];
     const calls = new Set<string>();
     let answer: string | null = null;
@@ -241,7 +250,7 @@ export class AgentRuntime {
       for (let s = 0; s < o.maxSteps && answer === null; s++) {
         steps++;
         yield* harness(ASST);
-        const turn = yield* this.generateTurn(() => logits!, (l) => (logits = l), ids, generated, o, true);
+        const turn = yield* this.generateTurn(() => logits!, (l) => (logits = l), ids, generated, o, true, copy);
         const action = parseAssistantStep(turn.text);
         if (action.kind === 'final') {
           answer = action.answer;
@@ -277,7 +286,7 @@ export class AgentRuntime {
         // Out of steps: the harness forces one answer attempt; its text is not the policy's.
         outOfSteps = true;
         yield* harness(ASST + FORCED_ANSWER_TEXT);
-        const turn = yield* this.generateTurn(() => logits!, (l) => (logits = l), ids, generated, o, false);
+        const turn = yield* this.generateTurn(() => logits!, (l) => (logits = l), ids, generated, o, false, copy);
         answer = finalAnswerOf(FORCED_ANSWER_TEXT + turn.text);
         record.push({ kind: 'forced', text: FORCED_ANSWER_TEXT + turn.text, truncated: turn.truncated });
       }
@@ -314,7 +323,7 @@ export class AgentRuntime {
     const session = this.policy.newSession();
     try {
       let logits = session.append(ids);
-      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true);
+      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true, this.copyBiasFor(userTextOf(prompt)));
       let r = gen.next();
       while (!r.done) r = gen.next(session.append(r.value));
       return { ...r.value, contextFull: false };
@@ -334,7 +343,7 @@ export class AgentRuntime {
     try {
       const append = async (x: readonly number[]): Promise<Float32Array> => (session.appendAsync ? session.appendAsync(x) : session.append(x));
       let logits = await append(ids);
-      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true);
+      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true, this.copyBiasFor(userTextOf(prompt)));
       let r = gen.next();
       while (!r.done) r = gen.next(await append(r.value));
       return { ...r.value, contextFull: false };
@@ -346,6 +355,15 @@ export class AgentRuntime {
     }
   }
 
+  /** The copy bias of an episode whose user asked `question` (null when the policy has none). */
+  private copyBiasFor(question: string): CopyBias | null {
+    const strength = this.policy.copyBias ?? 0;
+    if (strength === 0) return null;
+    const tok = this.tokenizer;
+    this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) ? null : tok.decode([id])));
+    return new CopyBias(this.tokenStrings, question, strength);
+  }
+
   /** Generates one assistant turn up to and including <|end|> (added by the harness if cut). */
   private *generateTurn(
     getLogits: () => Float32Array,
@@ -354,8 +372,10 @@ export class AgentRuntime {
     generated: number[],
     o: EpisodeOptions,
     callsAllowed: boolean,
+    copy: CopyBias | null,
   ): Generator<Append, { text: string; truncated: boolean }, Float32Array> {
     const turnIds: number[] = [];
+    let turnText = '';
     let states: StateSet | null = null; // non-null inside a tool call
     for (let n = 0; n < o.maxTurnTokens; n++) {
       // Room for this token and, if needed, the <|end|> that closes the turn.
@@ -366,6 +386,7 @@ export class AgentRuntime {
         for (const id of this.forbiddenInText) logits[id] = -Infinity;
         if (!callsAllowed || states !== null) logits[this.callId] = -Infinity;
       }
+      copy?.apply(logits, turnText);
       const id = pick(logits, o.temperature, o.random ?? Math.random);
       ids.push(id);
       generated.push(1);
@@ -375,6 +396,7 @@ export class AgentRuntime {
         return { text: this.tokenizer.decode(turnIds), truncated: false };
       }
       turnIds.push(id);
+      if (copy) turnText += this.tokenStrings![id] ?? '';
       if (id === this.callId) states = this.mask ? this.mask.start() : [];
       else if (states !== null && this.mask) states = this.mask.advance(states, id);
       setLogits(yield [id]);
@@ -385,6 +407,14 @@ export class AgentRuntime {
     setLogits(yield [this.endId]);
     return { text: this.tokenizer.decode(turnIds), truncated: true };
   }
+}
+
+/** The user's text of a wire-format prompt (the first user turn; '' when there is none). */
+function userTextOf(prompt: string): string {
+  const start = prompt.indexOf(USER);
+  if (start < 0) return '';
+  const end = prompt.indexOf(END, start + USER.length);
+  return prompt.slice(start + USER.length, end < 0 ? undefined : end);
 }
 
 function finalAnswerOf(text: string): string | null {

@@ -50,7 +50,7 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
     const { kind: _kind, ...options } = spec;
     return runGrpo(options, hooks);
   }
-  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world);
+  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world, spec.copyBias);
 }
 
 export async function runEval(
@@ -61,6 +61,7 @@ export async function runEval(
   limit: number | undefined,
   hooks: JobHooks,
   worldDir?: string,
+  copyBias?: number,
 ): Promise<JobResult<'eval'>> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
@@ -75,7 +76,8 @@ export async function runEval(
   const ck = loadCheckpoint(runDir, which); // a damaged or NaN checkpoint: an InputError naming it
   const tokenizer = loadTokenizer(runDir);
   checkRunTokenizer(run.config, configFile, tokenizer);
-  const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
+  const trained = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
+  const cfg = copyBias === undefined ? trained : { ...trained, copyBias };
   let backend;
   try {
     backend = await initBackend(backendAsk as BackendAsk);
@@ -132,7 +134,7 @@ export async function runEval(
         : split === 'train'
           ? undefined
           : splitManifest()[split];
-    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}) };
+    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), ...(cfg.copyBias ? { copy_bias: cfg.copyBias } : {}) };
     writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
     writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), summary);
     const metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));

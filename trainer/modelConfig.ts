@@ -28,6 +28,13 @@ export interface ModelConfig {
    * in a 2-layer student (docs/results.md, "Copying needs the previous token").
    */
   prevTokens?: number;
+  /**
+   * Decoding only, no weights (0 or absent: none): while the student is in the middle of a
+   * word that begins like a word of the user's question, the logits of the tokens that
+   * continue that word are raised by this much (core/copyBias.ts). Kept with the model so
+   * that every road that decodes it (eval, GRPO, run, the editor) decodes it alike.
+   */
+  copyBias?: number;
 }
 
 export type PresetName = 'tiny' | 'tiny-plain' | 'tiny-deep' | 'small' | 'long' | 'stack-100m';
@@ -56,8 +63,15 @@ export interface Preset {
   summary: string;
 }
 
+/**
+ * The copy bias every preset decodes with (ModelConfig.copyBias): the strongest of 2, 4, 8,
+ * 16 that lost no task on the dev split of the textbook world or of a user's world
+ * (docs/decisions.md, "A copy bias").
+ */
+export const COPY_BIAS = 4;
+
 const TINY: Preset = {
-  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2 },
+  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2, copyBias: COPY_BIAS },
   batch: 2,
   lr: 4e-3,
   // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
@@ -88,7 +102,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: 'tiny with a third layer (~842k parameters at vocab 749): 1.5 times the time per step; measured no better than tiny at 8,000 steps (docs/results.md)',
   },
   small: {
-    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000 },
+    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS },
     batch: 2,
     lr: 3e-3,
     minutes: 20,
@@ -101,7 +115,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: '~1.3M parameters: more capacity, fewer steps per minute',
   },
   long: {
-    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000 },
+    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS },
     batch: 2,
     lr: 4e-3,
     minutes: 60,
@@ -114,7 +128,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: "~650k parameters (tiny's width, one more layer) for a 60-minute CPU budget",
   },
   'stack-100m': {
-    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768 },
+    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768, copyBias: COPY_BIAS },
     batch: 8,
     lr: 6e-4,
     minutes: 120,
@@ -147,6 +161,8 @@ export function validateConfig(cfg: ModelConfig): void {
   if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');
   const n = cfg.prevTokens ?? 0;
   if (!Number.isInteger(n) || n < 0 || n > 4) throw new Error(`model config: prevTokens must be an integer in 0..4 (got ${String(cfg.prevTokens)})`);
+  const c = cfg.copyBias ?? 0;
+  if (typeof c !== 'number' || !Number.isFinite(c) || c < 0 || c > 50) throw new Error(`model config: copyBias must be a number in 0..50 (got ${String(cfg.copyBias)})`);
 }
 
 /** The number of previous-token embedding tables of a config (0 when absent). */

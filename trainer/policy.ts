@@ -13,6 +13,7 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
   return {
     vocab: tokenizerVocab,
     maxContext: model.config.maxSeq,
+    copyBias: model.config.copyBias ?? 0,
     newSession(): DecodeSession {
       const cache = model.newCache();
       const session: DecodeSession = {

@@ -42,6 +42,8 @@ export interface EvalJobSpec {
   limit?: number;
   /** Evaluate on this world folder's split instead of the run's own world. */
   world?: string;
+  /** Decode with this copy bias instead of the model's own (trainer/modelConfig.ts copyBias). */
+  copyBias?: number;
 }
 /**
  * GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out): the
@@ -129,6 +131,8 @@ export interface EvalJobSummary {
   worlds?: SplitManifest;
   checkpoint: string;
   step: number;
+  /** The copy bias the student decoded with, when it had one (trainer/modelConfig.ts copyBias). */
+  copy_bias?: number;
 }
 
 /** The summary each job kind ends with. */
@@ -185,6 +189,7 @@ export function checkJobSpec(v: unknown): string | null {
     if (!EVAL_SPLITS.includes(v['split'] as EvalSplit)) return `job.split must be one of ${EVAL_SPLITS.join(', ')}`;
     for (const k of ['checkpoint', 'backend', 'world']) if (!optStr(v[k])) return `job.${k} must be a string`;
     if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
+    if (!optNum(v['copyBias'])) return 'job.copyBias must be a non-negative number';
     return null;
   }
   return `job.kind must be 'sft', 'grpo' or 'eval', got ${JSON.stringify(v['kind'])}`;

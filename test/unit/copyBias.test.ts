@@ -1,0 +1,114 @@
+// The copy bias (core/copyBias.ts): which tokens it raises, and what it changes in a real
+// decoding loop — a student that drifts from an unseen name into a name it knows stays on
+// the question's name with the bias, and drifts without it.
+import * as assert from 'node:assert/strict';
+import { ToolEnv } from '../../core/distill';
+import { CopyBias, copyContinuations, questionWords, trailingWord } from '../../core/copyBias';
+import { trainDefaultTokenizer } from '../../core/tokenizer';
+import { renderPrompt } from '../../core/distill';
+import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
+import { PRESETS, validateConfig } from '../../trainer/modelConfig';
+
+describe('copy bias', () => {
+  it('reads the words of a question and the word a text ends in', () => {
+    assert.deepEqual(questionWords('What is the RoPE base of Stack-100M? Use the corpus.'), ['What', 'is', 'the', 'RoPE', 'base', 'of', 'Stack-100M', 'Use', 'corpus']);
+    assert.equal(trailingWord('I need the period of Niox'), 'Niox');
+    assert.equal(trailingWord('{"query": "Stack-'), 'Stack-');
+    assert.equal(trailingWord('period of '), '');
+    assert.equal(trailingWord('"'), '');
+  });
+
+  it('raises the tokens that continue a question word, and those that end a whole one', () => {
+    const strings = ['nem', 'n', 'ne', 'krm', 'nem?', 'nemo', ' Niox', 'ox', null, '?', ' period', '"', 'imon'];
+    const pick = (partial: string, words: string[]) => copyContinuations(strings, words, partial).map((id) => strings[id]);
+    // Mid-word: the rest of the word, or all of it and then out of the word; never past it.
+    assert.deepEqual(pick('Niox', ['What', 'Nioxnem']), ['nem', 'n', 'ne', 'nem?']);
+    // A whole question word: the tokens that leave the word, not those that run on.
+    assert.deepEqual(pick('Jyndpimon', ['Jyndpimon']), [' Niox', '?', ' period', '"']);
+    // Nothing at a word's start, and nothing for a word no question word begins with.
+    assert.deepEqual(pick('', ['Nioxnem']), []);
+    assert.deepEqual(pick('Sour', ['Nioxnem']), []);
+  });
+
+  it('adds its strength to the raised tokens only, and never lifts a token the grammar removed', () => {
+    const strings = ['nem', 'krm', 'n'];
+    const bias = new CopyBias(strings, 'What is the period of Nioxnem?', 4);
+    const logits = Float32Array.from([1, 2, -Infinity]);
+    bias.apply(logits, 'I need the period of Niox');
+    assert.deepEqual([...logits], [5, 2, -Infinity]);
+    const untouched = Float32Array.from([1, 2, 3]);
+    bias.apply(untouched, 'I need the period of ');
+    assert.deepEqual([...untouched], [1, 2, 3]);
+  });
+
+  describe('in the decoding loop', () => {
+    const tok = trainDefaultTokenizer();
+    const idOf = (ch: string) => {
+      const ids = tok.encode(ch);
+      assert.equal(ids.length, 1, `'${ch}' is one token`);
+      return ids[0]!;
+    };
+    const endId = tok.specialIds['<|end|>'];
+    const start = 'Thought: the period of Niox';
+    /**
+     * A student that writes `start` and then prefers the name it knows ("krm", logit 10) to
+     * the question's ("nem", logit 7), one character at a time, then ends the turn.
+     */
+    function driftingPolicy(copyBias: number): Policy {
+      return {
+        vocab: tok.vocabSize,
+        maxContext: 4096,
+        copyBias,
+        newSession(): DecodeSession {
+          const history: number[] = [];
+          return {
+            append(ids) {
+              history.push(...ids);
+              const text = tok.decode(history);
+              const turn = text.slice(text.lastIndexOf('<|assistant|>') + '<|assistant|>'.length);
+              const l = new Float32Array(tok.vocabSize).fill(-10);
+              if (turn.length < start.length) l[idOf(start[turn.length]!)] = 10;
+              else {
+                const rest = turn.slice(start.length);
+                const wrong = 'krm.'.slice(rest.length);
+                const right = 'nem.'.slice(rest.length);
+                if (rest.endsWith('.')) l[endId] = 10;
+                else {
+                  if (wrong.length > 0 && 'krm.'.startsWith(rest)) l[idOf(wrong[0]!)] = 10;
+                  if (right.length > 0 && 'nem.'.startsWith(rest)) l[idOf(right[0]!)] = 'krm.'.startsWith(rest) ? 7 : 10;
+                }
+              }
+              return l;
+            },
+            dispose() {},
+          };
+        },
+      };
+    }
+    const promptOf = (question: string) => `${renderPrompt(question)}<|assistant|>`;
+
+    it('keeps the student on the question’s name with the bias, and lets it drift without', () => {
+      const question = 'What is the period of Nioxnem? Use the corpus.';
+      const biased = new AgentRuntime(driftingPolicy(4), tok, new ToolEnv([]), null).continueTurn(promptOf(question));
+      assert.equal(biased.text, 'Thought: the period of Nioxnem.');
+      const plain = new AgentRuntime(driftingPolicy(0), tok, new ToolEnv([]), null).continueTurn(promptOf(question));
+      assert.equal(plain.text, 'Thought: the period of Nioxkrm.');
+      // A bias weaker than the student's preference changes nothing.
+      const weak = new AgentRuntime(driftingPolicy(2), tok, new ToolEnv([]), null).continueTurn(promptOf(question));
+      assert.equal(weak.text, 'Thought: the period of Nioxkrm.');
+    });
+
+    it('does nothing when the question holds no word the student is writing', () => {
+      const other = new AgentRuntime(driftingPolicy(4), tok, new ToolEnv([]), null).continueTurn(promptOf('What is the period of Sourskim? Use the corpus.'));
+      assert.equal(other.text, 'Thought: the period of Nioxkrm.');
+    });
+  });
+
+  it('is part of a model config: checked, and on in the presets that train students', () => {
+    const base = { vocab: 100, ...PRESETS.tiny.model };
+    assert.doesNotThrow(() => validateConfig({ ...base, copyBias: 0 }));
+    assert.throws(() => validateConfig({ ...base, copyBias: -1 }), /copyBias must be a number in 0\.\.50/);
+    assert.throws(() => validateConfig({ ...base, copyBias: Number.NaN }), /copyBias/);
+    assert.equal(PRESETS.tiny.model.copyBias, 4);
+  });
+});
