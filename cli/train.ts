@@ -23,6 +23,7 @@ import { runSft } from '../trainer/sft';
 import { PreflightRefusal, runGrpo } from '../trainer/grpo';
 import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
 import type { EvalSplit } from '../core/protocol/worker';
+import { failureMeaning } from '../core/protocol/panels';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
@@ -170,7 +171,10 @@ export async function runEvalCommand(o: Options): Promise<void> {
   if (!o['json']) {
     console.log(`exact match ${(100 * s.accuracy).toFixed(1)}% on ${s.n} tasks (mean ${s.steps_mean.toFixed(2)} steps)`);
     for (const [k, v] of Object.entries(s.by_kind)) console.log(`  ${k.padEnd(8)} ${(100 * v.accuracy).toFixed(1)}% of ${v.n}`);
-    console.log(`  failures: ${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    // The same labels as the eval rows and the inspector: each failure's first real mistake.
+    const failed = Object.entries(s.failures).filter(([, v]) => v > 0);
+    console.log(`  failures (first mistake): ${failed.length ? failed.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`);
+    for (const [k] of failed) if (failureMeaning(k)) console.log(`    ${k}: ${failureMeaning(k)}`);
     console.log(`  teacher-forced span accuracy: ${Object.entries(s.span_accuracy).map(([k, v]) => `${k} ${(100 * v).toFixed(1)}%`).join(', ')}`);
     console.log(`  contaminated: ${s.contaminated}`);
   }

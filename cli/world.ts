@@ -139,7 +139,12 @@ export function runSourceWorldCommand(o: Options): void {
       factCount = table.facts.length;
       tableFacts = table.facts;
       manifestSource = { kind: 'facts', files: [{ path: file, sha256: sha256File(file) }] };
-      made = { distractors: settings.distractors ?? table.settings.distractors ?? 0, shapes: settings.shapes ?? table.settings.shapes ?? [...TASK_SHAPES] };
+      made = {
+        distractors: settings.distractors ?? table.settings.distractors ?? 0,
+        shapes: settings.shapes ?? table.settings.shapes ?? [...TASK_SHAPES],
+        // Its derived worlds (fresh splits, augmentation, RL pools) are rendered with the same sentences.
+        ...(built.templates ? { templates: [...built.templates] } : {}),
+      };
     } else {
       const read = readDocsFolder(docs!);
       const file = path.resolve(tasksFile!);

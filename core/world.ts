@@ -72,6 +72,67 @@ export function renderFact(n: number, ent: string, attr: string, val: string): s
   return TEMPLATES[n % TEMPLATES.length]!.replace(/\{(n|ent|attr|val)\}/g, (_m, name: string) => fields[name]!);
 }
 
+// ---- a user's world: its own surface forms ------------------------------------------------
+
+/** The canonical clause every surface form holds, in a user's template's placeholders. */
+export const CANONICAL_CLAUSE = 'the {attribute} of {entity} is {value}';
+
+/**
+ * A user's world's default surface forms: the canonical clause in plain words and nothing of
+ * the textbook's story (no project, no specification). Fact n takes form n % 3, as the seed's.
+ * Placeholders {n} {entity} {attribute} {value}.
+ */
+export const PLAIN_TEMPLATES: readonly string[] = [
+  'Entry {n}: the {attribute} of {entity} is {value}.',
+  'As listed, the {attribute} of {entity} is {value}.',
+  'Record {n} states that the {attribute} of {entity} is {value}.',
+];
+
+/** A user's form `templates[n % length]` filled in one pass (a value holding "{entity}" stays as written). */
+export function renderOwnFact(templates: readonly string[], n: number, ent: string, attr: string, val: string): string {
+  if (templates.length === 0) throw new Error('renderOwnFact needs at least one template');
+  const fields: Record<string, string> = { n: String(n), entity: ent, attribute: attr, value: val };
+  return templates[n % templates.length]!.replace(/\{(n|entity|attribute|value)\}/g, (_m, name: string) => fields[name]!);
+}
+
+/**
+ * Distractor facts of a user's world: entities the table does not hold ("entry D-000"), each
+ * with two of the table's own attributes and a value that attribute takes in the table, so a
+ * search for a fact also meets passages that look like it. Nothing of the textbook's.
+ */
+export function ownDistractorFacts(rng: PyRandom, table: readonly Fact[], n: number): Fact[] {
+  if (n <= 0 || table.length === 0) return [];
+  const byAttribute = new Map<string, string[]>();
+  for (const [, a, v] of table) byAttribute.set(a, [...(byAttribute.get(a) ?? []), v]);
+  const attributes = [...byAttribute.keys()];
+  const taken = new Set(table.map((f) => f[0]));
+  let prefix = 'entry D-';
+  while ([...taken].some((e) => e.startsWith(prefix))) prefix = `other ${prefix}`;
+  const out: Fact[] = [];
+  for (let i = 0; i < n; i++) {
+    const ent = `${prefix}${pad(i, 3)}`;
+    for (const attr of rng.sample(attributes, Math.min(2, attributes.length))) out.push([ent, attr, rng.choice(byAttribute.get(attr)!)]);
+  }
+  return out;
+}
+
+/**
+ * A user's world's corpus: its table and `nDistractors` distractor entities
+ * (ownDistractorFacts), rendered through `templates` (PLAIN_TEMPLATES unless the user wrote
+ * their own) and chunked as the seed chunks; doc ids as the seed's.
+ */
+export function buildOwnCorpus(seed: number, nDistractors: number, table: readonly Fact[], templates: readonly string[] = PLAIN_TEMPLATES): Passage[] {
+  const rng = new PyRandom(seed);
+  const facts: Fact[] = [...table, ...ownDistractorFacts(rng, table, nDistractors)];
+  const passages: Passage[] = [];
+  facts.forEach(([ent, attr, val], n) => {
+    chunkWords(renderOwnFact(templates, n, ent, attr, val)).forEach((piece, j) => {
+      passages.push({ docId: `doc-${pad(n, 4)}-${j}`, text: piece });
+    });
+  });
+  return passages;
+}
+
 /**
  * `chunk_words`: fixed-size word chunks with overlap. A text of at most `size` words is
  * returned unchanged (whitespace and all); longer texts are re-joined with single spaces.

@@ -9,7 +9,7 @@ import { findOverlaps, overlapKey } from './overlap';
 import { renderCallBody } from './wire';
 import { PyRandom } from './pyrandom';
 import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
-import { Fact, buildCorpus, chunkWords, doubleTask, isNum, lookupTask, makeTasks } from './world';
+import { CANONICAL_CLAUSE, Fact, PLAIN_TEMPLATES, buildCorpus, buildOwnCorpus, chunkWords, doubleTask, isNum, lookupTask, makeTasks } from './world';
 
 export const TASK_SHAPES: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
 
@@ -29,6 +29,8 @@ export class WorldFileError extends Error {
 export interface FactSettings {
   distractors?: number;
   shapes?: TaskKind[];
+  /** The user's own surface forms (docs/worlds.md, "Your own sentences"); unset, PLAIN_TEMPLATES. */
+  templates?: string[];
 }
 
 export interface FactTable {
@@ -101,6 +103,42 @@ function checkFact(file: string, line: number, entity: string, attribute: string
   if (/^-*[0-9]+$/.test(value) && /^--/.test(value)) throw new WorldFileError(file, line, 'value', `${JSON.stringify(value)} is not a number (write -5, not --5)`);
 }
 
+/** The most words a template may have: a rendered fact stays one passage (chunk_words cuts at 80). */
+export const MAX_TEMPLATE_WORDS = 50;
+
+/**
+ * Checks one surface form a user wrote: only the placeholders {n} {entity} {attribute}
+ * {value}, and the canonical clause "the {attribute} of {entity} is {value}" ended by '.',
+ * ',' or ';' (the teacher and the world's checks read the value back from it).
+ */
+export function checkTemplate(file: string, line: number, field: string, text: string): void {
+  if (text.trim() === '') throw new WorldFileError(file, line, field, 'is empty');
+  if (/[\n\r]/.test(text)) throw new WorldFileError(file, line, field, 'holds a line break');
+  const special = specialTokenIn(text);
+  if (special !== null) throw new WorldFileError(file, line, field, `holds ${special}, a special token of the wire format (it would forge turns of the transcripts)`);
+  const brace = /\{[^{}]*\}|[{}]/g;
+  for (let m = brace.exec(text); m; m = brace.exec(text)) {
+    if (!/^\{(n|entity|attribute|value)\}$/.test(m[0])) {
+      throw new WorldFileError(file, line, field, `${JSON.stringify(m[0])} is not a placeholder (a template has {entity}, {attribute}, {value} and, if you like, {n}, the fact's number)`);
+    }
+  }
+  const at = text.indexOf(CANONICAL_CLAUSE);
+  if (at < 0 || !/^[.,;]/.test(text.slice(at + CANONICAL_CLAUSE.length))) {
+    throw new WorldFileError(
+      file,
+      line,
+      field,
+      `${JSON.stringify(text)} does not hold the canonical clause "${CANONICAL_CLAUSE}" followed by '.', ',' or ';' ` +
+        '(lower-case "the", the placeholders as written): the teacher reads each value back from that clause (docs/worlds.md)',
+    );
+  }
+  const words = text.trim().split(/\s+/).length;
+  if (words > MAX_TEMPLATE_WORDS) throw new WorldFileError(file, line, field, `has ${words} words; a template has at most ${MAX_TEMPLATE_WORDS} (a fact's sentence must stay one passage)`);
+}
+
+/** A CSV's template line: "# template: ..." (any other line starting with # is a comment). */
+const CSV_TEMPLATE = /^#\s*template\s*:\s*(.*)$/i;
+
 /** RFC 4180 fields of one CSV line (quotes with "" inside; no line breaks inside a field). */
 function csvFields(text: string, file: string, line: number): string[] {
   const out: string[] = [];
@@ -156,9 +194,17 @@ function checkedRow(problems: WorldFileError[] | undefined, check: () => void): 
 function parseCsvTable(text: string, file: string, problems?: WorldFileError[]): FactTable {
   const facts: Fact[] = [];
   const lines: number[] = [];
+  const templates: string[] = [];
   let header = false;
   splitLines(text).forEach((raw, i) => checkedRow(problems, () => {
     const line = i + 1;
+    const template = CSV_TEMPLATE.exec(raw.replace(/^\uFEFF/, ''));
+    if (template) {
+      const t = template[1]!.trim();
+      checkTemplate(file, line, 'template', t);
+      templates.push(t);
+      return;
+    }
     if (raw.trim() === '' || raw.startsWith('#')) return;
     if (!header) {
       // The first data line is the header, right or wrong (a wrong one is reported once).
@@ -182,13 +228,13 @@ function parseCsvTable(text: string, file: string, problems?: WorldFileError[]):
   if (!header) checkedRow(problems, () => {
     throw new WorldFileError(file, 1, 'header', 'the file is empty: expected the header "entity,attribute,value"');
   });
-  return { facts, lines, settings: {} };
+  return { facts, lines, settings: templates.length > 0 ? { templates } : {} };
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseSettings(v: unknown, file: string, line: number, field = 'settings'): FactSettings {
-  if (!isObj(v)) throw new WorldFileError(file, line, field, 'must be an object {"distractors": N, "shapes": [...]}');
+  if (!isObj(v)) throw new WorldFileError(file, line, field, 'must be an object {"distractors": N, "shapes": [...], "templates": [...]}');
   const out: FactSettings = {};
   for (const [k, x] of Object.entries(v)) {
     if (k === 'distractors') {
@@ -199,7 +245,14 @@ export function parseSettings(v: unknown, file: string, line: number, field = 's
         throw new WorldFileError(file, line, `${field}.shapes`, `must be a non-empty list of ${TASK_SHAPES.join(', ')}`);
       }
       out.shapes = [...new Set(x as TaskKind[])];
-    } else throw new WorldFileError(file, line, `${field}.${k}`, 'unknown setting (known: distractors, shapes)');
+    } else if (k === 'templates') {
+      if (!Array.isArray(x) || x.length === 0) throw new WorldFileError(file, line, `${field}.templates`, `must be a non-empty list of sentences, each holding "${CANONICAL_CLAUSE}"`);
+      x.forEach((t, i) => {
+        if (typeof t !== 'string') throw new WorldFileError(file, line, `${field}.templates[${i}]`, 'must be a string');
+        checkTemplate(file, line, `${field}.templates[${i}]`, t);
+      });
+      out.templates = [...(x as string[])];
+    } else throw new WorldFileError(file, line, `${field}.${k}`, 'unknown setting (known: distractors, shapes, templates)');
   }
   return out;
 }
@@ -469,6 +522,8 @@ export interface BuiltWorld {
    */
   unsolvable: Record<string, number>;
   warnings: string[];
+  /** A fact world's surface forms (the user's or PLAIN_TEMPLATES); null for the textbook's forms or a documents world. */
+  templates: readonly string[] | null;
 }
 
 function countByShape(tasks: readonly Task[]): Record<string, number> {
@@ -535,7 +590,7 @@ function giveTrainEveryShape(train: Task[], heldout: Task[], dev: Task[]): void 
   }
 }
 
-function splitPool(tasks: Task[], seed: number, asked: Partial<SplitSizes>): Omit<BuiltWorld, 'corpus' | 'unsolvable' | 'warnings'> {
+function splitPool(tasks: Task[], seed: number, asked: Partial<SplitSizes>): Omit<BuiltWorld, 'corpus' | 'unsolvable' | 'warnings' | 'templates'> {
   const sizes = splitSizes(tasks.length, asked);
   new PyRandom(seed + 2).shuffle(tasks);
   const trainAll = tasks.slice(0, sizes.train);
@@ -562,10 +617,18 @@ export interface FactWorldOptions {
   settings?: FactSettings;
   /** The world's call grammar (core/worldTools.ts templatesFor); default the textbook's. */
   templates?: readonly Template[];
+  /**
+   * The surface forms: 'textbook' renders the seed's three forms and its ablation-run
+   * distractors (the textbook's own table; a world built before worlds had forms of their
+   * own); a list renders those (over the table's settings.templates); unset, the table's
+   * settings.templates, else PLAIN_TEMPLATES.
+   */
+  forms?: 'textbook' | readonly string[];
 }
 
 /**
- * A world from a fact table: the seed's corpus (templates, distractors) over the table, the
+ * A world from a fact table: its corpus (the user's surface forms or plain ones, with
+ * distractors of its own; or the seed's forms and distractors with forms 'textbook'), the
  * seed's make_tasks (lookup for every fact; double, sum and compare over the numeric ones:
  * no same-entity compare, no ties), only the shapes wanted, split by the seed's rule.
  */
@@ -574,7 +637,8 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
   const settings: FactSettings = { ...table.settings, ...options.settings };
   const shapes = settings.shapes ?? [...TASK_SHAPES];
   const distractors = settings.distractors ?? 0;
-  const corpus = buildCorpus(seed, distractors, table.facts);
+  const forms = options.forms === 'textbook' ? null : [...(options.forms ?? settings.templates ?? PLAIN_TEMPLATES)];
+  const corpus = forms === null ? buildCorpus(seed, distractors, table.facts) : buildOwnCorpus(seed, distractors, table.facts, forms);
   const numeric = table.facts.filter((f) => isNum(f[2]));
   const warnings: string[] = [];
   // makeTasks draws pairs of numeric facts; with fewer than two there are no pairs to draw.
@@ -595,7 +659,7 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
   }
   // Counted over the tasks written (after the split and the overlap exclusion).
   noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings, options.templates);
-  return { corpus, ...split, unsolvable, warnings };
+  return { corpus, ...split, unsolvable, warnings, templates: forms };
 }
 
 export interface DocsWorldOptions {
@@ -661,5 +725,5 @@ export function buildDocsWorld(corpus: Passage[], tasks: readonly SourceTask[], 
   }
   const split = splitPool(tasks.map((t) => t.task), seed, options.split ?? {});
   noteGrammar([...split.train, ...split.heldout, ...split.dev].filter(isHinted), null, unsolvable, warnings, options.templates);
-  return { corpus, ...split, unsolvable, warnings };
+  return { corpus, ...split, unsolvable, warnings, templates: null };
 }

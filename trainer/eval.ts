@@ -3,6 +3,8 @@
 // step where the student departs from the teacher, teacher-forced accuracy per span kind,
 // and contamination (evaluated tasks that overlap the run's training data).
 import { DEFAULT_MAX_STEPS, normalize, rollout } from '../core/distill';
+import { pyStrip } from '../core/pystr';
+import { FAILURE_KINDS, FAILURE_MEANINGS, type FailureKind } from '../core/protocol/panels';
 import { ToolEnv } from '../core/env';
 import { overlapKey } from '../core/overlap';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
@@ -16,14 +18,18 @@ import { parentGoldOf } from '../core/derivedWorlds';
 import { AgentRuntime, Episode, EpisodeOptions } from './agentRuntime';
 
 /**
- * Where a failed trajectory first departs from the teacher's: a different search or calc
- * call, `early_answer` (answered where the teacher called a tool), `extra_call` (called a
- * tool where the teacher answered), `final` (a wrong answer where the teacher answered),
- * `format`, `out_of_steps`; and `memorised` (a fresh world's question answered with the
- * seed world's value while the fresh world's gold differs), which takes precedence.
+ * The first real mistake of a failed trajectory, where it departs from the teacher's: a
+ * `search` that did not return a fact the task needs (another query or k that returned it is
+ * no departure), a `calc` whose result is not the teacher's, `early_answer` (answered where
+ * the teacher called a tool), `extra_call` (called a tool where the teacher answered),
+ * `final` (a wrong answer where the teacher answered), `not_in_question` (a wrong answer that
+ * names an entity of the world the question does not name, where it answered), `format`,
+ * `out_of_steps`; and `memorised` (a fresh world's question answered with the seed world's
+ * value while the fresh world's gold differs), which takes precedence.
  */
-export type Failure = 'search' | 'calc' | 'final' | 'early_answer' | 'extra_call' | 'memorised' | 'format' | 'out_of_steps';
-export const FAILURES: readonly Failure[] = ['search', 'calc', 'final', 'early_answer', 'extra_call', 'memorised', 'format', 'out_of_steps'];
+export type Failure = FailureKind;
+export const FAILURES: readonly Failure[] = FAILURE_KINDS;
+export { FAILURE_MEANINGS };
 export const STEP_PENALTY = 0.05;
 
 /** The eval row contract (eval/<split>.jsonl). */
@@ -66,39 +72,109 @@ interface TeacherStep {
   tool?: string;
   call?: string;
   answer?: string;
+  /** A tool step's result, as the transcript shows it. */
+  observation?: string;
 }
 
 export { assistantTurns } from '../core/wire';
 
+const TOOL_RESULT_RE = /<\|tool_result\|>([\s\S]*?)<\|end\|>/g;
+
 function teacherSteps(text: string): TeacherStep[] {
+  const results = [...text.matchAll(TOOL_RESULT_RE)].map((m) => m[1]!);
+  let tools = 0;
   return assistantTurns(text).map((t) => {
     const a = parseAssistantStep(t);
-    if (a.kind === 'tool') return { kind: 'tool', tool: a.tool, call: JSON.stringify([a.tool, a.args]) };
+    if (a.kind === 'tool') {
+      const observation = results[tools++];
+      return { kind: 'tool', tool: a.tool, call: JSON.stringify([a.tool, a.args]), ...(observation !== undefined ? { observation } : {}) };
+    }
     if (a.kind === 'final') return { kind: 'final', answer: a.answer };
     return { kind: 'malformed' };
   });
 }
 
-/** Where the student first departs from the teacher's trajectory (null when solved). */
-export function classifyFailure(ep: Episode, teacherTranscript: string): Failure | null {
+/** What classifyFailure may know of the task beyond the two trajectories. */
+export interface FailureContext {
+  /** The task: its hinted facts (a search that returned one is no departure) and its question. */
+  task?: Task;
+  /** True when `name` is an entity of the world (e.g. its corpus says "the ... of NAME is"). */
+  isEntity?: (name: string) => boolean;
+}
+
+/** True when `answer` names an entity of the world that the question does not name. */
+function namesOtherEntity(answer: string | null, ctx: FailureContext): boolean {
+  if (answer === null || !ctx.task || !ctx.isEntity) return false;
+  const name = pyStrip(answer).replace(/\.+$/, '');
+  if (name === '' || !ctx.isEntity(name)) return false;
+  const named = ctx.task.hints.names ?? ctx.task.hints.facts.map(([e]) => e);
+  if (named.some((n) => normalize(n) === normalize(name))) return false;
+  return !ctx.task.question.includes(name);
+}
+
+/**
+ * The first real mistake of a failed trajectory (null when solved): where the student first
+ * departs from the teacher's, except that a search whose result holds a fact the task needs
+ * (not yet found; any query, any k) and a calc with the teacher's result are not departures,
+ * and a wrong answer naming an entity the question does not is `not_in_question`.
+ */
+export function classifyFailure(ep: Episode, teacherTranscript: string, ctx: FailureContext = {}): Failure | null {
   if (ep.solved) return null;
   const teacher = teacherSteps(teacherTranscript);
-  for (let i = 0; i < ep.record.length; i++) {
+  const needed = ctx.task?.hints.facts ?? [];
+  const found = new Set<number>();
+  /** Marks the needed facts `observation` states; true when one was new. */
+  const finds = (observation: string | undefined): boolean => {
+    if (observation === undefined) return false;
+    let fresh = false;
+    needed.forEach(([e, a], j) => {
+      if (!found.has(j) && observation.includes(`the ${a} of ${e} is `)) {
+        found.add(j);
+        fresh = true;
+      }
+    });
+    return fresh;
+  };
+  const answered = (otherwise: Failure): Failure => (namesOtherEntity(ep.answer, ctx) ? 'not_in_question' : otherwise);
+  // The teacher's step the student is at: its searches are one per needed fact, so once the
+  // student holds every needed fact the teacher's searches left are passed over.
+  let j = 0;
+  for (let i = 0; i < ep.record.length; i++, j++) {
     const s = ep.record[i]!;
     if (s.kind === 'malformed' || s.truncated) return 'format';
     if (s.kind === 'forced') return 'out_of_steps';
-    const t = teacher[i];
-    if (!t) return ep.outOfSteps ? 'out_of_steps' : 'final';
+    while (needed.length > 0 && found.size === needed.length && teacher[j]?.kind === 'tool' && teacher[j]!.tool === 'search') j++;
+    const t = teacher[j];
+    if (!t) return ep.outOfSteps ? 'out_of_steps' : answered('final');
     const sameCall = s.kind === 'tool' && t.kind === 'tool' && JSON.stringify([s.tool, s.args]) === t.call;
-    if (sameCall) continue;
+    if (sameCall) {
+      finds(s.observation);
+      continue;
+    }
     if (t.kind === 'tool') {
-      if (s.kind === 'final') return 'early_answer';
+      if (s.kind === 'final') return answered('early_answer');
+      if (t.tool === 'search' && s.tool === 'search' && finds(s.observation)) continue;
+      if (t.tool === 'calc' && s.tool === 'calc' && s.observation !== undefined && t.observation !== undefined && normalize(s.observation) === normalize(t.observation)) continue;
       return t.tool === 'calc' ? 'calc' : 'search';
     }
     // The teacher answered here.
-    return s.kind === 'final' ? 'final' : 'extra_call';
+    return s.kind === 'final' ? answered('final') : 'extra_call';
   }
-  return ep.outOfSteps ? 'out_of_steps' : 'final';
+  return ep.outOfSteps ? 'out_of_steps' : answered('final');
+}
+
+/** An entity test over a corpus: some passage says "the ... of NAME is" (cached per name). */
+export function corpusEntities(env: ToolEnv): (name: string) => boolean {
+  const seen = new Map<string, boolean>();
+  return (name) => {
+    let v = seen.get(name);
+    if (v === undefined) {
+      const clause = ` of ${name} is `;
+      v = env.retriever.passages.some((p) => p.text.includes(clause));
+      seen.set(name, v);
+    }
+    return v;
+  };
 }
 
 /**
@@ -136,6 +212,7 @@ export async function evaluateTasks(
   options: EvalOptions,
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary }> {
   const teacher = makeStubTeacher(tasks, stubTeacherOptions(options.teacher ?? {}, env));
+  const isEntity = corpusEntities(env);
   const rows: EvalRow[] = [];
   let contaminated = 0;
   for (const task of tasks) {
@@ -144,7 +221,7 @@ export async function evaluateTasks(
     // A question without an answer key (docs/worlds.md) has no reference steps: a wrong answer is 'final'.
     const ref = isHinted(task) ? rollout(task, teacher, env).transcript : '';
     const world = options.world ?? SEED_WORLD;
-    let failure = classifyFailure(ep, ref);
+    let failure = classifyFailure(ep, ref, { task, isEntity });
     if (failure !== null) {
       const parentGold = memorisedGoldOf(task, world);
       if (parentGold !== null && parentGold !== task.gold && ep.answer !== null && normalize(ep.answer) === normalize(parentGold)) failure = 'memorised';

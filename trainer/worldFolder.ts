@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
 import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { type DerivedKind, deriveFacts } from '../core/derivedWorlds';
-import { type FactWorldOptions, buildFactWorld } from '../core/worldSource';
+import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { SEED_WORLD, WorldId, type WorldTask, registerCustomWorld } from '../core/worlds';
@@ -26,7 +26,16 @@ export interface WorldManifest {
   format: typeof WORLD_FORMAT;
   name: string;
   source: { kind: 'facts' | 'docs' | 'folder'; files: { path: string; sha256: string }[] };
-  made: { by: string; seed: number; distractors?: number; shapes?: string[]; split: { train: number; heldout: number; dev: number }; created: string };
+  made: {
+    by: string;
+    seed: number;
+    distractors?: number;
+    shapes?: string[];
+    /** A fact world's surface forms (the user's, or the plain defaults); absent: the textbook's (a world built before worlds had their own). */
+    templates?: string[];
+    split: { train: number; heldout: number; dev: number };
+    created: string;
+  };
   counts: { passages: number; facts?: number; tasks: Record<string, Record<string, number>> };
   overlap: { excluded: number; exact: number; swapped: number };
   /** Tasks the stub teacher cannot solve, by reason (no_hints, fact_not_in_corpus, gold_differs, outside_grammar). */
@@ -135,6 +144,18 @@ function checkManifestFields(file: string, m: WorldManifest): void {
   if (!obj(m.made) || typeof m.made.seed !== 'number') bad('made', 'an object with a numeric "seed"');
   if (m.made.shapes !== undefined && !(Array.isArray(m.made.shapes) && m.made.shapes.every((s) => ['lookup', 'double', 'sum', 'compare'].includes(s)))) {
     bad('made.shapes', 'a list of lookup, double, sum, compare');
+  }
+  if (m.made.templates !== undefined) {
+    if (!Array.isArray(m.made.templates) || m.made.templates.length === 0) bad('made.templates', 'a non-empty list of sentences');
+    m.made.templates.forEach((t, i) => {
+      if (typeof t !== 'string') bad(`made.templates[${i}]`, 'a string');
+      try {
+        checkTemplate(file, 1, `made.templates[${i}]`, t);
+      } catch (err) {
+        if (err instanceof WorldFileError) throw new InputError(err.message);
+        throw err;
+      }
+    });
   }
   if (!obj(m.counts) || typeof m.counts.passages !== 'number' || !obj(m.counts.tasks)) bad('counts', 'an object with "passages" (a number) and "tasks" (an object)');
   if (m.unsolvable !== undefined && !obj(m.unsolvable)) bad('unsolvable', 'an object of counts by reason');
@@ -363,11 +384,19 @@ export function freshSpecs(heldoutPerWorld: number): Record<FreshName, FreshSpec
   };
 }
 
-/** How a world derived from `w`'s table is rendered: the parent's seed, distractors, shapes and tool list. */
+/**
+ * How a world derived from `w`'s table is rendered: the parent's seed, distractors, shapes,
+ * tool list and surface forms (the textbook's for a world that recorded none: it was built so).
+ */
 export function derivedBuildOptions(w: LoadedWorld): FactWorldOptions {
   const made = w.manifest!.made;
   const templates = w.tools ? templatesFor(w.tools) : undefined;
-  return { seed: made.seed, settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) }, ...(templates ? { templates } : {}) };
+  return {
+    seed: made.seed,
+    settings: { distractors: made.distractors ?? 0, ...(made.shapes ? { shapes: made.shapes as Task['kind'][] } : {}) },
+    ...(templates ? { templates } : {}),
+    forms: made.templates ?? 'textbook',
+  };
 }
 
 /**

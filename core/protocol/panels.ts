@@ -99,6 +99,32 @@ export interface TrajectoryDetail {
   problems: string[];
 }
 
+/**
+ * The failure kinds of an eval row (`failure`, docs/architecture.md "Eval rows"): the first
+ * real mistake of a failed trajectory (trainer/eval.ts classifyFailure). One list for the
+ * eval summary, the CLI and the inspector.
+ */
+export const FAILURE_KINDS = ['search', 'calc', 'final', 'early_answer', 'extra_call', 'not_in_question', 'memorised', 'format', 'out_of_steps'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** What each failure kind means, in a user's words (the inspector's filter and badges, the eval summary). */
+export const FAILURE_MEANINGS: Record<FailureKind, string> = {
+  search: 'a search that did not return a fact the question needs',
+  calc: 'a calculation whose result is not the one the question needs',
+  final: 'a wrong answer after the right steps',
+  early_answer: 'answered before making a call the question needs',
+  extra_call: 'called a tool where it should have answered',
+  not_in_question: 'answered with an entity the question does not name',
+  memorised: "answered with the parent world's value where this world's differs: remembered instead of read",
+  format: 'a step the harness could not parse, or cut at its token limit',
+  out_of_steps: 'ran out of steps',
+};
+
+/** The meaning of a failure label, or '' for one this version does not know (an older or newer file). */
+export function failureMeaning(kind: string | null): string {
+  return kind !== null && Object.prototype.hasOwnProperty.call(FAILURE_MEANINGS, kind) ? FAILURE_MEANINGS[kind as FailureKind] : '';
+}
+
 export interface InspectorFilter {
   outcome: 'all' | 'solved' | 'failed';
   /** '' = every shape. */

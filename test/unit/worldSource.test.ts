@@ -103,7 +103,7 @@ describe('fact tables: the world they make', () => {
 
   it("the textbook's 28 facts as a CSV, with its distractors and split counts, give the textbook's corpus and split (training minus overlap)", () => {
     const table = parseFactTable(seedCsv(), 'seed.csv');
-    const w = buildFactWorld(table, { seed: 0, split: { train: 200, heldout: 50, dev: 0 }, settings: { distractors: 120 } });
+    const w = buildFactWorld(table, { seed: 0, split: { train: 200, heldout: 50, dev: 0 }, settings: { distractors: 120 }, forms: 'textbook' });
     assert.deepEqual(w.corpus, buildCorpus(0));
     const pool = makeTaskPool(0);
     assert.deepEqual(w.heldout, pool.heldout);

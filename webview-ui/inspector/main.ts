@@ -6,7 +6,7 @@
 import '../shared/base.css';
 import './inspector.css';
 import type { InspectorFilter, InspectorState, StepCard, ToWebview, TrajectoryDetail, TrajectorySource, TrajectorySummary } from '../../core/protocol/panels';
-import { EMPTY_FILTER } from '../../core/protocol/panels';
+import { EMPTY_FILTER, failureMeaning } from '../../core/protocol/panels';
 import { connect, loadState, post, saveState } from '../shared/api';
 import { byId, clear, h, showBanner } from '../shared/dom';
 import { keyTarget, scrollToShow, visibleWindow } from '../shared/virtualList';
@@ -51,9 +51,9 @@ app.append(
   h('main', { class: 'split' }, list, detailEl),
 );
 
-function setOptions(sel: HTMLSelectElement, options: [value: string, label: string][], value: string): void {
+function setOptions(sel: HTMLSelectElement, options: [value: string, label: string, title?: string][], value: string): void {
   clear(sel);
-  for (const [v, l] of options) sel.append(h('option', { value: v, selected: v === value }, l));
+  for (const [v, l, title] of options) sel.append(h('option', { value: v, selected: v === value, ...(title ? { title } : {}) }, l));
   sel.value = options.some(([v]) => v === value) ? value : (options[0]?.[0] ?? '');
 }
 
@@ -71,7 +71,8 @@ function renderFacets(): void {
   setOptions(kindSel, [['', 'All shapes'], ...f.kinds.map((k): [string, string] => [k.value, `${k.value} (${k.count})`])], filter.kind);
   setOptions(
     failureSel,
-    [['', 'Any failure'], ['none', 'No failure'], ...f.failures.map((k): [string, string] => [k.value, `${k.value} (${k.count})`])],
+    // Each label is the first real mistake of the trajectory; its meaning is the option's tooltip.
+    [['', 'Any failure'], ['none', 'No failure'], ...f.failures.map((k): [string, string, string] => [k.value, `${k.value} (${k.count})`, failureMeaning(k.value)])],
     filter.failure,
   );
   setOptions(guardSel, [['', 'Any guard'], ...f.guards.map((k): [string, string] => [k.value, `${k.value} (${k.count})`])], filter.guard);
@@ -143,6 +144,7 @@ function fillSlot(slot: Slot, pos: number): void {
   // A fresh world's question answered with the seed world's value: remembered, not read.
   slot.fail.className = r.failure === 'memorised' ? 'fail memorised' : 'fail';
   slot.fail.hidden = r.failure === null;
+  slot.fail.title = failureMeaning(r.failure);
   slot.guards.textContent = r.guards.length ? `⚑ ${r.guards.join(', ')}` : '';
   slot.meta.textContent = `${r.steps} step${r.steps === 1 ? '' : 's'} · r ${formatReward(r.reward)}`;
   slot.question.textContent = r.question;
@@ -283,7 +285,7 @@ function renderDetail(d: TrajectoryDetail): void {
   detailEl.removeAttribute('aria-busy');
   detailEl.dataset['index'] = String(d.index);
   clear(detailEl);
-  const outcome = d.solved === true ? h('span', { class: 'badge ok' }, '✓ solved') : d.solved === false ? h('span', { class: 'badge bad' }, `✗ failed${d.failure ? `: ${d.failure}` : ''}`) : null;
+  const outcome = d.solved === true ? h('span', { class: 'badge ok' }, '✓ solved') : d.solved === false ? h('span', { class: 'badge bad', ...(failureMeaning(d.failure) ? { title: `First mistake: ${failureMeaning(d.failure)}` } : {}) }, `✗ failed${d.failure ? `: ${d.failure}` : ''}`) : null;
   const memorised =
     d.failure === 'memorised'
       ? h('span', { class: 'badge warn memorised', title: "The answer is the seed world's value; this world's differs: the student remembered instead of reading its corpus." }, '⚠ memorised')
