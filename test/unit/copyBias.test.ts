@@ -18,15 +18,19 @@ describe('copy bias', () => {
     assert.equal(trailingWord('"'), '');
   });
 
-  it('raises the tokens that continue a question word, and those that end a whole one', () => {
-    const strings = ['nem', 'n', 'ne', 'krm', 'nem?', 'nemo', ' Niox', 'ox', null, '?', ' period', '"', 'imon'];
-    const pick = (partial: string, words: string[]) => copyContinuations(strings, words, partial).map((id) => strings[id]);
+  it('raises the tokens that continue a question word, end a whole one, or start one after punctuation', () => {
+    const strings = ['nem', 'n', 'ne', 'krm', 'nem?', 'nemo', ' Niox', 'ox', null, '?', ' period', '"', 'imon', 'Niox', ' Sour'];
+    const pick = (partial: string, words: string[], lastChar = partial.slice(-1)) => copyContinuations(strings, words, partial, lastChar).map((id) => strings[id]);
     // Mid-word: the rest of the word, or all of it and then out of the word; never past it.
     assert.deepEqual(pick('Niox', ['What', 'Nioxnem']), ['nem', 'n', 'ne', 'nem?']);
-    // A whole question word: the tokens that leave the word, not those that run on.
-    assert.deepEqual(pick('Jyndpimon', ['Jyndpimon']), [' Niox', '?', ' period', '"']);
-    // Nothing at a word's start, and nothing for a word no question word begins with.
-    assert.deepEqual(pick('', ['Nioxnem']), []);
+    // A whole question word: the tokens that leave it into nothing or into a question word, not those that run on.
+    assert.deepEqual(pick('Jyndpimon', ['Jyndpimon', 'period', 'Nioxnem']), [' Niox', '?', ' period', '"']);
+    assert.deepEqual(pick('of', ['of', 'Nioxnem']), [' Niox', '?', '"']);
+    // After punctuation, the tokens that start a question word; nothing after a space or at the start.
+    assert.deepEqual(pick('', ['Nioxnem'], '"'), ['Niox']);
+    assert.deepEqual(pick('', ['Nioxnem'], ' '), []);
+    assert.deepEqual(pick('', ['Nioxnem'], ''), []);
+    // Nothing for a word no question word begins with.
     assert.deepEqual(pick('Sour', ['Nioxnem']), []);
   });
 
