@@ -22,7 +22,8 @@
 //   lm_head.weight [V, d] (untied only)                     lm_head [V, d]
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { InputError, readInputObject } from './files';
+import { type BpeTokenizer, tokenizerFromJsonText, tokenizerHash } from '../core/tokenizer';
+import { INPUT_LIMITS, InputError, readInputObject, readInputText } from './files';
 import { ModelConfig, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from './model';
 import { SafetensorsModel, StDtype } from './safetensorsFile';
 
@@ -180,6 +181,18 @@ const IGNORED = /^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/;
 
 /** Load a Hugging Face model folder: its config and every weight, as the lab names them. */
 export function loadHfFolder(dir: string): HfModelFolder {
+  return readHfFolder(dir, true);
+}
+
+/**
+ * Check a folder as loadHfFolder does (config, every weight's name, shape and dtype)
+ * without reading the weights: `weights` is empty. What `model inspect` reports.
+ */
+export function inspectHfFolder(dir: string): HfModelFolder {
+  return readHfFolder(dir, false);
+}
+
+function readHfFolder(dir: string, readData: boolean): HfModelFolder {
   const cfg = readHfConfig(dir);
   const { model, architecture } = cfg;
   const st = SafetensorsModel.open(dir);
@@ -192,36 +205,44 @@ export function loadHfFolder(dir: string): HfModelFolder {
     const V = model.vocab;
     const used = new Set<string>();
     const dtypes = new Set<StDtype>();
+    const EMPTY = new Float32Array(0);
     const get = (name: string, shape: number[], why = ''): Float32Array => {
       const e = st.entry(name);
       if (!e) throw new InputError(`${where}: weight ${name} is missing${why}`);
       if (e.shape.join() !== shape.join()) throw new InputError(`${where}: weight ${name} has shape [${e.shape}], config.json wants [${shape}]`);
       used.add(name);
       dtypes.add(e.dtype);
-      return st.read(name);
+      return readData ? st.read(name) : EMPTY;
     };
+    // Without reading, the transposes write nowhere: sizes 0 keep every loop empty.
+    const alloc = (n: number): Float32Array => (readData ? new Float32Array(n) : EMPTY);
     const weights: Record<string, Float32Array> = {};
     weights['tok_embeddings'] = get('model.embed_tokens.weight', [V, d]);
     const W1 = (H + 2 * K) * hd;
     for (let i = 0; i < model.layers; i++) {
       const p = `model.layers.${i}.`;
-      const wqkv = new Float32Array(d * W1);
-      const bqkv = model.qkvBias ? new Float32Array(W1) : null;
+      const wqkv = alloc(d * W1);
+      const bqkv = model.qkvBias ? alloc(W1) : null;
       let col = 0;
       for (const [proj, n] of [
         ['q_proj', H * hd],
         ['k_proj', K * hd],
         ['v_proj', K * hd],
       ] as const) {
-        transposeInto(get(`${p}self_attn.${proj}.weight`, [n, d]), n, d, wqkv, W1, col);
-        if (bqkv) bqkv.set(get(`${p}self_attn.${proj}.bias`, [n], ` (${architecture} has q/k/v biases)`), col);
+        const w = get(`${p}self_attn.${proj}.weight`, [n, d]);
+        if (readData) transposeInto(w, n, d, wqkv, W1, col);
+        if (bqkv) {
+          const b = get(`${p}self_attn.${proj}.bias`, [n], ` (${architecture} has q/k/v biases)`);
+          if (readData) bqkv.set(b, col);
+        }
         col += n;
       }
       weights[`layers.${i}.attn_norm`] = get(`${p}input_layernorm.weight`, [d]);
       weights[`layers.${i}.wqkv`] = wqkv;
       if (bqkv) weights[`layers.${i}.bqkv`] = bqkv;
-      const wo = new Float32Array(H * hd * d);
-      transposeInto(get(`${p}self_attn.o_proj.weight`, [d, H * hd]), d, H * hd, wo, d, 0);
+      const wo = alloc(H * hd * d);
+      const o = get(`${p}self_attn.o_proj.weight`, [d, H * hd]);
+      if (readData) transposeInto(o, d, H * hd, wo, d, 0);
       weights[`layers.${i}.wo`] = wo;
       weights[`layers.${i}.mlp_norm`] = get(`${p}post_attention_layernorm.weight`, [d]);
       for (const [proj, lab, rows, cols] of [
@@ -229,8 +250,9 @@ export function loadHfFolder(dir: string): HfModelFolder {
         ['up_proj', 'w_up', model.mlp, d],
         ['down_proj', 'w_down', d, model.mlp],
       ] as const) {
-        const out = new Float32Array(rows * cols);
-        transposeInto(get(`${p}mlp.${proj}.weight`, [rows, cols]), rows, cols, out, rows, 0);
+        const out = alloc(rows * cols);
+        const w = get(`${p}mlp.${proj}.weight`, [rows, cols]);
+        if (readData) transposeInto(w, rows, cols, out, rows, 0);
         weights[`layers.${i}.${lab}`] = out;
       }
     }
@@ -243,10 +265,35 @@ export function loadHfFolder(dir: string): HfModelFolder {
         `${where}: weight ${extra[0]} is not part of a ${architecture} the lab computes${extra.length > 1 ? ` (and ${extra.length - 1} more)` : ''}: refusing to drop it`,
       );
     }
-    for (const s of paramSpecs(model)) if (!weights[s.name]) throw new Error(`hf load: ${s.name} was not filled`); // a bug, not bad input
-    return { ...cfg, dir, weights, dtypes: [...dtypes].sort(), files: st.files.length, params: countParams(model) };
+    if (readData) for (const s of paramSpecs(model)) if (!weights[s.name]) throw new Error(`hf load: ${s.name} was not filled`); // a bug, not bad input
+    return { ...cfg, dir, weights: readData ? weights : {}, dtypes: [...dtypes].sort(), files: st.files.length, params: countParams(model) };
   } finally {
     st.close();
+  }
+}
+
+/** What a folder's tokenizer.json is to the lab. */
+export type HfTokenizerKind =
+  | { kind: 'absent'; file: string }
+  /** The lab's byte-level BPE with the wire-format specials as ids 0..8 (an exported run's). */
+  | { kind: 'lab'; file: string; tokenizer: BpeTokenizer }
+  /** Any other tokenizer (SmolLM's, Qwen's ...): `why` is the first thing the lab's reader refused. */
+  | { kind: 'foreign'; file: string; why: string };
+
+/** Classify `dir/tokenizer.json`: absent, the lab's own, or a foreign one. */
+export function hfTokenizerKind(dir: string): HfTokenizerKind {
+  const file = path.join(dir, 'tokenizer.json');
+  if (!fs.existsSync(file)) return { kind: 'absent', file };
+  const text = readInputText(file, 'the tokenizer', INPUT_LIMITS.tokenizer);
+  try {
+    JSON.parse(text);
+  } catch (err) {
+    throw new InputError(`${file} is not JSON (${(err as Error).message.split('\n')[0]})`);
+  }
+  try {
+    return { kind: 'lab', file, tokenizer: tokenizerFromJsonText(text) };
+  } catch (err) {
+    return { kind: 'foreign', file, why: (err as Error).message.replace(/^tokenizer\.json: /, '') };
   }
 }
 
@@ -254,4 +301,32 @@ export function loadHfFolder(dir: string): HfModelFolder {
 export function hfModelFromFolder(dir: string): { model: StackModel; folder: HfModelFolder } {
   const folder = loadHfFolder(dir);
   return { model: StackModel.fromWeights(folder.model, folder.weights), folder };
+}
+
+/**
+ * `train sft --base DIR`, checked before the run writes anything: the folder loads (config,
+ * every weight's name, shape and dtype), its tokenizer is the lab's, and it is the run's
+ * (`runTokenizerFile`, which must exist: a new run trains its own tokenizer, whose ids would
+ * mean other strings to the model). A Hugging Face model's own tokenizer is refused in one
+ * line: that road (HF tokenizers, the wire format's specials as added tokens) is a later
+ * step of issue 29. Returns the inspected folder (no weights read).
+ */
+export function checkBaseFolder(base: string, runTokenizerFile: string): HfModelFolder {
+  const folder = inspectHfFolder(base);
+  const tok = hfTokenizerKind(base);
+  const later = "fine-tuning with a model's own Hugging Face tokenizer is a later step of issue 29 (not built yet); today --base takes a folder with the lab's tokenizer, as `agent-lab export --format hf` writes";
+  if (tok.kind === 'absent') throw new InputError(`--base ${base}: no tokenizer.json (the tokenizer the model was trained with is needed); ${later}`);
+  if (tok.kind === 'foreign') throw new InputError(`--base ${tok.file} is not the lab's tokenizer (${tok.why}): ${later}`);
+  if (!fs.existsSync(runTokenizerFile)) {
+    throw new InputError(
+      `--base ${base}: the run folder has no tokenizer.json yet, and a new run trains its own, whose ids would mean other strings to the model: ` +
+        `start from a run folder holding the model's tokenizer.json and data (a copy of the run it was exported from)`,
+    );
+  }
+  const runTok = tokenizerFromJsonText(readInputText(runTokenizerFile, 'the tokenizer', INPUT_LIMITS.tokenizer));
+  if (tokenizerHash(runTok) !== tokenizerHash(tok.tokenizer)) {
+    throw new InputError(`--base ${tok.file} (${tokenizerHash(tok.tokenizer)}) is not the run's tokenizer ${runTokenizerFile} (${tokenizerHash(runTok)}): the model's ids would mean other strings`);
+  }
+  if (folder.model.vocab < runTok.vocabSize) throw new InputError(`--base ${base}: vocab_size ${folder.model.vocab} is smaller than its tokenizer's ${runTok.vocabSize} tokens`);
+  return folder;
 }

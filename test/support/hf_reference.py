@@ -2,9 +2,12 @@
 """Tiny random Hugging Face model folders and their reference logits (test/unit/hfModel.test.ts).
 
     python3 test/support/hf_reference.py OUT_DIR
+    python3 test/support/hf_reference.py --logits MODEL_DIR 1,2,3
 
-writes OUT_DIR/<name>/ per configuration: config.json, the weights (model.safetensors, or
-two shards and model.safetensors.index.json) and reference.json {"ids", "logits" [T][V]}.
+The first writes OUT_DIR/<name>/ per configuration: config.json, the weights
+(model.safetensors, or two shards and model.safetensors.index.json) and reference.json
+{"ids", "logits" [T][V]}. The second reads any such folder (one the lab exported) with the
+reader here and prints {"logits": [T][V]} for the ids.
 
 Independent of the lab's code: the safetensors files are written here (struct + json), and
 the forward pass follows transformers' modeling_llama.py / modeling_qwen2.py equations in
@@ -126,6 +129,44 @@ def write_safetensors(path, tensors):
             f.write(b)
 
 
+TORCH_DTYPE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def read_safetensors(path):
+    """Every tensor of a safetensors file, as torch tensors of their stored dtype."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        dtype = TORCH_DTYPE[e["dtype"]]
+        raw = bytearray(data[b:end])
+        if dtype == torch.bfloat16:
+            t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
+        else:
+            t = torch.frombuffer(raw, dtype=dtype)
+        out[name] = t.reshape(e["shape"]) if e["shape"] else t.reshape(())
+    return out
+
+
+def read_folder(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    index = os.path.join(folder, "model.safetensors.index.json")
+    W = {}
+    if os.path.exists(index):
+        with open(index) as f:
+            for shard in sorted(set(json.load(f)["weight_map"].values())):
+                W.update(read_safetensors(os.path.join(folder, shard)))
+    else:
+        W = read_safetensors(os.path.join(folder, "model.safetensors"))
+    return cfg, W
+
+
 def rms_norm(x, w, eps):
     variance = x.pow(2).mean(-1, keepdim=True)
     return w * (x * torch.rsqrt(variance + eps))
@@ -175,6 +216,12 @@ def forward(cfg, W, ids):
 
 
 def main():
+    if sys.argv[1] == "--logits":
+        cfg, W = read_folder(sys.argv[2])
+        ids = [int(x) for x in sys.argv[3].split(",")]
+        torch.set_grad_enabled(False)
+        print(json.dumps({"logits": forward(cfg, {k: v.float() for k, v in W.items()}, ids).tolist()}))
+        return
     out = sys.argv[1]
     gen = torch.Generator().manual_seed(29)
     torch.set_grad_enabled(False)
