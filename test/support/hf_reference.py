@@ -3,11 +3,14 @@
 
     python3 test/support/hf_reference.py OUT_DIR
     python3 test/support/hf_reference.py --logits MODEL_DIR 1,2,3
+    python3 test/support/hf_reference.py --smol OUT_DIR
 
 The first writes OUT_DIR/<name>/ per configuration: config.json, the weights
 (model.safetensors, or two shards and model.safetensors.index.json) and reference.json
 {"ids", "logits" [T][V]}. The second reads any such folder (one the lab exported) with the
-reader here and prints {"logits": [T][V]} for the ids.
+reader here and prints {"logits": [T][V]} for the ids. The third writes one
+SmolLM2-135M-shaped random folder (hidden 576, 30 layers, 9/3 heads, MLP 1536, vocab 49152,
+BF16, tied, two shards) with its reference.json (bench/hfLoad.ts measures it).
 
 Independent of the lab's code: the safetensors files are written here (struct + json), and
 the forward pass follows transformers' modeling_llama.py / modeling_qwen2.py equations in
@@ -74,14 +77,18 @@ def config_for(arch, tied, overrides):
     return cfg
 
 
-def random_weights(cfg, tied, gen):
+SMOL = {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+        "num_key_value_heads": 3, "max_position_embeddings": 8192, "rope_theta": 100000.0, "rms_norm_eps": 1e-5}
+
+
+def random_weights(cfg, tied, gen, scale=1.0):
     d, V, L = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"]
     H, K, M = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["intermediate_size"]
     hd = cfg.get("head_dim", d // H)
     qwen = cfg["architectures"][0] == "Qwen2ForCausalLM"
 
     def mat(*shape, std=0.15):
-        return torch.randn(*shape, generator=gen) * std
+        return torch.randn(*shape, generator=gen) * (std * scale)
 
     W = {"model.embed_tokens.weight": mat(V, d, std=0.5)}
     for i in range(L):
@@ -183,17 +190,18 @@ def repeat_kv(x, n_rep):
     return x[:, None, :, :].expand(kv, n_rep, T, hd).reshape(kv * n_rep, T, hd)
 
 
-def forward(cfg, W, ids):
-    """transformers' LlamaForCausalLM / Qwen2ForCausalLM forward for one sequence, float32."""
+def forward(cfg, W, ids, dtype=torch.float32):
+    """transformers' LlamaForCausalLM / Qwen2ForCausalLM forward for one sequence, in float32
+    (float64 with dtype=torch.float64 and weights in float64: how far float32 itself is)."""
     d, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", d // H)
     eps, theta = cfg["rms_norm_eps"], cfg["rope_theta"]
     T = len(ids)
-    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
-    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(dtype) / hd))
+    freqs = torch.outer(torch.arange(T).to(dtype), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos(), emb.sin()
-    mask = torch.full((T, T), torch.finfo(torch.float32).min).triu(1)
+    mask = torch.full((T, T), torch.finfo(dtype).min, dtype=dtype).triu(1)
     x = W["model.embed_tokens.weight"][torch.tensor(ids)]
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -205,7 +213,7 @@ def forward(cfg, W, ids):
         k = k * cos + rotate_half(k) * sin
         k, v = repeat_kv(k, H // K), repeat_kv(v, H // K)
         scores = torch.matmul(q, k.transpose(1, 2)) * hd**-0.5 + mask
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32)
+        probs = torch.softmax(scores, dim=-1, dtype=dtype)
         o = torch.matmul(probs, v).transpose(0, 1).reshape(T, H * hd)
         x = x + F.linear(o, W[p + "self_attn.o_proj.weight"])
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
@@ -222,15 +230,21 @@ def main():
         torch.set_grad_enabled(False)
         print(json.dumps({"logits": forward(cfg, {k: v.float() for k, v in W.items()}, ids).tolist()}))
         return
+    configs = CONFIGS
+    scale = 1.0
+    if sys.argv[1] == "--smol":
+        sys.argv = sys.argv[1:]
+        configs = {"smollm2-135m-shape-bf16": ("LlamaForCausalLM", torch.bfloat16, True, 2, SMOL)}
+        scale = 0.3  # projections ~N(0, 0.045^2): about 1/sqrt(hidden), as trained weights are
     out = sys.argv[1]
     gen = torch.Generator().manual_seed(29)
     torch.set_grad_enabled(False)
-    for name, (arch, dtype, tied, shards, overrides) in CONFIGS.items():
+    for name, (arch, dtype, tied, shards, overrides) in configs.items():
         folder = os.path.join(out, name)
         os.makedirs(folder, exist_ok=True)
         cfg = config_for(arch, tied, overrides)
         cfg["torch_dtype"] = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}[dtype]
-        stored = {k: v.to(dtype) for k, v in random_weights(cfg, tied, gen).items()}
+        stored = {k: v.to(dtype) for k, v in random_weights(cfg, tied, gen, scale).items()}
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(cfg, f, indent=2)
         if shards == 1:
@@ -247,9 +261,12 @@ def main():
             with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
                 json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
         logits = forward(cfg, {k: v.float() for k, v in stored.items()}, IDS)
+        ref = {"ids": IDS, "dtype": DTYPE_NAME[dtype], "torch": torch.__version__, "logits": logits.tolist()}
+        if scale != 1.0:  # the large folder: float32's own distance from exact arithmetic, for scale
+            ref["logits64"] = forward(cfg, {k: v.double() for k, v in stored.items()}, IDS, torch.float64).tolist()
         with open(os.path.join(folder, "reference.json"), "w") as f:
-            json.dump({"ids": IDS, "dtype": DTYPE_NAME[dtype], "torch": torch.__version__, "logits": logits.tolist()}, f)
-    print(json.dumps(sorted(CONFIGS)))
+            json.dump(ref, f)
+    print(json.dumps(sorted(configs)))
 
 
 if __name__ == "__main__":
