@@ -42,7 +42,7 @@ export function hfConfigOf(cfg: ModelConfig, architecture: HfArchitecture, dtype
     max_position_embeddings: cfg.maxSeq,
     rms_norm_eps: normEpsOf(cfg),
     rope_theta: cfg.ropeBase,
-    rope_scaling: null,
+    rope_scaling: ropeScalingJson(cfg),
     tie_word_embeddings: cfg.tiedHead !== false,
     attention_dropout: 0.0,
     ...(qwen ? { use_sliding_window: false, sliding_window: null, max_window_layers: cfg.layers } : { attention_bias: false, mlp_bias: false, pretraining_tp: 1 }),
@@ -51,6 +51,20 @@ export function hfConfigOf(cfg: ModelConfig, architecture: HfArchitecture, dtype
     pad_token_id: 2,
     torch_dtype: dtype,
     use_cache: true,
+  };
+}
+
+/** config.json's rope_scaling of a config (null: plain RoPE). */
+function ropeScalingJson(cfg: ModelConfig): Record<string, unknown> | null {
+  const rs = cfg.ropeScaling;
+  if (!rs) return null;
+  if (rs.type === 'linear') return { rope_type: 'linear', factor: rs.factor };
+  return {
+    rope_type: 'llama3',
+    factor: rs.factor,
+    low_freq_factor: rs.lowFreqFactor,
+    high_freq_factor: rs.highFreqFactor,
+    original_max_position_embeddings: rs.originalMaxPositions,
   };
 }
 

@@ -4,8 +4,9 @@
 // compute in). The Stack model is already Llama-shaped (pre-norm RMSNorm, rotate-half RoPE
 // with HF's inv_freq, repeat_kv GQA, SwiGLU, no biases, tied head: trainer/model.ts); what
 // a checkpoint adds is in the config's optional fields (headDim, normEps, qkvBias for
-// Qwen2, tiedHead false for an lm_head). Anything the lab does not compute exactly as
-// transformers does (a rope_scaling type, a sliding window in use, MoE, another activation,
+// Qwen2, tiedHead false for an lm_head, ropeScaling for `linear` and `llama3` RoPE scaling).
+// Anything the lab does not compute exactly as transformers does (another rope_scaling
+// type, a sliding window in use, MoE, another activation,
 // Llama's attention_bias or mlp_bias, quantisation, dropout) is refused in one line naming
 // the config field: never a silent approximation.
 //
@@ -24,7 +25,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type BpeTokenizer, tokenizerFromJsonText, tokenizerHash } from '../core/tokenizer';
 import { INPUT_LIMITS, InputError, readInputObject, readInputText } from './files';
-import { ModelConfig, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from './model';
+import { ModelConfig, RopeScaling, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from './model';
 import { SafetensorsModel, StDtype } from './safetensorsFile';
 
 export type HfArchitecture = 'LlamaForCausalLM' | 'Qwen2ForCausalLM';
@@ -107,10 +108,31 @@ export function readHfConfig(dir: string): HfConfig {
   // What the lab does not compute: refused, one field at a time.
   const act = raw['hidden_act'] ?? 'silu';
   if (act !== 'silu') fail('hidden_act', `${JSON.stringify(act)} is not supported (only "silu": SwiGLU)`);
+  let ropeScaling: RopeScaling | undefined;
   if (present('rope_scaling')) {
     const rs = raw['rope_scaling'];
-    const type = typeof rs === 'object' && !Array.isArray(rs) ? ((rs as Record<string, unknown>)['rope_type'] ?? (rs as Record<string, unknown>)['type']) : undefined;
-    if (type !== 'default') fail('rope_scaling', `${JSON.stringify(rs)} is not implemented (only plain RoPE: rope_scaling null)`);
+    const o = typeof rs === 'object' && rs !== null && !Array.isArray(rs) ? (rs as Record<string, unknown>) : {};
+    const type = o['rope_type'] ?? o['type'];
+    const known: Record<string, string[]> = { default: [], linear: ['factor'], llama3: ['factor', 'low_freq_factor', 'high_freq_factor', 'original_max_position_embeddings'] };
+    if (typeof type !== 'string' || !(type in known)) fail('rope_scaling', `${JSON.stringify(rs)} is not implemented (implemented: null, "default", "linear", "llama3")`);
+    const keys = known[type as string]!;
+    const extra = Object.keys(o).filter((k) => k !== 'rope_type' && k !== 'type' && !keys.includes(k));
+    if (extra.length) fail('rope_scaling', `${JSON.stringify(rs)}: ${extra.join(', ')} ${extra.length > 1 ? 'are' : 'is'} not implemented for type "${type as string}"`);
+    const v = (k: string): number => {
+      const x = o[k];
+      if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0) fail('rope_scaling', `.${k} must be a positive number (got ${JSON.stringify(x)})`);
+      return x as number;
+    };
+    if (type === 'linear') ropeScaling = { type: 'linear', factor: v('factor') };
+    else if (type === 'llama3') {
+      ropeScaling = {
+        type: 'llama3',
+        factor: v('factor'),
+        lowFreqFactor: v('low_freq_factor'),
+        highFreqFactor: v('high_freq_factor'),
+        originalMaxPositions: v('original_max_position_embeddings'),
+      };
+    }
   }
   if (present('partial_rotary_factor') && raw['partial_rotary_factor'] !== 1) fail('partial_rotary_factor', `${JSON.stringify(raw['partial_rotary_factor'])} is not implemented (RoPE on the whole head)`);
   if (isQwen) {
@@ -152,6 +174,7 @@ export function readHfConfig(dir: string): HfConfig {
     normEps: num('rms_norm_eps', 1e-6),
     ...(isQwen ? { qkvBias: true } : {}),
     ...(tied ? {} : { tiedHead: false }),
+    ...(ropeScaling ? { ropeScaling } : {}),
   };
   try {
     validateConfig(model);

@@ -39,7 +39,14 @@ export interface ModelConfig {
   qkvBias?: boolean;
   /** The output head is tok_embeddings (absent/true) or its own weight `lm_head` [vocab, d] (false). */
   tiedHead?: boolean;
+  /** RoPE frequency scaling as transformers computes it (HF's `rope_scaling`; absent: none). */
+  ropeScaling?: RopeScaling;
 }
+
+/** transformers' `linear` (every frequency / factor) and `llama3` (Llama 3.1/3.2: low frequencies / factor, a smooth band between) RoPE scalings. */
+export type RopeScaling =
+  | { type: 'linear'; factor: number }
+  | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositions: number };
 
 export type PresetName = 'tiny' | 'tiny-plain' | 'tiny-deep' | 'small' | 'long' | 'stack-100m';
 export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'tiny-plain', 'tiny-deep', 'small', 'long', 'stack-100m'];
@@ -160,6 +167,16 @@ export function validateConfig(cfg: ModelConfig): void {
   if (cfg.normEps !== undefined && !(typeof cfg.normEps === 'number' && cfg.normEps > 0 && cfg.normEps < 1)) {
     throw new Error(`model config: normEps must be a number in (0, 1) (got ${String(cfg.normEps)})`);
   }
+  const rs = cfg.ropeScaling;
+  if (rs !== undefined) {
+    const pos = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x) && x > 0;
+    const ok =
+      typeof rs === 'object' &&
+      rs !== null &&
+      pos(rs.factor) &&
+      (rs.type === 'linear' || (rs.type === 'llama3' && pos(rs.lowFreqFactor) && pos(rs.highFreqFactor) && rs.highFreqFactor > rs.lowFreqFactor && pos(rs.originalMaxPositions)));
+    if (!ok) throw new Error(`model config: ropeScaling must be {type: 'linear', factor} or {type: 'llama3', factor, lowFreqFactor < highFreqFactor, originalMaxPositions} (got ${JSON.stringify(rs)})`);
+  }
   for (const k of ['qkvBias', 'tiedHead'] as const) {
     if (cfg[k] !== undefined && typeof cfg[k] !== 'boolean') throw new Error(`model config: ${k} must be true or false (got ${String(cfg[k])})`);
   }
@@ -176,6 +193,29 @@ export function prevTokensOf(cfg: ModelConfig): number {
 /** The head size of a config (headDim, or dModel / heads). */
 export function headDimOf(cfg: ModelConfig): number {
   return cfg.headDim ?? cfg.dModel / cfg.heads;
+}
+
+/**
+ * RoPE's inverse frequencies, base^(-2i/hd) for i < hd/2, scaled as transformers scales them
+ * (modeling_rope_utils: `linear` divides all by factor; `llama3` divides those whose
+ * wavelength exceeds originalMaxPositions / lowFreqFactor, keeps those under
+ * originalMaxPositions / highFreqFactor, and interpolates between).
+ */
+export function ropeInvFreq(cfg: ModelConfig): Float64Array {
+  const hd = headDimOf(cfg);
+  const inv = Float64Array.from({ length: hd / 2 }, (_, i) => Math.pow(cfg.ropeBase, (-2 * i) / hd));
+  const rs = cfg.ropeScaling;
+  if (!rs) return inv;
+  if (rs.type === 'linear') return inv.map((f) => f / rs.factor);
+  const lowWavelen = rs.originalMaxPositions / rs.lowFreqFactor;
+  const highWavelen = rs.originalMaxPositions / rs.highFreqFactor;
+  return inv.map((f) => {
+    const wavelen = (2 * Math.PI) / f;
+    if (wavelen < highWavelen) return f;
+    if (wavelen > lowWavelen) return f / rs.factor;
+    const smooth = (rs.originalMaxPositions / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
+    return (1 - smooth) * (f / rs.factor) + smooth * f;
+  });
 }
 
 /** The RMSNorm epsilon of a config (normEps, or the Stack model's 1e-5). */

@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
 import { canReadSync, isLocalBackend } from './backend';
 import type { Batch, PolicyStats } from './modelBatch';
-import { IGNORE, ModelConfig, countParams, headDimOf, headWeightOf, normEpsOf, paramSpecs, prevTokensOf, validateConfig } from './modelConfig';
+import { IGNORE, ModelConfig, countParams, headDimOf, headWeightOf, normEpsOf, paramSpecs, prevTokensOf, ropeInvFreq, validateConfig } from './modelConfig';
 
 let shortcutsOverride: boolean | null = null;
 /**
@@ -178,8 +178,7 @@ export abstract class ModelCore {
     this.headWeight = headWeightOf(cfg);
     const hd = this.headDim;
     const h2 = hd / 2;
-    this.invFreq = new Float64Array(h2);
-    for (let i = 0; i < h2; i++) this.invFreq[i] = Math.pow(cfg.ropeBase, (-2 * i) / hd);
+    this.invFreq = ropeInvFreq(cfg);
     // rot(x) = x @ R with rot([x1, x2]) = [-x2, x1].
     const r = new Float32Array(hd * hd);
     for (let j = 0; j < h2; j++) {

@@ -24,6 +24,7 @@ float32): so F32, F16 and BF16 all meet the same 1e-4 bound, and the test checks
 conversion exactly rather than half-precision arithmetic noise.
 """
 import json
+import math
 import os
 import struct
 import sys
@@ -43,6 +44,10 @@ CONFIGS = {
     "qwen2-f32-untied": ("Qwen2ForCausalLM", torch.float32, False, 1, {}),
     "qwen2-bf16-tied-2shards": ("Qwen2ForCausalLM", torch.bfloat16, True, 2, {}),
     "qwen2-f16-mha": ("Qwen2ForCausalLM", torch.float16, True, 1, {"num_key_value_heads": 4}),
+    # RoPE scaling: wavelengths 6.3 and 63 (kept, smoothed) and 628, 6283 (divided) at original 256, low 1, high 8
+    "llama-f32-rope-llama3": ("LlamaForCausalLM", torch.float32, False, 1, {"rope_theta": 10000.0, "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0, "original_max_position_embeddings": 256}}),
+    "qwen2-f32-rope-linear": ("Qwen2ForCausalLM", torch.float32, True, 1, {"rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0}}),
 }
 
 DTYPE_NAME = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
@@ -190,6 +195,24 @@ def repeat_kv(x, n_rep):
     return x[:, None, :, :].expand(kv, n_rep, T, hd).reshape(kv * n_rep, T, hd)
 
 
+def rope_scaled(inv_freq, rs):
+    """transformers' modeling_rope_utils: "linear" and "llama3" (_compute_llama3_parameters)."""
+    kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
+    if kind == "default":
+        return inv_freq
+    if kind == "linear":
+        return inv_freq / rs["factor"]
+    assert kind == "llama3", kind
+    factor, low, high, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old / low, old / high
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old / wavelen - low) / (high - low)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
 def forward(cfg, W, ids, dtype=torch.float32):
     """transformers' LlamaForCausalLM / Qwen2ForCausalLM forward for one sequence, in float32
     (float64 with dtype=torch.float64 and weights in float64: how far float32 itself is)."""
@@ -197,7 +220,7 @@ def forward(cfg, W, ids, dtype=torch.float32):
     hd = cfg.get("head_dim", d // H)
     eps, theta = cfg["rms_norm_eps"], cfg["rope_theta"]
     T = len(ids)
-    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(dtype) / hd))
+    inv_freq = rope_scaled(1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).to(dtype) / hd)), cfg.get("rope_scaling"))
     freqs = torch.outer(torch.arange(T).to(dtype), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos(), emb.sin()

@@ -27,6 +27,7 @@ const torchReason = ((): string | null => {
 const LLAMA: ModelConfig = { vocab: 29, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 64, ropeBase: 10000 };
 const QWEN: ModelConfig = { ...LLAMA, qkvBias: true, tiedHead: false, normEps: 1e-6, ropeBase: 1e6 };
 const HEADDIM: ModelConfig = { ...LLAMA, headDim: 6, tiedHead: false };
+const ROPE: ModelConfig = { ...LLAMA, ropeScaling: { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 64 } };
 
 function randomModel(cfg: ModelConfig, seed: number): StackModel {
   const m = StackModel.create(cfg, seed);
@@ -62,6 +63,7 @@ describe('trainer/hfExport: a Stack model as a Hugging Face folder, and back', f
     ['Llama, tied', LLAMA],
     ['Qwen2 (q/k/v biases), untied, eps 1e-6, theta 1e6', QWEN],
     ['Llama, head_dim apart from hidden/heads, untied', HEADDIM],
+    ['Llama with llama3 RoPE scaling', ROPE],
     ['the tiny-plain preset at the default vocabulary', presetConfig('tiny-plain', 749)],
   ] as const) {
     it(`export -> load is bit-exact: ${name}`, async () => {
@@ -90,9 +92,9 @@ describe('trainer/hfExport: a Stack model as a Hugging Face folder, and back', f
       this.skip();
     }
     await initBackend('wasm');
-    for (const cfg of [LLAMA, QWEN, HEADDIM]) {
+    for (const cfg of [LLAMA, QWEN, HEADDIM, ROPE]) {
       const m = randomModel(cfg, 11);
-      const out = path.join(tmp, `hf-${cfg.qkvBias ? 'q' : 'l'}-${headDimOf(cfg)}`);
+      const out = path.join(tmp, `hf-${cfg.qkvBias ? 'q' : 'l'}-${headDimOf(cfg)}${cfg.ropeScaling ? '-rope' : ''}`);
       writeHfFolder(out, cfg, m.exportWeights());
       const ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
       const r = spawnSync(PYTHON, [REFERENCE, '--logits', out, ids.join(',')], { encoding: 'utf8' });

@@ -11,7 +11,7 @@ import { initBackend } from '../../trainer/backend';
 import { loadCheckpoint, restoreModel, saveCheckpoint } from '../../trainer/checkpoint';
 import { InputError } from '../../trainer/files';
 import { HfModelFolder, hfModelFromFolder, loadHfFolder, readHfConfig } from '../../trainer/hfModel';
-import { IGNORE, makeRng, setJsShortcuts } from '../../trainer/model';
+import { IGNORE, StackModel, makeRng, ropeInvFreq, setJsShortcuts } from '../../trainer/model';
 import { Trainer } from '../../trainer/optim';
 import { SafetensorsModel, StDtype, writeSafetensorsFile } from '../../trainer/safetensorsFile';
 
@@ -53,7 +53,7 @@ describe('trainer/hfModel: Hugging Face Llama/Qwen2 folders, parity with PyTorch
     const r = spawnSync(PYTHON, [REFERENCE, fixtures], { encoding: 'utf8' });
     assert.equal(r.status, 0, `hf_reference.py failed: ${r.stderr}`);
     names = JSON.parse(r.stdout.trim().split('\n').pop()!) as string[];
-    assert.ok(names.length >= 8, r.stdout);
+    assert.ok(names.length >= 10, r.stdout);
   });
   after(() => {
     setJsShortcuts(null);
@@ -76,11 +76,12 @@ describe('trainer/hfModel: Hugging Face Llama/Qwen2 folders, parity with PyTorch
         seen.add(`${folder.architecture}/${r.dtype}/${folder.model.tiedHead === false ? 'untied' : 'tied'}`);
         if (folder.files > 1) seen.add('sharded');
         if (folder.model.headDim) seen.add('headDim');
+        if (folder.model.ropeScaling) seen.add(`rope:${folder.model.ropeScaling.type}`);
       } finally {
         model.dispose();
       }
     }
-    for (const k of ['LlamaForCausalLM/F32/tied', 'LlamaForCausalLM/F32/untied', 'Qwen2ForCausalLM/F32/untied', 'LlamaForCausalLM/BF16/untied', 'Qwen2ForCausalLM/BF16/tied', 'LlamaForCausalLM/F16/tied', 'sharded', 'headDim']) {
+    for (const k of ['LlamaForCausalLM/F32/tied', 'LlamaForCausalLM/F32/untied', 'Qwen2ForCausalLM/F32/untied', 'LlamaForCausalLM/BF16/untied', 'Qwen2ForCausalLM/BF16/tied', 'LlamaForCausalLM/F16/tied', 'sharded', 'headDim', 'rope:llama3', 'rope:linear']) {
       assert.ok(seen.has(k), `no configuration covered ${k}`);
     }
   });
@@ -93,10 +94,30 @@ describe('trainer/hfModel: Hugging Face Llama/Qwen2 folders, parity with PyTorch
     assert.equal(l.qkvBias, undefined);
   });
 
+  it('RoPE scaling (llama3: kept, smoothed and divided frequencies; linear) is what the logits need: without it they miss', async () => {
+    await initBackend('wasm');
+    for (const name of ['llama-f32-rope-llama3', 'qwen2-f32-rope-linear']) {
+      const r = ref(name);
+      const folder = loadHfFolder(path.join(fixtures, name));
+      assert.ok(folder.model.ropeScaling, name);
+      const { ropeScaling, ...plain } = folder.model;
+      void ropeScaling;
+      const m = StackModel.fromWeights(plain, folder.weights);
+      const diff = maxAbsDiff(m.logits(Int32Array.from(r.ids), 1, r.ids.length), r.logits, plain.vocab);
+      m.dispose();
+      assert.ok(diff > 100 * TOL, `${name}: unscaled RoPE is only ${diff} away: the fixture does not test the scaling`);
+    }
+    const inv = ropeInvFreq(readHfConfig(path.join(fixtures, 'llama-f32-rope-llama3')).model);
+    const plainInv = [1, 0.1, 0.01, 0.001];
+    assert.equal(inv[0], plainInv[0]); // wavelength 6.3 < 256/8: kept
+    assert.ok(inv[1]! < plainInv[1]! && inv[1]! > plainInv[1]! / 8, 'wavelength 63: smoothed'); // between 32 and 256
+    assert.ok(Math.abs(inv[2]! - plainInv[2]! / 8) < 1e-12 && Math.abs(inv[3]! - plainInv[3]! / 8) < 1e-12, 'long wavelengths divided by the factor');
+  });
+
   it('the tensor-op path (cpu, no JS shortcuts) and KV-cache decoding give the same logits', async () => {
     await initBackend('cpu');
     setJsShortcuts(false);
-    for (const name of ['qwen2-bf16-tied-2shards', 'llama-f32-headdim']) {
+    for (const name of ['qwen2-bf16-tied-2shards', 'llama-f32-headdim', 'llama-f32-rope-llama3']) {
       const r = ref(name);
       const { model, folder } = hfModelFromFolder(path.join(fixtures, name));
       const V = folder.model.vocab;
@@ -250,7 +271,9 @@ describe('trainer/hfModel: what is refused, in one line naming the file and the 
     ['an unknown architecture', { architectures: ['MistralForCausalLM'] }, /config\.json: "architectures" "MistralForCausalLM" is not supported \(supported: LlamaForCausalLM, Qwen2ForCausalLM\)/],
     ['a model_type that disagrees', { model_type: 'mistral' }, /"model_type" "mistral" does not match LlamaForCausalLM/],
     ['another activation', { hidden_act: 'gelu' }, /"hidden_act" "gelu" is not supported/],
-    ['a rope_scaling type', { rope_scaling: { rope_type: 'llama3', factor: 32 } }, /"rope_scaling" \{"rope_type":"llama3","factor":32\} is not implemented/],
+    ['a rope_scaling type', { rope_scaling: { rope_type: 'yarn', factor: 4 } }, /"rope_scaling" \{"rope_type":"yarn","factor":4\} is not implemented \(implemented: null, "default", "linear", "llama3"\)/],
+    ['a rope_scaling field', { rope_scaling: { rope_type: 'linear', factor: 2, attention_factor: 1.5 } }, /"rope_scaling" .*: attention_factor is not implemented for type "linear"/],
+    ['an incomplete llama3 rope_scaling', { rope_scaling: { rope_type: 'llama3', factor: 32 } }, /"rope_scaling" \.low_freq_factor must be a positive number/],
     ['a sliding window (Llama)', { sliding_window: 4096 }, /"sliding_window" 4096: sliding-window attention is not implemented/],
     ['a sliding window in use (Qwen2)', { architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', use_sliding_window: true }, /"use_sliding_window" is true/],
     ['sliding layers (Qwen2)', { architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', layer_types: ['sliding_attention'] }, /"layer_types" asks for attention other than "full_attention"/],
