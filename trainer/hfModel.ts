@@ -51,11 +51,6 @@ export interface HfModelFolder extends HfConfig {
   params: number;
 }
 
-/** Is `dir` a Hugging Face model folder (a config.json naming an architecture)? No validation. */
-export function looksLikeHfFolder(dir: string): boolean {
-  return fs.existsSync(path.join(dir, 'config.json')) && (fs.existsSync(path.join(dir, 'model.safetensors')) || fs.existsSync(path.join(dir, 'model.safetensors.index.json')));
-}
-
 function checkFolder(dir: string): string {
   let st: fs.Stats;
   try {
