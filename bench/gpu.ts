@@ -34,6 +34,8 @@ const DECODE_SCALE = 20;
 
 /** The CI model: small enough that SwiftShader compiles and runs it in about a minute. */
 export const PARITY_MODEL: ModelConfig = { vocab: 40, dModel: 32, layers: 1, heads: 2, kvHeads: 1, mlp: 64, maxSeq: 16, ropeBase: 10000 };
+/** PARITY_MODEL with what Hugging Face checkpoints bring (trainer/hfModel.ts): q/k/v biases, an untied head, head_dim apart, eps 1e-6 (`parity --hf-shaped`). */
+export const PARITY_MODEL_HF: ModelConfig = { ...PARITY_MODEL, headDim: 12, qkvBias: true, tiedHead: false, normEps: 1e-6 };
 
 export interface ParityResult {
   adapter: AdapterInfo | null;
@@ -192,6 +194,8 @@ export async function runParity(cfg: ModelConfig = PARITY_MODEL, log: (l: string
   try {
     await initBackend('wasm');
     const weights = StackModel.create(cfg, 11).exportWeights();
+    // create() makes q/k/v biases zero; non-zero ones so that the forward's use of them is compared too
+    for (const [k, w] of Object.entries(weights)) if (k.endsWith('.bqkv')) w.forEach((_, i) => (w[i] = Math.sin(i + 1) * 0.5));
     let t0 = performance.now();
     const wasm = await computeSide(cfg, weights, path.join(tmp, 'wasm'));
     const wasmS = (performance.now() - t0) / 1000;
@@ -293,7 +297,7 @@ async function main(argv: string[]): Promise<number> {
   if (mode === 'parity') {
     let r: ParityResult;
     try {
-      r = await runParity(PARITY_MODEL, say);
+      r = await runParity(argv.includes('--hf-shaped') ? PARITY_MODEL_HF : PARITY_MODEL, say);
     } catch (err) {
       const msg = (err as Error).message;
       // The one reason to skip: WebGPU is not here (no package or no adapter).

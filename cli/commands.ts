@@ -11,6 +11,7 @@ import { BENCH_SPEC, cmdBench } from './bench';
 import { runDemoWithTraining } from './demo';
 import { DISTILL_USAGE, cmdDistill } from './distill';
 import { EXPORT_USAGE, runExportCommand } from './export';
+import { MODEL_USAGE, cmdModel } from './model';
 import { cmdAuditReward, cmdCalc, cmdGrammar, cmdMask, cmdSearch } from './tools';
 import { GRPO_OPTIONS, cmdEval, cmdTrain, runAskCommand } from './train';
 import { WORLD_USAGE, cmdWorld } from './world';
@@ -125,7 +126,8 @@ export const COMMANDS: Record<
     name: 'train',
     summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
-      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN] [--resume] [--eval-limit N]\n' +
+      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN | --base HF_DIR] [--resume] [--eval-limit N]\n' +
+      "      (--base: start from a Hugging Face model folder whose tokenizer is the lab's and the run's; a model's own HF tokenizer is a later step)\n" +
       '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
@@ -149,6 +151,7 @@ export const COMMANDS: Record<
       'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
       world: { kind: 'string', path: true },
       traces: { kind: 'string', path: true },
+      base: { kind: 'string', path: true },
       run: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -199,10 +202,11 @@ export const COMMANDS: Record<
   // ---- export to Hugging Face TRL (issue 4) ---------------------------------------------
   export: {
     name: 'export',
-    summary: "write a run's data for Hugging Face TRL: SFTTrainer datasets (trl-sft) or GRPOTrainer prompts and reward (trl-grpo)",
+    summary: "write a run's data for Hugging Face TRL: SFTTrainer datasets (trl-sft) or GRPOTrainer prompts and reward (trl-grpo); or its model as a Hugging Face folder (hf)",
     usage: EXPORT_USAGE,
     options: {
-      format: { kind: 'string', choices: ['trl-sft', 'trl-grpo'], required: true },
+      format: { kind: 'string', choices: ['trl-sft', 'trl-grpo', 'hf'], required: true },
+      checkpoint: { kind: 'string' },
       run: { kind: 'string', path: true },
       split: { kind: 'string', choices: ['train', 'heldout', 'dev'] },
       data: { kind: 'string', path: true },
@@ -213,6 +217,21 @@ export const COMMANDS: Record<
     run: (a) => void runExportCommand(a.options),
   },
   // ---- end of the export block ------------------------------------------------------------
+  // ---- a Hugging Face model folder as the lab reads it (issue 29) --------------------------
+  model: {
+    name: 'model',
+    summary: 'a Hugging Face Llama/Qwen2 model folder: inspect it (architecture, parameters, dtypes, tokenizer) or print its logits for given ids',
+    usage: MODEL_USAGE,
+    options: {
+      base: { kind: 'string', required: true, path: true },
+      ids: { kind: 'string' },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      json: { kind: 'flag' },
+    },
+    positionals: 'none',
+    subcommands: ['inspect', 'logits'],
+    run: cmdModel,
+  },
   // ---- the language server and its bench (issue 5) ----------------------------------------
   lsp: {
     name: 'lsp',

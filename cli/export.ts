@@ -3,7 +3,7 @@
 // Every input problem is a UsageError (exit 2) naming the file, the line and what is wrong.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { UsageError } from './args';
+import { BadInputError, UsageError } from './args';
 import { DEFAULT_MAX_LEN } from '../core/sftFormat';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer';
 import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
@@ -12,6 +12,8 @@ import { dataFiles } from '../trainer/prepare';
 import { TOOLS_FILE } from '../trainer/worldFolder';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { WorldFileError } from '../core/worldSource';
+import { loadCheckpoint } from '../trainer/checkpoint';
+import { HfExportResult, writeHfFolder } from '../trainer/hfExport';
 
 export interface ExportOptions {
   format: ExportFormat;
@@ -24,11 +26,14 @@ export interface ExportOptions {
 }
 
 export const EXPORT_USAGE =
-  'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE | --world DIR [--split train|heldout|dev]) --out OUTDIR';
+  'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE | --world DIR [--split train|heldout|dev]) --out OUTDIR\n' +
+  '  agent-lab export --format hf --run DIR [--checkpoint latest|step-N] --out OUTDIR      (a Hugging Face model folder: config.json, model.safetensors, the tokenizer)';
 
 /** The CLI entry: options as parsed by cli/args.ts. */
-export function runExportCommand(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void = console.log): ExportResult {
+export function runExportCommand(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void = console.log): ExportResult | HfExportResult {
   const format = options['format'];
+  if (format === 'hf') return exportHf(options, log);
+  if (options['checkpoint'] !== undefined) throw new UsageError('--checkpoint picks the weights of --format hf', EXPORT_USAGE);
   if (!EXPORT_FORMATS.includes(format as ExportFormat)) throw new UsageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}`, EXPORT_USAGE);
   const str = (k: string): string | undefined => (typeof options[k] === 'string' ? (options[k] as string) : undefined);
   const split = str('split');
@@ -155,4 +160,33 @@ export function runMaxLen(runDir: string): number {
   if (model && typeof model === 'object' && Number.isSafeInteger(model.maxSeq) && (model.maxSeq as number) > 0) return model.maxSeq as number;
   if (Number.isSafeInteger(config['sftMaxLen']) && (config['sftMaxLen'] as number) > 0) return config['sftMaxLen'] as number;
   return DEFAULT_MAX_LEN;
+}
+
+/**
+ * `export --format hf`: a run's checkpoint as a Hugging Face model folder (trainer/hfExport.ts)
+ * with the run's tokenizer beside it. A damaged run or a model with no Hugging Face
+ * counterpart is bad input: one line, exit 2, nothing written.
+ */
+function exportHf(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void): HfExportResult {
+  const run = options['run'];
+  const out = options['out'];
+  for (const k of ['data', 'world', 'split'] as const) if (options[k] !== undefined) throw new UsageError(`--${k} is not for --format hf (it exports a run's weights: --run DIR)`, EXPORT_USAGE);
+  if (typeof run !== 'string') throw new UsageError('--format hf needs --run DIR', EXPORT_USAGE);
+  if (typeof out !== 'string' || out === '') throw new UsageError('missing --out OUTDIR', EXPORT_USAGE);
+  const which = typeof options['checkpoint'] === 'string' ? options['checkpoint'] : 'latest';
+  try {
+    const ck = loadCheckpoint(run, which);
+    const files = dataFiles(run);
+    const extra: Record<string, string> = {};
+    if (!fs.existsSync(files.tokenizer)) throw new InputError(`${run} has no tokenizer.json: the exported model would have no tokenizer`);
+    extra['tokenizer.json'] = readInputText(files.tokenizer, 'the tokenizer', INPUT_LIMITS.tokenizer);
+    const tc = path.join(run, 'tokenizer_config.json');
+    if (fs.existsSync(tc)) extra['tokenizer_config.json'] = readInputText(tc, 'the tokenizer config', INPUT_LIMITS.json);
+    const r = writeHfFolder(out, ck.config, ck.weights, extra, { agent_lab_run: path.resolve(run), agent_lab_checkpoint: ck.name });
+    log(`wrote ${r.dir} (${r.architecture} from ${run} ${ck.name}, ${(r.bytes / 1e6).toFixed(1)} MB): ${r.files.join(', ')}`);
+    return r;
+  } catch (err) {
+    if (err instanceof InputError) throw new BadInputError(err.message);
+    throw err;
+  }
 }

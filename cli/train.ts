@@ -5,7 +5,7 @@
 // complete checkpoint is still there.
 import { constants } from 'node:os';
 import * as path from 'node:path';
-import { CliError, OptionSpec, ParsedArgs, UsageError } from './args';
+import { BadInputError, CliError, OptionSpec, ParsedArgs, UsageError } from './args';
 import { ToolEnv } from '../core/env';
 import { buildCorpus } from '../core/world';
 import { AgentRuntime } from '../trainer/agentRuntime';
@@ -16,7 +16,8 @@ import { InputError } from '../trainer/files';
 import { StackModel } from '../trainer/model';
 import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from '../trainer/runGuards';
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
-import { Stopped, loadTokenizer } from '../trainer/prepare';
+import { Stopped, dataFiles, loadTokenizer } from '../trainer/prepare';
+import { checkBaseFolder } from '../trainer/hfModel';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError } from '../trainer/jobRun';
 import { runSft } from '../trainer/sft';
@@ -110,6 +111,7 @@ export async function runTrainCommand(o: Options): Promise<void> {
         ...(o['seed'] !== undefined ? { seed: o['seed'] as number } : {}),
         ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
         ...(o['from'] !== undefined ? { from: o['from'] as string } : {}),
+        ...(o['base'] !== undefined ? { base: o['base'] as string } : {}),
         ...(o['keep-checkpoints'] !== undefined ? { keepCheckpoints: o['keep-checkpoints'] as number } : {}),
         ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
         ...(o['traces'] !== undefined ? { traces: o['traces'] as string } : {}),
@@ -258,8 +260,19 @@ export async function cmdTrain(a: ParsedArgs): Promise<void> {
     // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
     const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
-    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces']);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces', 'base']);
     if (a.options['from'] !== undefined && a.options['world'] !== undefined) throw new UsageError("--from continues on that run's data and world: drop --world");
+    const base = a.options['base'];
+    if (typeof base === 'string') {
+      if (a.options['from'] !== undefined) throw new UsageError('--base and --from both give the starting weights: give one of them');
+      // A folder the lab cannot start from is bad input: one line, exit 2, before anything is written.
+      try {
+        checkBaseFolder(path.resolve(base), dataFiles(a.options['run'] as string).tokenizer);
+      } catch (err) {
+        if (err instanceof InputError) throw new BadInputError(err.message);
+        throw err;
+      }
+    }
     await runTrainCommand(a.options);
     return;
   }
@@ -267,7 +280,7 @@ export async function cmdTrain(a: ParsedArgs): Promise<void> {
   if (a.options['world'] !== undefined || a.options['traces'] !== undefined) {
     throw new UsageError("'train grpo' takes the world of its --from run (recorded in its config.json): drop --world/--traces");
   }
-  const wrong = misplaced(['preset', 'recipe']);
+  const wrong = misplaced(['preset', 'recipe', 'base']);
   if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
   if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
   await runGrpoCommand(a.options);

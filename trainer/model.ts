@@ -19,7 +19,11 @@
 //     layers.{i}.w_up           [d, mlp]
 //     layers.{i}.w_down         [mlp, d]
 //     final_norm                [d]
-// - RMSNorm: x * rsqrt(mean(x^2) + 1e-5) * g.
+//   Optional, for Hugging Face Llama/Qwen2 checkpoints (config fields; absent in the presets):
+//     layers.{i}.bqkv           [(heads + 2*kvHeads) * headDim]   q/k/v biases (qkvBias), added after wqkv
+//     lm_head                   [vocab, d]        an untied head (tiedHead false): h @ lm_head^T
+//   headDim (default d / heads) may differ from d / heads; the attention width is heads * headDim.
+// - RMSNorm: x * rsqrt(mean(x^2) + eps) * g, eps = config.normEps (default 1e-5).
 // - RoPE, "rotate half" (GPT-NeoX / Llama layout): per head, x' = x*cos + rot(x)*sin with
 //   rot([x1, x2]) = [-x2, x1], angle(pos, j) = pos * base^(-2(j mod hd/2)/hd); position =
 //   index in the sequence (0-based). Applied to q and k; the 1/sqrt(hd) score scale is
@@ -72,7 +76,7 @@ export class StackModel extends ModelTraining {
     super(cfg);
   }
 
-  /** A freshly initialised model: N(0, 0.02) weights (residual outputs scaled by 1/sqrt(2*layers)), unit norms. */
+  /** A freshly initialised model: N(0, 0.02) weights (residual outputs scaled by 1/sqrt(2*layers)), unit norms, zero biases. */
   static create(cfg: ModelConfig, seed: number): StackModel {
     const m = new StackModel(cfg);
     const rng = makeRng(seed);
@@ -81,7 +85,7 @@ export class StackModel extends ModelTraining {
     for (const spec of paramSpecs(cfg)) {
       const n = spec.shape.reduce((a, b) => a * b, 1);
       const data = new Float32Array(n);
-      if (spec.shape.length === 1) data.fill(1);
+      if (spec.shape.length === 1) data.fill(/\.bqkv$/.test(spec.name) ? 0 : 1);
       else {
         const std = /\.(wo|w_down)$/.test(spec.name) ? residualStd : 0.02;
         for (let i = 0; i < n; i++) data[i] = rng.normal() * std;
@@ -189,7 +193,7 @@ export class StackModel extends ModelTraining {
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
-        const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+        const qkv = this.qkvProj(h1, pre);
         const qkRaw = tf.slice(qkv, [0, 0], [c, (H + K) * hd]);
         const vNew = tf.slice(qkv, [0, (H + K) * hd], [c, W]);
         const qk = tf.add(tf.mul(qkRaw, cos), tf.mul(this.rotate(qkRaw, this.rot), sin)) as tf.Tensor2D;
@@ -209,7 +213,7 @@ export class StackModel extends ModelTraining {
       }
       const last = tf.slice(x, [c - 1, 0], [1, this.config.dModel]);
       const hf = this.rmsNorm(last, this.p1('final_norm')).y;
-      return tf.matMul(hf, this.pT('tok_embeddings'));
+      return tf.matMul(hf, this.headT());
     });
     cache.length = p + c;
     cache.ids.push(...ids);
@@ -252,7 +256,7 @@ export class StackModel extends ModelTraining {
     const hd = this.headDim;
     const n = x.shape[0];
     const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
-    const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+    const qkv = this.qkvProj(h1, pre);
     const qkRaw = tf.slice(qkv, [0, 0], [n, (H + K) * hd]);
     const vNew = tf.slice(qkv, [0, (H + K) * hd], [n, K * hd]);
     const qk = tf.add(tf.mul(qkRaw, cos), tf.mul(this.rotate(qkRaw, this.rot), sin)) as tf.Tensor2D;
@@ -310,7 +314,7 @@ export class StackModel extends ModelTraining {
         x = next;
       }
       live.push(x);
-      const out = tf.tidy(() => tf.matMul(this.rmsNorm(tf.slice(x, [c - 1, 0], [1, this.config.dModel]), this.p1('final_norm')).y, this.pT('tok_embeddings')));
+      const out = tf.tidy(() => tf.matMul(this.rmsNorm(tf.slice(x, [c - 1, 0], [1, this.config.dModel]), this.p1('final_norm')).y, this.headT()));
       live.push(out);
       const logits = (await out.data()) as Float32Array;
       cache.length = p + c;
@@ -363,7 +367,7 @@ export class StackModel extends ModelTraining {
         x = next;
       }
       live.push(x);
-      const out = tf.tidy(() => tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings')));
+      const out = tf.tidy(() => tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.headT()));
       live.push(out);
       const all = (await out.data()) as Float32Array;
       caches.forEach((c, b) => {
@@ -410,7 +414,7 @@ export class StackModel extends ModelTraining {
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
         const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
-        const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+        const qkv = this.qkvProj(h1, pre);
         const qkRaw = tf.slice(qkv, [0, 0], [B, W1]);
         const vNew = tf.slice(qkv, [0, W1], [B, K * hd]);
         const qk = tf.add(tf.mul(qkRaw, cosT), tf.mul(this.rotate(qkRaw, this.rot), sinT)) as tf.Tensor2D;
@@ -432,7 +436,7 @@ export class StackModel extends ModelTraining {
         const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
         x = tf.add(x, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
       }
-      return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.pT('tok_embeddings'));
+      return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.headT());
     });
     caches.forEach((c, b) => {
       c.length++;

@@ -10,7 +10,7 @@ export interface ModelConfig {
   vocab: number;
   dModel: number;
   layers: number;
-  /** Query heads; head dim = dModel / heads. */
+  /** Query heads; head dim = dModel / heads unless `headDim` says otherwise. */
   heads: number;
   /** Key/value heads (grouped-query attention); divides `heads`. */
   kvHeads: number;
@@ -35,7 +35,25 @@ export interface ModelConfig {
    * that every road that decodes it (eval, GRPO, run, the editor) decodes it alike.
    */
   copyBias?: number;
+  // The fields below let a Hugging Face Llama/Qwen2 checkpoint be loaded as it is
+  // (trainer/hfModel.ts). Absent, each keeps the Stack model's own choice, so every preset
+  // and every existing checkpoint.json reads as before.
+  /** Head size (absent: dModel / heads); HF's `head_dim`, which may differ from it. */
+  headDim?: number;
+  /** RMSNorm epsilon (absent: 1e-5); HF's `rms_norm_eps`. */
+  normEps?: number;
+  /** Biases on the q, k and v projections (Qwen2): weight `layers.{i}.bqkv` (absent/false: none). */
+  qkvBias?: boolean;
+  /** The output head is tok_embeddings (absent/true) or its own weight `lm_head` [vocab, d] (false). */
+  tiedHead?: boolean;
+  /** RoPE frequency scaling as transformers computes it (HF's `rope_scaling`; absent: none). */
+  ropeScaling?: RopeScaling;
 }
+
+/** transformers' `linear` (every frequency / factor) and `llama3` (Llama 3.1/3.2: low frequencies / factor, a smooth band between) RoPE scalings. */
+export type RopeScaling =
+  | { type: 'linear'; factor: number }
+  | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositions: number };
 
 export type PresetName = 'tiny' | 'tiny-plain' | 'tiny-deep' | 'small' | 'long' | 'stack-100m';
 export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'tiny-plain', 'tiny-deep', 'small', 'long', 'stack-100m'];
@@ -155,9 +173,27 @@ export function validateConfig(cfg: ModelConfig): void {
   for (const k of ints) {
     if (!Number.isInteger(cfg[k]) || cfg[k] < 1) throw new Error(`model config: ${k} must be a positive integer (got ${cfg[k]})`);
   }
-  if (cfg.dModel % cfg.heads !== 0) throw new Error(`model config: dModel ${cfg.dModel} is not a multiple of heads ${cfg.heads}`);
+  if (cfg.headDim !== undefined) {
+    if (!Number.isInteger(cfg.headDim) || cfg.headDim < 1) throw new Error(`model config: headDim must be a positive integer (got ${String(cfg.headDim)})`);
+  } else if (cfg.dModel % cfg.heads !== 0) throw new Error(`model config: dModel ${cfg.dModel} is not a multiple of heads ${cfg.heads}`);
   if (cfg.heads % cfg.kvHeads !== 0) throw new Error(`model config: heads ${cfg.heads} is not a multiple of kvHeads ${cfg.kvHeads}`);
-  if ((cfg.dModel / cfg.heads) % 2 !== 0) throw new Error('model config: the head dim must be even (RoPE)');
+  if (headDimOf(cfg) % 2 !== 0) throw new Error('model config: the head dim must be even (RoPE)');
+  if (cfg.normEps !== undefined && !(typeof cfg.normEps === 'number' && cfg.normEps > 0 && cfg.normEps < 1)) {
+    throw new Error(`model config: normEps must be a number in (0, 1) (got ${String(cfg.normEps)})`);
+  }
+  const rs = cfg.ropeScaling;
+  if (rs !== undefined) {
+    const pos = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x) && x > 0;
+    const ok =
+      typeof rs === 'object' &&
+      rs !== null &&
+      pos(rs.factor) &&
+      (rs.type === 'linear' || (rs.type === 'llama3' && pos(rs.lowFreqFactor) && pos(rs.highFreqFactor) && rs.highFreqFactor > rs.lowFreqFactor && pos(rs.originalMaxPositions)));
+    if (!ok) throw new Error(`model config: ropeScaling must be {type: 'linear', factor} or {type: 'llama3', factor, lowFreqFactor < highFreqFactor, originalMaxPositions} (got ${JSON.stringify(rs)})`);
+  }
+  for (const k of ['qkvBias', 'tiedHead'] as const) {
+    if (cfg[k] !== undefined && typeof cfg[k] !== 'boolean') throw new Error(`model config: ${k} must be true or false (got ${String(cfg[k])})`);
+  }
   if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');
   const n = cfg.prevTokens ?? 0;
   if (!Number.isInteger(n) || n < 0 || n > 4) throw new Error(`model config: prevTokens must be an integer in 0..4 (got ${String(cfg.prevTokens)})`);
@@ -170,9 +206,47 @@ export function prevTokensOf(cfg: ModelConfig): number {
   return cfg.prevTokens ?? 0;
 }
 
+/** The head size of a config (headDim, or dModel / heads). */
+export function headDimOf(cfg: ModelConfig): number {
+  return cfg.headDim ?? cfg.dModel / cfg.heads;
+}
+
+/**
+ * RoPE's inverse frequencies, base^(-2i/hd) for i < hd/2, scaled as transformers scales them
+ * (modeling_rope_utils: `linear` divides all by factor; `llama3` divides those whose
+ * wavelength exceeds originalMaxPositions / lowFreqFactor, keeps those under
+ * originalMaxPositions / highFreqFactor, and interpolates between).
+ */
+export function ropeInvFreq(cfg: ModelConfig): Float64Array {
+  const hd = headDimOf(cfg);
+  const inv = Float64Array.from({ length: hd / 2 }, (_, i) => Math.pow(cfg.ropeBase, (-2 * i) / hd));
+  const rs = cfg.ropeScaling;
+  if (!rs) return inv;
+  if (rs.type === 'linear') return inv.map((f) => f / rs.factor);
+  const lowWavelen = rs.originalMaxPositions / rs.lowFreqFactor;
+  const highWavelen = rs.originalMaxPositions / rs.highFreqFactor;
+  return inv.map((f) => {
+    const wavelen = (2 * Math.PI) / f;
+    if (wavelen < highWavelen) return f;
+    if (wavelen > lowWavelen) return f / rs.factor;
+    const smooth = (rs.originalMaxPositions / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
+    return (1 - smooth) * (f / rs.factor) + smooth * f;
+  });
+}
+
+/** The RMSNorm epsilon of a config (normEps, or the Stack model's 1e-5). */
+export function normEpsOf(cfg: ModelConfig): number {
+  return cfg.normEps ?? 1e-5;
+}
+
+/** The weight the output head multiplies by (transposed): tok_embeddings when tied, else lm_head. */
+export function headWeightOf(cfg: ModelConfig): 'tok_embeddings' | 'lm_head' {
+  return cfg.tiedHead === false ? 'lm_head' : 'tok_embeddings';
+}
+
 /** Parameter names and shapes, in the canonical order (checkpoints and flat buffers use it). */
 export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[] {
-  const hd = cfg.dModel / cfg.heads;
+  const hd = headDimOf(cfg);
   const d = cfg.dModel;
   const specs: { name: string; shape: number[] }[] = [{ name: 'tok_embeddings', shape: [cfg.vocab, d] }];
   for (let k = 1; k <= prevTokensOf(cfg); k++) specs.push({ name: `prev_embeddings.${k}`, shape: [cfg.vocab + 1, d] });
@@ -180,6 +254,7 @@ export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[
     specs.push(
       { name: `layers.${i}.attn_norm`, shape: [d] },
       { name: `layers.${i}.wqkv`, shape: [d, (cfg.heads + 2 * cfg.kvHeads) * hd] },
+      ...(cfg.qkvBias ? [{ name: `layers.${i}.bqkv`, shape: [(cfg.heads + 2 * cfg.kvHeads) * hd] }] : []),
       { name: `layers.${i}.wo`, shape: [cfg.heads * hd, d] },
       { name: `layers.${i}.mlp_norm`, shape: [d] },
       { name: `layers.${i}.w_gate`, shape: [d, cfg.mlp] },
@@ -188,6 +263,7 @@ export function paramSpecs(cfg: ModelConfig): { name: string; shape: number[] }[
     );
   }
   specs.push({ name: 'final_norm', shape: [d] });
+  if (cfg.tiedHead === false) specs.push({ name: 'lm_head', shape: [cfg.vocab, d] });
   return specs;
 }
 

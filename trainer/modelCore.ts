@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../core/mulberry32';
 import { canReadSync, isLocalBackend } from './backend';
 import type { Batch, PolicyStats } from './modelBatch';
-import { IGNORE, ModelConfig, countParams, paramSpecs, prevTokensOf, validateConfig } from './modelConfig';
+import { IGNORE, ModelConfig, countParams, headDimOf, headWeightOf, normEpsOf, paramSpecs, prevTokensOf, ropeInvFreq, validateConfig } from './modelConfig';
 
 let shortcutsOverride: boolean | null = null;
 /**
@@ -21,6 +21,7 @@ export function useJs(): boolean {
   return shortcutsOverride ?? isLocalBackend();
 }
 
+/** The Stack model's RMSNorm epsilon (a config's normEps overrides it: trainer/modelConfig.ts normEpsOf). */
 export const NORM_EPS = 1e-5;
 
 /**
@@ -148,6 +149,10 @@ export interface Prepared {
 export abstract class ModelCore {
   readonly config: ModelConfig;
   readonly headDim: number;
+  /** RMSNorm epsilon (config.normEps, default 1e-5). */
+  protected readonly normEps: number;
+  /** The weight the output head multiplies by, transposed (tok_embeddings when tied, else lm_head). */
+  protected readonly headWeight: 'tok_embeddings' | 'lm_head';
   private params = new Map<string, tf.Tensor>();
   private transposed = new Map<string, tf.Tensor2D>();
   private ropeCache = new Map<string, RopeTables>();
@@ -168,11 +173,12 @@ export abstract class ModelCore {
   protected constructor(cfg: ModelConfig) {
     validateConfig(cfg);
     this.config = { ...cfg };
-    this.headDim = cfg.dModel / cfg.heads;
+    this.headDim = headDimOf(cfg);
+    this.normEps = normEpsOf(cfg);
+    this.headWeight = headWeightOf(cfg);
     const hd = this.headDim;
     const h2 = hd / 2;
-    this.invFreq = new Float64Array(h2);
-    for (let i = 0; i < h2; i++) this.invFreq[i] = Math.pow(cfg.ropeBase, (-2 * i) / hd);
+    this.invFreq = ropeInvFreq(cfg);
     // rot(x) = x @ R with rot([x1, x2]) = [-x2, x1].
     const r = new Float32Array(hd * hd);
     for (let j = 0; j < h2; j++) {
@@ -267,6 +273,17 @@ export abstract class ModelCore {
   protected p1(name: string): tf.Tensor1D {
     return this.params.get(name) as tf.Tensor1D;
   }
+  /** The output head's matrix, [d, vocab]: h @ headT() are the logits. */
+  protected headT(): tf.Tensor2D {
+    return this.pT(this.headWeight);
+  }
+
+  /** The q/k/v projection of normed rows h: h @ wqkv (+ bqkv when the config has q/k/v biases). */
+  protected qkvProj(h: tf.Tensor2D, pre: string): tf.Tensor2D {
+    const y = tf.matMul(h, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+    return this.config.qkvBias ? (tf.add(y, this.p1(pre + 'bqkv')) as tf.Tensor2D) : y;
+  }
+
   /** The transpose of a weight, cached until the weights change. */
   protected pT(name: string): tf.Tensor2D {
     let t = this.transposed.get(name);
@@ -394,7 +411,7 @@ export abstract class ModelCore {
   }
 
   protected rmsNorm(x: tf.Tensor2D, g: tf.Tensor1D): { y: tf.Tensor2D; save: NormSave } {
-    const r = tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), NORM_EPS)) as tf.Tensor2D;
+    const r = tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), this.normEps)) as tf.Tensor2D;
     const xhat = tf.mul(x, r) as tf.Tensor2D;
     return { y: tf.mul(xhat, g) as tf.Tensor2D, save: { xhat, r } };
   }
@@ -567,7 +584,7 @@ export abstract class ModelCore {
     const pre = `layers.${i}.`;
     const n1 = this.rmsNorm(x, this.p1(pre + 'attn_norm'));
     const h1 = n1.y;
-    const qkv = tf.matMul(h1, this.p2(pre + 'wqkv')) as tf.Tensor2D;
+    const qkv = this.qkvProj(h1, pre);
     const rowSaves: RowSave[] = [];
     const rowOuts: tf.Tensor2D[] = [];
     for (let r = 0; r < rows; r++) {

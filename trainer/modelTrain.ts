@@ -89,6 +89,7 @@ export abstract class ModelTraining extends ModelCore {
             0,
           ) as tf.Tensor2D);
     grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, rows === 1 ? dqkvTRows[0]! : undefined));
+    if (this.config.qkvBias) grads.set(pre + 'bqkv', tf.sum(dqkv, 0) as tf.Tensor1D);
     const dh1 = tf.matMul(dqkv, this.pT(pre + 'wqkv')) as tf.Tensor2D;
     const nb1 = this.rmsNormBack(dh1, this.p1(pre + 'attn_norm'), s.n1);
     grads.set(pre + 'attn_norm', nb1.dg);
@@ -313,13 +314,13 @@ export abstract class ModelTraining extends ModelCore {
       let x = x0;
       for (let i = 0; i < L; i++) x = this.block(i, x, rows, T, tb, saves);
       const nf = this.rmsNorm(x, this.p1('final_norm'));
-      const E = this.p2('tok_embeddings');
+      const E = this.p2(this.headWeight);
       const S = prep.supIdx.length;
       let dxf: tf.Tensor2D;
       let dEhead: tf.Tensor2D | null = null;
       if (S > 0) {
         const hs = this.gatherRows(nf.y, prep.supIdx);
-        const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
+        const logits = tf.matMul(hs, this.headT()) as tf.Tensor2D;
         const dl = prep.supPg
           ? this.policyGradient(logits, prep.supLabels, prep.supPg, b.pg!, prep.weightSum, reads, stats)
           : this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true, reads, stats)!;
@@ -337,7 +338,10 @@ export abstract class ModelTraining extends ModelCore {
       // x0 is a sum: each previous-token table gets the same input gradient at its own ids.
       const V = this.config.vocab;
       const [dEin, ...dPrev] = this.embedGrads([{ ids: prep.ids, rows: V }, ...prevIds.map((ids) => ({ ids, rows: V + 1 }))], dx);
-      grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin!) : dEin!);
+      if (this.headWeight === 'lm_head') {
+        grads.set('tok_embeddings', dEin!);
+        grads.set('lm_head', dEhead ?? tf.zeros([V, this.config.dModel]));
+      } else grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin!) : dEin!);
       dPrev.forEach((g, k) => grads.set(`prev_embeddings.${k + 1}`, g));
       return paramSpecs(this.config).map((s) => grads.get(s.name)!);
     });
@@ -398,12 +402,12 @@ export abstract class ModelTraining extends ModelCore {
       const hf = this.hidden(prep);
       if (prep.supIdx.length > 0) {
         const hs = this.gatherRows(hf, prep.supIdx);
-        const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
+        const logits = tf.matMul(hs, this.headT()) as tf.Tensor2D;
         this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, false, reads, stats);
       }
       if (opts.argmax) {
         // prep.T === b.seq here (no trimming)
-        reads.read(tf.argMax(tf.matMul(hf, this.pT('tok_embeddings')), 1), (am) => (stats.argmax = Int32Array.from(am)));
+        reads.read(tf.argMax(tf.matMul(hf, this.headT()), 1), (am) => (stats.argmax = Int32Array.from(am)));
       }
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
@@ -438,7 +442,7 @@ export abstract class ModelTraining extends ModelCore {
     if (prep.supIdx.length === 0) return { logp: out, entropySum: 0, entropy };
     tf.tidy(() => {
       const hs = this.gatherRows(this.hidden(prep), prep.supIdx);
-      const logits = tf.matMul(hs, this.pT('tok_embeddings')) as tf.Tensor2D;
+      const logits = tf.matMul(hs, this.headT()) as tf.Tensor2D;
       const logp = tf.logSoftmax(temperature === 1 ? logits : tf.div(logits, temperature));
       const onehot = floatOneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1]);
       reads.read(tf.sum(tf.mul(logp, onehot), 1), (lp) => {
@@ -459,14 +463,14 @@ export abstract class ModelTraining extends ModelCore {
   logits(inputIds: Int32Array, batch: number, seq: number): Float32Array {
     const labels = new Int32Array(batch * seq).fill(IGNORE);
     const prep = this.prepare({ inputIds, labels, batch, seq }, false);
-    return tf.tidy(() => tf.matMul(this.hidden(prep), this.pT('tok_embeddings')).dataSync() as Float32Array);
+    return tf.tidy(() => tf.matMul(this.hidden(prep), this.headT()).dataSync() as Float32Array);
   }
 
   /** logits on any backend (webgpu included), read back asynchronously. */
   async logitsAsync(inputIds: Int32Array, batch: number, seq: number): Promise<Float32Array> {
     const labels = new Int32Array(batch * seq).fill(IGNORE);
     const prep = this.prepare({ inputIds, labels, batch, seq }, false);
-    const t = tf.tidy(() => tf.matMul(this.hidden(prep), this.pT('tok_embeddings')));
+    const t = tf.tidy(() => tf.matMul(this.hidden(prep), this.headT()));
     try {
       return (await t.data()) as Float32Array;
     } finally {

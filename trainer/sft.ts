@@ -16,6 +16,7 @@ import { TrainExample, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tok
 import { DataOrder, DataOrderState } from './dataOrder';
 import type { EvalSummary } from './eval';
 import { InputError, writeJsonAtomic } from './files';
+import { checkBaseFolder, loadHfFolder } from './hfModel';
 import { evaluateModel, loadTasks, trainingKeysOf } from './jobEval';
 import {
   CODE_VERSION,
@@ -48,6 +49,11 @@ export interface SftOptions {
   seed?: number;
   /** Continued SFT: start from this SFT run's latest checkpoint, data and tokenizer. */
   from?: string;
+  /**
+   * Start from a Hugging Face model folder's weights and config (trainer/hfModel.ts) whose
+   * tokenizer is the lab's and the run's; the optimiser settings stay the preset's.
+   */
+  base?: string;
   /** Seconds between checkpoints (default 120). */
   checkpointEverySeconds?: number;
   /** Budget fractions at which held-out accuracy is measured (default [0.5, 1]). */
@@ -70,6 +76,8 @@ interface RunConfig {
   kind: 'sft';
   /** Continued SFT: the run and checkpoint it started from. */
   from?: { run: string; checkpoint: string; step: number };
+  /** The Hugging Face model folder it started from (--base). */
+  base?: { dir: string; architecture: string; dtypes: string[]; params: number };
   preset: PresetName;
   recipe: Recipe;
   model: ModelConfig;
@@ -223,6 +231,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const configFile = path.join(runDir, CONFIG_FILE);
   const files = dataFiles(runDir);
   const previous = previousRunConfig(runDir, 'sft', o.resume, checkSftConfig, 'ignore') as RunConfig | null;
+  if (o.base !== undefined && (o.from !== undefined || previous?.from)) throw new UserError('--base and --from both give the starting weights: give one of them');
+  // --base is checked before anything is written (its tokenizer must be the run's, already there).
+  const baseFolder = !previous && o.base !== undefined ? checkBaseFolder(path.resolve(o.base), files.tokenizer) : null;
   const fromRun = continuedFrom(runDir, previous, o.from);
   const presetName = (previous?.preset ?? fromRun?.config.preset ?? o.preset ?? 'tiny') as PresetName;
   if (!(presetName in PRESETS)) throw new UserError(`unknown preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
@@ -262,7 +273,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       ? configModel(fromRun.config as unknown as Record<string, unknown>, path.join(fromRun.dir, CONFIG_FILE))
       : null;
   if (previous) checkRunTokenizer(previous as unknown as Record<string, unknown>, configFile, tokenizer);
-  const cfg = recorded ?? presetConfig(presetName, tokenizer.vocabSize);
+  const cfg = recorded ?? baseFolder?.model ?? presetConfig(presetName, tokenizer.vocabSize);
   // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
   const resumeFrom = o.resume && latestCheckpoint(runDir) !== null ? loadCheckpoint(runDir, 'latest') : null;
   if (resumeFrom)
@@ -374,6 +385,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       model = StackModel.fromWeights(cfg, ck.weights);
       fromCheckpoint = { run: fromRun.dir, checkpoint: ck.name, step: ck.step };
       hooks.log('info', `continued SFT from ${fromRun.dir} (${ck.name}) at a constant lr of ${preset.lr * preset.minLrRatio}`);
+    } else if (baseFolder) {
+      model = StackModel.fromWeights(cfg, loadHfFolder(baseFolder.dir).weights);
+      hooks.log('info', `starting from ${baseFolder.dir} (${baseFolder.architecture}, ${baseFolder.params} parameters, ${baseFolder.dtypes.join('+')}), the optimiser settings of preset ${presetName}`);
     } else model = StackModel.create(cfg, seed);
     opt = trainer(model);
     metrics = openMetrics(runDir, null);
@@ -382,6 +396,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     const config: RunConfig = {
       kind: 'sft',
       ...(fromCheckpoint ? { from: fromCheckpoint } : {}),
+      ...(baseFolder ? { base: { dir: baseFolder.dir, architecture: baseFolder.architecture, dtypes: baseFolder.dtypes, params: baseFolder.params } } : {}),
       preset: presetName,
       recipe,
       model: cfg,

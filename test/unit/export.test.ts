@@ -396,7 +396,7 @@ describe('agent-lab export (Hugging Face TRL; TRL itself is not installable here
       assert.match(missing.stderr, /no run folder at .*nope/);
       const format = await cli('--format', 'trl-dpo', '--run', run, '--out', path.join(tmp, 'x'));
       assert.equal(format.code, 2);
-      assert.match(format.stderr, /--format' must be one of trl-sft, trl-grpo; got 'trl-dpo'/);
+      assert.match(format.stderr, /--format' must be one of trl-sft, trl-grpo, hf; got 'trl-dpo'/);
       const neither = await cli('--format', 'trl-sft', '--out', path.join(tmp, 'x'));
       assert.equal(neither.code, 2);
       assert.match(neither.stderr, /give --run DIR or --data FILE/);

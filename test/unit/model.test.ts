@@ -12,6 +12,25 @@ const MICRO: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads
 /** MICRO with two previous-token embedding tables (config.prevTokens). */
 const MICRO_PREV: ModelConfig = { ...MICRO, prevTokens: 2 };
 const MICRO_BASE = MICRO;
+/** MICRO with what Hugging Face Qwen2/Llama checkpoints bring: q/k/v biases, an untied head, head_dim apart from d/heads, eps 1e-6. */
+const MICRO_HF: ModelConfig = { ...MICRO, headDim: 6, qkvBias: true, tiedHead: false, normEps: 1e-6 };
+
+/** What a test names about a config beyond MICRO. */
+function cfgNote(cfg: ModelConfig): string {
+  if (cfg.prevTokens) return `, ${cfg.prevTokens} previous-token tables`;
+  if (cfg.qkvBias || cfg.tiedHead === false) return ', q/k/v biases, untied head, headDim apart';
+  return '';
+}
+
+/** Weights of a fresh model with non-zero q/k/v biases (create() makes them zero). */
+function weightsOf(cfg: ModelConfig, seed: number): Record<string, Float32Array> {
+  const m = StackModel.create(cfg, seed);
+  const w = m.exportWeights();
+  m.dispose();
+  const rng = makeRng(seed + 1000);
+  for (const [k, a] of Object.entries(w)) if (k.endsWith('.bqkv')) for (let i = 0; i < a.length; i++) a[i] = 0.5 * rng.normal();
+  return w;
+}
 
 /** A batch of `rows` x `seq` with some ignored labels, a padded tail and uneven weights. */
 function microBatch(cfg: ModelConfig, rows: number, seq: number, seed: number, padTail = 0): Batch {
@@ -37,10 +56,11 @@ function microBatch(cfg: ModelConfig, rows: number, seq: number, seed: number, p
 
 function refLoss(cfg: ModelConfig, W: Record<string, tf.Tensor>, b: Batch): tf.Scalar {
   const { dModel: d, heads: H, kvHeads: K, vocab: V } = cfg;
-  const hd = d / H;
+  const hd = cfg.headDim ?? d / H;
   const B = b.batch;
   const T = b.seq;
-  const norm = (x: tf.Tensor, g: tf.Tensor): tf.Tensor => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), 1e-5))), g);
+  const eps = cfg.normEps ?? 1e-5;
+  const norm = (x: tf.Tensor, g: tf.Tensor): tf.Tensor => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), g);
   const inv = Array.from({ length: hd / 2 }, (_, i) => Math.pow(cfg.ropeBase, (-2 * i) / hd));
   const ang: number[] = [];
   for (let t = 0; t < T; t++) for (let j = 0; j < hd; j++) ang.push(t * inv[j % (hd / 2)]!);
@@ -62,7 +82,8 @@ function refLoss(cfg: ModelConfig, W: Record<string, tf.Tensor>, b: Batch): tf.S
   for (let i = 0; i < cfg.layers; i++) {
     const p = `layers.${i}.`;
     const h = norm(x, W[p + 'attn_norm']!);
-    const qkv = tf.reshape(tf.matMul(h, W[p + 'wqkv']!), [B, T, H + 2 * K, hd]);
+    const proj = tf.matMul(h, W[p + 'wqkv']!);
+    const qkv = tf.reshape(cfg.qkvBias ? tf.add(proj, W[p + 'bqkv']!) : proj, [B, T, H + 2 * K, hd]);
     const q = rope(tf.slice(qkv, [0, 0, 0, 0], [B, T, H, hd]));
     const k = rope(tf.slice(qkv, [0, 0, H, 0], [B, T, K, hd]));
     const v = tf.slice(qkv, [0, 0, H + K, 0], [B, T, K, hd]);
@@ -78,7 +99,7 @@ function refLoss(cfg: ModelConfig, W: Record<string, tf.Tensor>, b: Batch): tf.S
     const u = tf.matMul(h2, W[p + 'w_up']!);
     x = tf.add(x, tf.matMul(tf.mul(tf.mul(g, tf.sigmoid(g)), u), W[p + 'w_down']!));
   }
-  const logits = tf.matMul(norm(x, W['final_norm']!), W['tok_embeddings']!, false, true);
+  const logits = tf.matMul(norm(x, W['final_norm']!), W[cfg.tiedHead === false ? 'lm_head' : 'tok_embeddings']!, false, true);
   const labels = Array.from(b.labels);
   const sup = labels.map((l) => (l === IGNORE ? 0 : 1));
   const w = labels.map((_, i) => sup[i]! * (b.weights ? b.weights[i]! : 1));
@@ -173,14 +194,15 @@ describe('trainer/model: the Stack transformer', function () {
     { backend: 'wasm', shortcuts: true, blocks: 3, cfg: MICRO },
     { backend: 'wasm', shortcuts: true, blocks: 1, cfg: MICRO_PREV },
     { backend: 'cpu', shortcuts: false, blocks: 1, cfg: MICRO_PREV },
+    { backend: 'cpu', shortcuts: true, blocks: 1, cfg: MICRO_HF },
+    { backend: 'cpu', shortcuts: false, blocks: 2, cfg: MICRO_HF },
+    { backend: 'wasm', shortcuts: true, blocks: 2, cfg: MICRO_HF },
   ];
   for (const { backend, shortcuts, blocks, cfg } of variants) {
-    const prevNote = cfg.prevTokens ? `, ${cfg.prevTokens} previous-token tables` : '';
+    const prevNote = cfgNote(cfg);
     it(`hand-written gradients equal tfjs autodiff (${backend}${shortcuts ? '' : ', tensor-op path'}, ${blocks} attention block${blocks > 1 ? 's' : ''}${prevNote})`, async () => {
       await initBackend('cpu');
-      const ref0 = StackModel.create(cfg, 7);
-      const weights = ref0.exportWeights();
-      ref0.dispose();
+      const weights = weightsOf(cfg, 7);
       const b = microBatch(cfg, 2, 9, 3);
       const ref = refLossAndGrads(cfg, weights, b);
       await initBackend(backend);
@@ -201,8 +223,8 @@ describe('trainer/model: the Stack transformer', function () {
     });
   }
 
-  for (const cfg of [MICRO, MICRO_PREV])
-    it(`gradients agree with central finite differences, parameter by parameter${cfg.prevTokens ? ' (previous-token tables)' : ''}`, async () => {
+  for (const cfg of [MICRO, MICRO_PREV, MICRO_HF])
+    it(`gradients agree with central finite differences, parameter by parameter${cfgNote(cfg)}`, async () => {
       await initBackend('cpu');
       // Larger weights than the init (std 0.3, norm gains 1 +- 0.3) so that every parameter's
       // directional derivative is well above float32 finite-difference noise.
@@ -293,10 +315,11 @@ describe('trainer/model: the Stack transformer', function () {
     ['wasm', MICRO_BASE],
     ['cpu', MICRO_BASE],
     ['wasm', MICRO_PREV],
+    ['wasm', MICRO_HF],
   ] as const) {
-    it(`KV-cache decoding equals the full forward (${backend}${MICRO.prevTokens ? ', previous-token tables' : ''})`, async () => {
+    it(`KV-cache decoding equals the full forward (${backend}${cfgNote(MICRO)})`, async () => {
       await initBackend(backend);
-      const m = StackModel.create(MICRO, 21);
+      const m = StackModel.fromWeights(MICRO, weightsOf(MICRO, 21));
       const rng = makeRng(5);
       const ids = Array.from({ length: 20 }, () => Math.floor(rng.uniform() * MICRO.vocab));
       m.attnBlocks = 3; // the full forward in query blocks, decoding in one piece
@@ -322,10 +345,10 @@ describe('trainer/model: the Stack transformer', function () {
     });
   }
 
-  for (const MICRO of [MICRO_BASE, MICRO_PREV])
-    it(`stepBatch (several sequences of different lengths) equals step() on each${MICRO.prevTokens ? ' (previous-token tables)' : ''}`, async () => {
+  for (const MICRO of [MICRO_BASE, MICRO_PREV, MICRO_HF])
+    it(`stepBatch (several sequences of different lengths) equals step() on each${cfgNote(MICRO)}`, async () => {
       await initBackend('wasm');
-      const m = StackModel.create(MICRO, 13);
+      const m = StackModel.fromWeights(MICRO, weightsOf(MICRO, 13));
       const rng = makeRng(8);
       const seqs = [5, 9, 1].map((n) => Array.from({ length: n }, () => Math.floor(rng.uniform() * MICRO.vocab)));
       const single = seqs.map((s) => {

@@ -76,6 +76,14 @@ describe('webgpu backend: parity with wasm (bench/gpu.ts parity)', function () {
     for (const n of ['sft_step.loss', 'sft_step.loss_after', 'sft_step.logits_after']) assert.ok(result!.diffs[n]! <= PARITY_TOLERANCE, `${n}: ${result!.diffs[n]}`);
   });
 
+  it('a Hugging Face-shaped model (q/k/v biases, untied head, head_dim apart, eps 1e-6): every figure equals wasm\'s', function () {
+    const r = runChild([path.join('bench', 'gpu.ts'), 'parity', '--hf-shaped', '--json']);
+    if (r.status !== 0) throw new Error(`bench/gpu.ts parity --hf-shaped exited ${r.status}:\n${r.stderr.slice(-4000)}`);
+    const hf = lastJson(r.stdout) as unknown as ParityResult;
+    assert.deepEqual(parityFailures(hf), []);
+    for (const n of ['grads.layers.0.bqkv', 'grads.lm_head', 'grpo.grads.lm_head']) assert.ok(hf.diffs[n] !== undefined, `${n} compared`);
+  });
+
   it('greedy decoding (prefill + step, and stepBatch) gives the same tokens', function () {
     assert.deepEqual(result!.greedy.webgpu, result!.greedy.wasm);
     assert.deepEqual(result!.greedy.batchWebgpu, result!.greedy.batchWasm);

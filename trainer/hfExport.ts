@@ -1,0 +1,149 @@
+// A Stack model written as a Hugging Face model folder (the inverse of trainer/hfModel.ts):
+// config.json (LlamaForCausalLM; Qwen2ForCausalLM when the model has q/k/v biases),
+// model.safetensors with transformers' weight names (F32, each projection transposed back to
+// torch.nn.Linear's [out, in]), and the run's tokenizer.json / tokenizer_config.json beside
+// them. Loading it back gives the same weights bit for bit (test/unit/hfExport.test.ts).
+//
+// The folder is built under a hidden staging name and renamed into place, and a folder that
+// exists already is refused: an export never writes over a user's files, and a failed one
+// leaves nothing half-written.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { InputError, checkDirCreatable, ensureDir, errnoText } from './files';
+import type { HfArchitecture } from './hfModel';
+import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
+import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
+
+/** Presets whose students export (no previous-token tables): named when one does not. */
+export const EXPORTABLE_HINT = 'tiny-plain, small, long and stack-100m export (tiny and tiny-deep add previous-token tables)';
+
+/** The architecture a config exports as, or the one-line reason it has no Hugging Face counterpart. */
+export function hfArchitectureOf(cfg: ModelConfig): { architecture: HfArchitecture } | { refused: string } {
+  if (prevTokensOf(cfg) > 0) {
+    return { refused: `the model has ${prevTokensOf(cfg)} previous-token embedding tables (prevTokens), which no Llama or Qwen2 model has: ${EXPORTABLE_HINT}` };
+  }
+  return { architecture: cfg.qkvBias ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM' };
+}
+
+/** The config.json of a model (special token ids: the lab's wire format, bos 0, eos 1, pad 2). */
+export function hfConfigOf(cfg: ModelConfig, architecture: HfArchitecture, dtype: 'float32' | 'bfloat16' | 'float16' = 'float32'): Record<string, unknown> {
+  const qwen = architecture === 'Qwen2ForCausalLM';
+  return {
+    architectures: [architecture],
+    model_type: qwen ? 'qwen2' : 'llama',
+    vocab_size: cfg.vocab,
+    hidden_size: cfg.dModel,
+    intermediate_size: cfg.mlp,
+    num_hidden_layers: cfg.layers,
+    num_attention_heads: cfg.heads,
+    num_key_value_heads: cfg.kvHeads,
+    head_dim: headDimOf(cfg),
+    hidden_act: 'silu',
+    max_position_embeddings: cfg.maxSeq,
+    rms_norm_eps: normEpsOf(cfg),
+    rope_theta: cfg.ropeBase,
+    rope_scaling: ropeScalingJson(cfg),
+    tie_word_embeddings: cfg.tiedHead !== false,
+    attention_dropout: 0.0,
+    ...(qwen ? { use_sliding_window: false, sliding_window: null, max_window_layers: cfg.layers } : { attention_bias: false, mlp_bias: false, pretraining_tp: 1 }),
+    bos_token_id: 0,
+    eos_token_id: 1,
+    pad_token_id: 2,
+    torch_dtype: dtype,
+    use_cache: true,
+  };
+}
+
+/** config.json's rope_scaling of a config (null: plain RoPE). */
+function ropeScalingJson(cfg: ModelConfig): Record<string, unknown> | null {
+  const rs = cfg.ropeScaling;
+  if (!rs) return null;
+  if (rs.type === 'linear') return { rope_type: 'linear', factor: rs.factor };
+  return {
+    rope_type: 'llama3',
+    factor: rs.factor,
+    low_freq_factor: rs.lowFreqFactor,
+    high_freq_factor: rs.highFreqFactor,
+    original_max_position_embeddings: rs.originalMaxPositions,
+  };
+}
+
+/** [rows, cols] row-major -> its [cols, rows] transpose (a copy of columns [c0, c0 + n) of src as rows). */
+function transposeCols(src: Float32Array, rows: number, cols: number, c0: number, n: number): Float32Array {
+  const out = new Float32Array(n * rows);
+  for (let r = 0; r < rows; r++) {
+    const s = r * cols + c0;
+    for (let c = 0; c < n; c++) out[c * rows + r] = src[s + c]!;
+  }
+  return out;
+}
+
+/** The model's weights under transformers' names and layouts (see trainer/hfModel.ts for the table). */
+export function hfTensorsOf(cfg: ModelConfig, weights: Record<string, Float32Array>, dtype: StDtype = 'F32'): TensorToWrite[] {
+  for (const s of paramSpecs(cfg)) if (!weights[s.name]) throw new Error(`hf export: no weight ${s.name}`);
+  const { heads: H, kvHeads: K, dModel: d, mlp, vocab: V } = cfg;
+  const hd = headDimOf(cfg);
+  const W1 = (H + 2 * K) * hd;
+  const out: TensorToWrite[] = [{ name: 'model.embed_tokens.weight', dtype, shape: [V, d], data: weights['tok_embeddings']! }];
+  for (let i = 0; i < cfg.layers; i++) {
+    const p = `model.layers.${i}.`;
+    const l = `layers.${i}.`;
+    out.push({ name: p + 'input_layernorm.weight', dtype, shape: [d], data: weights[l + 'attn_norm']! });
+    let col = 0;
+    for (const [proj, n] of [
+      ['q_proj', H * hd],
+      ['k_proj', K * hd],
+      ['v_proj', K * hd],
+    ] as const) {
+      out.push({ name: `${p}self_attn.${proj}.weight`, dtype, shape: [n, d], data: transposeCols(weights[l + 'wqkv']!, d, W1, col, n) });
+      if (cfg.qkvBias) out.push({ name: `${p}self_attn.${proj}.bias`, dtype, shape: [n], data: weights[l + 'bqkv']!.slice(col, col + n) });
+      col += n;
+    }
+    out.push({ name: p + 'self_attn.o_proj.weight', dtype, shape: [d, H * hd], data: transposeCols(weights[l + 'wo']!, H * hd, d, 0, d) });
+    out.push({ name: p + 'post_attention_layernorm.weight', dtype, shape: [d], data: weights[l + 'mlp_norm']! });
+    out.push({ name: p + 'mlp.gate_proj.weight', dtype, shape: [mlp, d], data: transposeCols(weights[l + 'w_gate']!, d, mlp, 0, mlp) });
+    out.push({ name: p + 'mlp.up_proj.weight', dtype, shape: [mlp, d], data: transposeCols(weights[l + 'w_up']!, d, mlp, 0, mlp) });
+    out.push({ name: p + 'mlp.down_proj.weight', dtype, shape: [d, mlp], data: transposeCols(weights[l + 'w_down']!, mlp, d, 0, d) });
+  }
+  out.push({ name: 'model.norm.weight', dtype, shape: [d], data: weights['final_norm']! });
+  if (cfg.tiedHead === false) out.push({ name: 'lm_head.weight', dtype, shape: [V, d], data: weights['lm_head']! });
+  return out;
+}
+
+export interface HfExportResult {
+  dir: string;
+  architecture: HfArchitecture;
+  files: string[];
+  bytes: number;
+}
+
+/**
+ * Write `weights` of `cfg` as a Hugging Face folder at `outDir` (which must not exist), with
+ * `extraFiles` (name -> text: the tokenizer files) beside them. An InputError says why not.
+ */
+export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<string, Float32Array>, extraFiles: Record<string, string> = {}, metadata: Record<string, string> = {}): HfExportResult {
+  const arch = hfArchitectureOf(cfg);
+  if ('refused' in arch) throw new InputError(`cannot export as a Hugging Face model: ${arch.refused}`);
+  const dir = path.resolve(outDir);
+  if (fs.existsSync(dir)) throw new InputError(`${dir} exists: an export writes a new folder and never writes over one (choose another --out)`);
+  checkDirCreatable(path.dirname(dir));
+  ensureDir(path.dirname(dir));
+  const staging = path.join(path.dirname(dir), `.${path.basename(dir)}.tmp-${process.pid}-${Date.now()}`);
+  try {
+    fs.mkdirSync(staging);
+    const files: Record<string, string> = {
+      'config.json': JSON.stringify(hfConfigOf(cfg, arch.architecture), null, 2) + '\n',
+      'generation_config.json': JSON.stringify({ bos_token_id: 0, eos_token_id: 1, pad_token_id: 2 }, null, 2) + '\n',
+      ...extraFiles,
+    };
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(staging, name), text);
+    writeSafetensorsFile(path.join(staging, 'model.safetensors'), hfTensorsOf(cfg, weights), { format: 'pt', ...metadata });
+    fs.renameSync(staging, dir);
+  } catch (err) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    if (err instanceof InputError) throw err;
+    throw new InputError(`cannot write ${dir}: ${errnoText(err)}`);
+  }
+  const names = fs.readdirSync(dir).sort();
+  return { dir, architecture: arch.architecture, files: names, bytes: names.reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0) };
+}
