@@ -77,13 +77,20 @@ export function computeRowMask(model: ChatModel, row: ConversationRow, opts: Mas
     template.render({ ...baseVars, messages, add_generation_prompt: addGenerationPrompt });
   // A prefix render may raise where the whole conversation does not (a template that wants a
   // user turn first, say): that turn's prefix mask is then unavailable, not the row.
+  // Prefixes are rendered once each (the message bounds and the turns' F share them).
+  const prefixCache = new Map<string, string | null>();
   const tryRender = (messages: Message[], addGenerationPrompt: boolean): string | null => {
+    const key = `${messages.length}|${addGenerationPrompt}`;
+    if (prefixCache.has(key)) return prefixCache.get(key)!;
+    let out: string | null;
     try {
-      return render(messages, addGenerationPrompt).text;
+      out = render(messages, addGenerationPrompt).text;
     } catch (err) {
-      if (err instanceof ChatTemplateError) return null;
-      throw err;
+      if (!(err instanceof ChatTemplateError)) throw err;
+      out = null;
     }
+    prefixCache.set(key, out);
+    return out;
   };
 
   const full = render(row.messages, false);
