@@ -25,7 +25,7 @@ import { repoRoot } from '../support/reference';
 import { standInTokenizerJson } from '../fixtures/chat-templates/make-tokenizers';
 
 const FIXTURES = path.join(repoRoot, 'test/fixtures/chat-templates');
-const FAMILIES = ['llama3.1', 'qwen2.5', 'qwen3', 'smollm3', 'mistral'] as const;
+const FAMILIES = ['llama3.1', 'qwen2.5', 'qwen3', 'smollm3', 'gemma3', 'mistral'] as const;
 
 function folder(name: string): ChatModel {
   const dir = path.join(FIXTURES, name);
@@ -83,10 +83,22 @@ const TOOL_ROW = {
   tools: TOOLS,
 };
 
+/** The example dialogue of https://ai.google.dev/gemma/docs/core/prompt-structure. */
+const KNOCK = {
+  messages: [
+    { role: 'user', content: 'knock knock' },
+    { role: 'assistant', content: 'who is there' },
+    { role: 'user', content: 'Gemma' },
+    { role: 'assistant', content: 'Gemma who?' },
+  ],
+};
+
 describe('chat templates: rendering', () => {
   for (const fam of FAMILIES) {
     it(`${fam}: the published template renders its published example byte for byte`, () => {
-      const ex = JSON.parse(readFileSync(path.join(FIXTURES, fam, 'example.json'), 'utf8')) as { data: Record<string, unknown>; target: string };
+      const ex = JSON.parse(readFileSync(path.join(FIXTURES, fam, 'example.json'), 'utf8')) as { data: Record<string, unknown>; target: string; published?: string };
+      // Gemma's page shows the text without the <bos> and the final separator newline (example.json's note).
+      if (ex.published !== undefined) assert.equal(`<bos>${ex.published}\n`, ex.target);
       const out = withDate('2025-07-10T12:00:00Z', () => folder(fam).template(ex.data['tools'] !== undefined).render(ex.data));
       assert.equal(out.text, ex.target);
       // Of the five, only SmolLM3 ships {% generation %} blocks (around its whole assistant turn).
@@ -154,9 +166,10 @@ describe('chat templates: rendering', () => {
 });
 
 describe('chat templates: masks and findings', () => {
-  for (const fam of ['llama3.1', 'qwen2.5', 'qwen3', 'mistral'] as const) {
+  for (const fam of ['llama3.1', 'qwen2.5', 'qwen3', 'gemma3', 'mistral'] as const) {
     it(`${fam}: no generation blocks, so the generation mask is all zero: an error finding`, () => {
-      const r = computeRowMask(folder(fam), parseConversationRow(TOOL_ROW));
+      // Gemma 3's template knows no tools (and insists on user/model turns): the knock-knock dialogue.
+      const r = computeRowMask(folder(fam), parseConversationRow(fam === 'gemma3' ? KNOCK : TOOL_ROW));
       assert.equal(supervised(r, 'generation'), '');
       const f = r.findings.find((x) => x.code === 'all-zero-generation-mask');
       assert.ok(f, codes(r).join(', '));
@@ -190,6 +203,13 @@ describe('chat templates: masks and findings', () => {
     assert.equal(supervised(r, 'prefix'), call('Paris, France') + 'It is 22 degrees celsius.<|im_end|>' + call('Santiago, Chile') + 'It is 18.5 degrees celsius in Santiago.<|im_end|>');
     // Every supervised token belongs to an assistant message.
     assert.ok(r.tokens.filter((t) => t.prefix).every((t) => t.role === 'assistant'));
+  });
+
+  it("gemma3: Google's published dialogue renders as published; its prefix mask is the model turns and their <end_of_turn>", () => {
+    const r = computeRowMask(folder('gemma3'), parseConversationRow(KNOCK));
+    // https://ai.google.dev/gemma/docs/core/prompt-structure, with the template's <bos> and the final separator.
+    assert.equal(r.text, '<bos><start_of_turn>user\nknock knock<end_of_turn>\n<start_of_turn>model\nwho is there<end_of_turn>\n<start_of_turn>user\nGemma<end_of_turn>\n<start_of_turn>model\nGemma who?<end_of_turn>\n');
+    assert.equal(supervised(r, 'prefix'), 'who is there<end_of_turn>Gemma who?<end_of_turn>');
   });
 
   it('llama3.1: the prefix mask of a multi-turn tool-calling conversation is exactly the assistant turns and their <|eot_id|>', () => {
