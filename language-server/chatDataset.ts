@@ -285,8 +285,8 @@ export async function runChatPass(doc: TextDocument, s: ChatState, gen: number, 
   let total = 0;
   let rows = 0;
   let sliceStart = performance.now();
-  // The first partial publish after ~200 ms, then one a second: a 10,000-row file shows its first rows' findings at once.
-  let lastPublish = sliceStart - 800;
+  // A partial publish after the first slice, then one a second: a 10,000-row file shows its first rows' findings at once.
+  let lastPublish = -Infinity;
   const note = (): Diagnostic => ({
     range: { start: { line: 0, character: 0 }, end: { line: 0, character: Math.min(1, lineText(doc, 0).length) } },
     severity: DiagnosticSeverity.Information,

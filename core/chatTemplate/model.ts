@@ -83,7 +83,7 @@ export function loadChatModel(files: TokenizerFolderTexts): ChatModel {
     specialTokens,
     tokenVars,
     template,
-    encode: (text) => tokenizer.encode(text, { add_special_tokens: false }).ids,
+    encode: segmentedEncoder(tokenizer, Array.isArray(tj['added_tokens']) ? tj['added_tokens'] : []),
     decodeOne: (id) => {
       let s = oneCache.get(id);
       if (s === undefined) {
@@ -93,5 +93,69 @@ export function loadChatModel(files: TokenizerFolderTexts): ChatModel {
       return s;
     },
     decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+  };
+}
+
+const SEGMENT_CACHE_MAX = 50_000;
+const CHECKS_BEFORE_TRUST = 3;
+
+/**
+ * Encoding with a cache per piece between added tokens. The tokenizer splits on added tokens
+ * before anything else, so a dataset's repeated pieces (a system prompt, a tool list) need
+ * encoding once. That holds unless a normalizer or pre-tokenizer treats the first piece
+ * differently (Metaspace's prepend_scheme "first") or an added token strips the whitespace
+ * around it: so the first rows are encoded both ways, and any difference (or such a token)
+ * keeps whole-text encoding for good.
+ */
+function segmentedEncoder(tokenizer: Tokenizer, addedTokens: unknown[]): (text: string) => number[] {
+  const whole = (text: string): number[] => tokenizer.encode(text, { add_special_tokens: false }).ids;
+  const added: { content: string; id: number }[] = [];
+  let mode: 'checking' | 'segments' | 'whole' = 'checking';
+  for (const t of addedTokens) {
+    if (!isObj(t) || typeof t['content'] !== 'string' || typeof t['id'] !== 'number' || t['content'] === '') continue;
+    if (t['lstrip'] === true || t['rstrip'] === true || t['single_word'] === true || t['normalized'] === true) mode = 'whole';
+    added.push({ content: t['content'], id: t['id'] });
+  }
+  if (added.length === 0 || mode === 'whole') return whole;
+  const idOf = new Map(added.map((a) => [a.content, a.id]));
+  const split = new RegExp(
+    added
+      .map((a) => a.content)
+      .sort((a, b) => b.length - a.length)
+      .map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('|'),
+    'g',
+  );
+  const cache = new Map<string, number[]>();
+  const piece = (text: string): number[] => {
+    let ids = cache.get(text);
+    if (!ids) {
+      if (cache.size >= SEGMENT_CACHE_MAX) cache.clear();
+      ids = whole(text);
+      cache.set(text, ids);
+    }
+    return ids;
+  };
+  const segmented = (text: string): number[] => {
+    const out: number[] = [];
+    let at = 0;
+    for (const m of text.matchAll(split)) {
+      if (m.index > at) for (const id of piece(text.slice(at, m.index))) out.push(id);
+      out.push(idOf.get(m[0])!);
+      at = m.index + m[0].length;
+    }
+    if (at < text.length) for (const id of piece(text.slice(at))) out.push(id);
+    return out;
+  };
+  let checked = 0;
+  return (text: string): number[] => {
+    if (mode === 'segments') return segmented(text);
+    if (mode === 'whole') return whole(text);
+    const a = whole(text);
+    const b = segmented(text);
+    if (a.length === b.length && a.every((id, i) => id === b[i])) {
+      if (++checked >= CHECKS_BEFORE_TRUST) mode = 'segments';
+    } else mode = 'whole';
+    return a;
   };
 }
