@@ -267,8 +267,11 @@ function turnEnd(model: ChatModel, f: string, from: number): number {
 
 /**
  * Character offsets of each token. Fast path: the tokens decoded one by one concatenate to
- * the text. Otherwise (byte-level pieces of one character, decoders that strip spaces) the
- * end of token i is the length of the decoded prefix ids[0..i], incomplete characters dropped.
+ * the text. Otherwise (byte-level pieces of one character, decoders that strip a leading
+ * space) each token is decoded with the tokens since the last one that ended on a whole
+ * character, and placed where that text continues the rendering (a stripped leading space
+ * is allowed for). When even that fails, the decoded prefix ids[0..i] is measured (slow,
+ * approximate when a normalizer changed the text: a finding says so).
  */
 function tokenOffsets(model: ChatModel, ids: number[], text: string, findings: Finding[]): [number, number][] {
   const pieces = ids.map((id) => model.decodeOne(id));
@@ -276,6 +279,31 @@ function tokenOffsets(model: ChatModel, ids: number[], text: string, findings: F
     let at = 0;
     return pieces.map((p) => [at, (at += p.length)] as [number, number]);
   }
+  const out: [number, number][] = [];
+  let baseIdx = 0;
+  let baseAt = 0;
+  let prev = 0;
+  for (let i = 0; i < ids.length; i++) {
+    const raw = model.decode(ids.slice(baseIdx, i + 1));
+    const partial = raw.endsWith('\uFFFD') && i + 1 < ids.length;
+    const s = partial ? raw.replace(/\uFFFD+$/, '') : raw;
+    let end: number;
+    if (text.startsWith(s, baseAt)) end = baseAt + s.length;
+    else if (/\s/.test(text[baseAt] ?? '') && text.startsWith(s, baseAt + 1)) end = baseAt + 1 + s.length;
+    else return prefixOffsets(model, ids, text, findings);
+    end = Math.max(prev, end);
+    out.push([prev, end]);
+    prev = end;
+    if (!partial) {
+      baseIdx = i + 1;
+      baseAt = end;
+    }
+  }
+  if (prev !== text.length) return prefixOffsets(model, ids, text, findings);
+  return out;
+}
+
+function prefixOffsets(model: ChatModel, ids: number[], text: string, findings: Finding[]): [number, number][] {
   const out: [number, number][] = [];
   let prev = 0;
   let exact = true;

@@ -321,6 +321,50 @@ describe('chat templates: masks and findings', () => {
   });
 });
 
+describe('chat templates: encoding', () => {
+  it('the per-piece cache gives the ids whole-text encoding gives, once trusted and on texts it never saw', () => {
+    for (const fam of ['qwen2.5', 'llama3.1', 'mistral']) {
+      const m = folder(fam);
+      const texts = [0, 1, 2, 3, 4, 5].map(
+        (i) => computeRowMask(m, parseConversationRow({ messages: [{ role: 'user', content: `Question ${i}: what is the capital of France?` }, { role: 'assistant', content: `Paris ${i}.` }] })).text,
+      );
+      texts.push('<|im_start|><|im_start|>  spaces  <|im_end|>\n\n<s>[INST]x[/INST]</s>é😀');
+      for (const t of texts) assert.deepEqual(m.encode(t), m.tokenizer.encode(t, { add_special_tokens: false }).ids, `${fam}: ${JSON.stringify(t.slice(0, 40))}`);
+    }
+  });
+});
+
+describe('chat templates: token offsets', () => {
+  it('characters split across byte-level tokens: every token gets its span, the texts concatenate to the rendering', () => {
+    const r = computeRowMask(folder('qwen2.5'), parseConversationRow({ messages: [{ role: 'user', content: 'Ça va? 😀' }, { role: 'assistant', content: 'Très bien, merci 🎉 — et toi?' }] }));
+    assert.equal(r.tokens.map((t) => t.text).join(''), r.text);
+    assert.ok(!codes(r).includes('offsets-approximate'));
+    assert.equal(supervised(r, 'prefix'), 'Très bien, merci 🎉 — et toi?<|im_end|>');
+  });
+
+  it('a Metaspace tokenizer (decoding strips the leading space): spans still cover the text; the supervised text is the answer', () => {
+    const chars = [...new Set('▁abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ?.,:'.split(''))];
+    const tj = {
+      version: '1.0',
+      added_tokens: ['<s>', '</s>', '[INST]', '[/INST]'].map((content, i) => ({ id: i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+      normalizer: null,
+      pre_tokenizer: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false },
+      post_processor: null,
+      decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false },
+      model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab: Object.fromEntries(chars.map((c, i) => [c, i + 4])), merges: [] },
+    };
+    const m = loadChatModel({
+      tokenizerJson: JSON.stringify(tj),
+      chatTemplateJinja: "{{ '<s>' }}{% for m in messages %}{% if m.role == 'user' %}{{ '[INST] ' + m.content + ' [/INST]' }}{% else %}{{ ' ' + m.content + '</s>' }}{% endif %}{% endfor %}",
+    });
+    const r = computeRowMask(m, parseConversationRow({ messages: [{ role: 'user', content: 'What is it?' }, { role: 'assistant', content: 'It is fine.' }] }));
+    assert.equal(r.tokens[r.tokens.length - 1]!.end, r.text.length);
+    assert.ok(r.tokens.every((t, i) => i === 0 || t.start === r.tokens[i - 1]!.end), 'spans tile the text');
+    assert.ok(!codes(r).includes('offsets-approximate'), codes(r).join(', '));
+    assert.equal(supervised(r, 'prefix').trim(), 'It is fine.</s>');
+  });
+});
+
 describe('chat templates: bad input', () => {
   it('a row that is not a conversation names what is wrong', () => {
     assert.throws(() => parseConversationRow([1]), (e: unknown) => e instanceof RowError && /the row is a list/.test(e.message));
