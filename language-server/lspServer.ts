@@ -504,8 +504,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
         template: templateFor(doc.uri),
         opts: chatOptions(),
         maxDiagnostics: tuning.maxDiagnostics,
-        // Half slices: a hover that comes mid-slice waits less, for a pass of seconds.
-        sliceMs: tuning.sliceMs / 2,
+        // Quarter slices: a hover that comes mid-slice waits less, for a pass of seconds.
+        sliceMs: tuning.sliceMs / 4,
         isOpen: () => documents.get(doc.uri) !== undefined,
         publish: (diagnostics, version) => publish(doc.uri, s, diagnostics, version),
       });
