@@ -89,5 +89,5 @@ function printSummary(rows: JsonRow[], masks: RowMask[]): void {
     console.log(`row ${r.row}: ${r.tokens.length} tokens; supervised: ${g} by the generation mask, ${p} by the prefix mask`);
     for (const f of masks[i]!.findings) console.log(`  ${f.severity} ${f.code}: ${f.message}`);
   });
-  console.log(`${rows.length} rows, ${total} tokens; supervised: ${gen} by the generation mask, ${pre} by the prefix mask`);
+  console.log(`${rows.length} row${rows.length === 1 ? '' : 's'}, ${total} tokens; supervised: ${gen} by the generation mask, ${pre} by the prefix mask`);
 }
