@@ -55,7 +55,33 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
       assert.match(h, /^\*\*Agent Lab: token\*\* ".*" · id \d+ · assistant \(message 4\)/);
       assert.match(h, /generation blocks \(assistant_only_loss\): \*\*masked\*\*/);
       assert.match(h, /prefix difference \(completion_only_loss\): \*\*supervised\*\*/);
+
+      // An edit that breaks row 3: its diagnostic says why, the other rows keep theirs.
+      const l3 = text.split('\n')[3]!;
+      const edited = await client.change(uri, [{ range: { start: { line: 3, character: 0 }, end: { line: 3, character: l3.length } }, text: '{"messages": "oops"}' }], true, 60_000);
+      const onLine3 = edited!.diagnostics.filter((d) => d.range.start.line === 3);
+      assert.deepEqual(onLine3.map((d) => [d.code, d.message]), [['chat-row', 'not a conversation: "messages" is a string, not a list of messages']]);
+      assert.ok(edited!.diagnostics.filter((d) => d.code === 'all-zero-generation-mask').length >= 39);
       assert.equal(client.exitCode, null);
+    } finally {
+      await client.stop();
+    }
+  });
+
+  it('agentLab.chatMaxLength turns on the truncation findings', async () => {
+    const client = await LspClient.start({ configuration: { chatTemplate: path.join(FIX, 'qwen2.5-generation'), chatMaxLength: 64 } });
+    try {
+      await settle();
+      const uri = pathToFileURL(path.join(tmp, 'short.jsonl')).toString();
+      const done = client.waitForDiagnostics(uri, final, 60_000);
+      await client.open(uri, chatDatasetText(3), 'plaintext', false);
+      const p = await done;
+      assert.deepEqual(
+        p.diagnostics.map((d) => [d.range.start.line, d.code]),
+        // Both masks of each row lose everything: the tool list alone is longer than 64 tokens.
+        [0, 0, 1, 1, 2, 2].map((line) => [line, 'all-supervision-truncated']),
+      );
+      assert.match(String(p.diagnostics[0]!.message), /beyond max_length=64/);
     } finally {
       await client.stop();
     }

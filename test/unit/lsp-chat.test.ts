@@ -113,6 +113,16 @@ describe('language server: TRL chat datasets', () => {
     assert.match(s, /^\*\*Agent Lab: chat row\*\*\n\n\d+ tokens; supervised: \d+ by the generation blocks/);
   });
 
+  it('hover on a prompt-completion row: the completion is message promptLength + i', () => {
+    const m = new ChatTemplateStore().resolve(null, path.join(FIX, 'qwen2.5'), []).model!;
+    const line = JSON.stringify({ prompt: [{ role: 'user', content: 'What is the capital of Chile?' }], completion: [{ role: 'assistant', content: 'Santiago.' }] });
+    const { row, mask, error } = maskOfLine(line, m, {});
+    const h = hoverText(chatHover(line, line.indexOf('Santiago') + 1, mask, error, row));
+    assert.match(h, /· assistant \(message 1\)/);
+    assert.match(h, /assistant_only_loss\): \*\*masked\*\*/);
+    assert.match(h, /completion_only_loss\): \*\*supervised\*\*/);
+  });
+
   it('jsonSpans: paths and columns of every value; null on broken JSON', () => {
     const spans = jsonSpans('{"a": [1, {"b": "x\\"y"}], "c": null}')!;
     assert.deepEqual(
