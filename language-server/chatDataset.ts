@@ -248,6 +248,32 @@ export function analyseChatLine(line: string, model: ChatModel, opts: ChatOption
   };
 }
 
+/**
+ * The quick fix of an all-zero assistant mask: the row as prompt-completion, whose
+ * completion TRL supervises (completion_only_loss, on by default for such rows) whatever the
+ * template. Only a `messages` row ending with an assistant message has one; when it has
+ * earlier assistant turns they become prompt (not trained), and the title says so.
+ */
+export function promptCompletionFix(line: string): { title: string; text: string } | null {
+  let row: unknown;
+  try {
+    row = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (typeof row !== 'object' || row === null || Array.isArray(row)) return null;
+  const { messages, ...rest } = row as Record<string, unknown>;
+  if (!Array.isArray(messages) || messages.length < 2) return null;
+  const last = messages[messages.length - 1] as { role?: unknown } | null;
+  if (!last || last.role !== 'assistant') return null;
+  const earlier = messages.slice(0, -1).filter((m) => (m as { role?: unknown } | null)?.role === 'assistant').length;
+  const title =
+    earlier > 0
+      ? `Make the row prompt-completion: completion_only_loss trains its last assistant turn (the ${earlier} earlier one${earlier === 1 ? ' becomes' : 's become'} prompt, untrained)`
+      : 'Make the row prompt-completion: completion_only_loss trains its assistant turn whatever the template';
+  return { title, text: JSON.stringify({ prompt: messages.slice(0, -1), completion: [last], ...rest }) };
+}
+
 // ---- the pass -----------------------------------------------------------------------------
 
 export interface ChatState {

@@ -64,7 +64,7 @@ import { rowSymbol, unitFolds, unitSymbols } from './features/structure';
 import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
 import { ChunkedTextDocuments, documentLength, lineText } from './textDocument';
 import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
-import { ChatOptions, ChatState, ChatTemplateStore, chatHover, maskOfLine, runChatPass } from './chatDataset';
+import { ChatOptions, ChatState, ChatTemplateStore, chatHover, maskOfLine, promptCompletionFix, runChatPass } from './chatDataset';
 import type { RowMask } from '../core/chatTemplate';
 import { WorldAnalysis, WorldFileKind, analyseWorldFileSteps, firstWorldLine, worldHover } from './worldFiles';
 
@@ -547,6 +547,30 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     return hit;
   }
 
+  /** Quick fixes on a chat dataset's rows: an all-zero assistant mask offers the prompt-completion form. */
+  async function chatCodeActions(doc: TextDocument, range: Range, cancelled: () => boolean): Promise<CodeAction[]> {
+    const actions: CodeAction[] = [];
+    const last = Math.min(range.end.line, doc.lineCount - 1, range.start.line + 200);
+    const slicer = slices(cancelled);
+    for (let line = range.start.line; line <= last; line++) {
+      if (await slicer()) return [];
+      const text = lineText(doc, line);
+      if (text.trim() === '') continue;
+      const m = chatRowMask(doc.uri, text);
+      const zero = m?.mask?.findings.find((f) => f.code === 'all-zero-generation-mask');
+      const fix = zero ? promptCompletionFix(text) : null;
+      if (!zero || !fix) continue;
+      const whole: Range = { start: { line, character: 0 }, end: { line, character: text.length } };
+      actions.push({
+        title: fix.title,
+        kind: CodeActionKind.QuickFix,
+        diagnostics: [{ range: whole, severity: DiagnosticSeverity.Error, code: zero.code, source: 'agent-lab', message: zero.message }],
+        edit: { changes: { [doc.uri]: [{ range: whole, newText: fix.text }] } },
+      });
+    }
+    return actions;
+  }
+
   async function diagnoseDataset(doc: TextDocument, s: DocState, gen: number, t0: number): Promise<void> {
     const tokenizer = tokenizerFor(doc.uri);
     await runDatasetPass(doc, s, gen, t0, {
@@ -668,6 +692,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       if (!doc) return [];
       const s = stateOf(doc);
       const diags: DocDiagnostic[] = [];
+      if (s.kind === 'chat') return chatCodeActions(doc, p.range, () => token.isCancellationRequested);
       if (s.kind === 'transcript') {
         const unit = await currentTranscriptUnit(doc.uri, () => token.isCancellationRequested);
         if (!unit) return [];

@@ -181,14 +181,19 @@ export function computeRowMask(model: ChatModel, row: ConversationRow, opts: Mas
   const wantsSupervision = row.kind === 'prompt-completion' || row.messages.some((m) => m.role === 'assistant');
   const generationCount = tokens.filter((t) => t.generation).length;
   if (wantsSupervision && generationCount === 0) {
-    findings.push(
-      finding(
-        'all-zero-generation-mask',
-        template.hasGenerationTags
-          ? 'the assistant mask is all zero: the template has {% generation %} blocks but none holds a token of this row; assistant_only_loss would train on nothing'
-          : 'the assistant mask is all zero: the chat template has no {% generation %} blocks, so return_assistant_tokens_mask / TRL assistant_only_loss supervise nothing in this row (the loss looks fine, the model learns nothing); use the prefix mask (completion_only_loss / a prompt-completion dataset) or a template patched with generation blocks',
-      ),
+    const f = finding(
+      'all-zero-generation-mask',
+      template.hasGenerationTags
+        ? 'the assistant mask is all zero: the template has {% generation %} blocks but none holds a token of this row; assistant_only_loss would train on nothing'
+        : 'the assistant mask is all zero: the chat template has no {% generation %} blocks, so return_assistant_tokens_mask / TRL assistant_only_loss supervise nothing in this row (the loss looks fine, the model learns nothing); use the prefix mask (completion_only_loss / a prompt-completion dataset) or a template patched with generation blocks',
     );
+    // A prompt-completion row is trained by completion_only_loss (TRL's default for such rows),
+    // which does not need generation blocks: only assistant_only_loss=True would lose it.
+    if (row.kind === 'prompt-completion') {
+      f.severity = 'warning';
+      f.message = `${f.message.split(';')[0]}; with TRL's default completion_only_loss this prompt-completion row is trained on its completion (the prefix mask) all the same`;
+    }
+    findings.push(f);
   }
 
   for (const turn of turns) {

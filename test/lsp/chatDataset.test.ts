@@ -56,6 +56,18 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
       assert.match(h, /generation blocks \(assistant_only_loss\): \*\*masked\*\*/);
       assert.match(h, /prefix difference \(completion_only_loss\): \*\*supervised\*\*/);
 
+      // The all-zero finding's quick fix: the row as prompt-completion.
+      const actions = await client.request<{ title: string; edit: { changes: Record<string, { newText: string }[]> } }[]>('textDocument/codeAction', {
+        textDocument: { uri },
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 1 } },
+        context: { diagnostics: [] },
+      });
+      assert.equal(actions.length, 1);
+      assert.match(actions[0]!.title, /^Make the row prompt-completion: completion_only_loss trains its last assistant turn \(the 2 earlier ones become prompt, untrained\)$/);
+      const fixed = JSON.parse(actions[0]!.edit.changes[uri]![0]!.newText) as { prompt: unknown[]; completion: { role: string }[] };
+      assert.equal(fixed.prompt.length, 6);
+      assert.deepEqual(fixed.completion.map((m) => m.role), ['assistant']);
+
       // An edit that breaks row 3: its diagnostic says why, the other rows keep theirs.
       const l3 = text.split('\n')[3]!;
       const edited = await client.change(uri, [{ range: { start: { line: 3, character: 0 }, end: { line: 3, character: l3.length } }, text: '{"messages": "oops"}' }], true, 60_000);

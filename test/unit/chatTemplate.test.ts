@@ -307,6 +307,9 @@ describe('chat templates: masks and findings', () => {
     );
     assert.equal(supervised(r, 'prefix'), 'Santiago.<|im_end|>\n');
     assert.deepEqual(codes(r), ['all-zero-generation-mask']);
+    // A warning here: TRL trains prompt-completion rows with completion_only_loss by default.
+    assert.equal(r.findings[0]!.severity, 'warning');
+    assert.match(r.findings[0]!.message, /with TRL's default completion_only_loss this prompt-completion row is trained on its completion/);
     const g = computeRowMask(
       folder('qwen2.5-generation'),
       parseConversationRow({ prompt: [{ role: 'user', content: 'What is the capital of Chile?' }], completion: [{ role: 'assistant', content: 'Santiago.' }] }),

@@ -7,7 +7,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ChatTemplateStore, analyseChatLine, chatHover, jsonSpans, maskOfLine } from '../../language-server/chatDataset';
+import { ChatTemplateStore, analyseChatLine, chatHover, jsonSpans, maskOfLine, promptCompletionFix } from '../../language-server/chatDataset';
 import { Settings, detectKind } from '../../language-server/documents';
 import { repoRoot } from '../support/reference';
 
@@ -121,6 +121,21 @@ describe('language server: TRL chat datasets', () => {
     assert.match(h, /· assistant \(message 1\)/);
     assert.match(h, /assistant_only_loss\): \*\*masked\*\*/);
     assert.match(h, /completion_only_loss\): \*\*supervised\*\*/);
+  });
+
+  it('the quick fix of an all-zero mask: the row as prompt-completion, which the prefix mask (completion_only_loss) trains', () => {
+    const m = new ChatTemplateStore().resolve(null, path.join(FIX, 'qwen2.5'), []).model!;
+    const fix = promptCompletionFix(JSON.stringify({ ...ROW, tools: [] }))!;
+    assert.equal(fix.title, 'Make the row prompt-completion: completion_only_loss trains its assistant turn whatever the template');
+    assert.deepEqual(JSON.parse(fix.text), { prompt: [ROW.messages[0]], completion: [ROW.messages[1]], tools: [] });
+    const after = analyseChatLine(fix.text, m, {});
+    assert.deepEqual(after.diagnostics.map((d) => [d.code, d.severity]), [['all-zero-generation-mask', 2]]);
+    const { mask } = maskOfLine(fix.text, m, {});
+    assert.equal(mask!.tokens.filter((t) => t.prefix).map((t) => t.text).join(''), 'The capital of France is Paris.<|im_end|>\n');
+    const multi = promptCompletionFix(JSON.stringify({ messages: [ROW.messages[0], ROW.messages[1], { role: 'user', content: 'And Chile?' }, { role: 'assistant', content: 'Santiago.' }] }))!;
+    assert.match(multi.title, /the 1 earlier one becomes prompt, untrained/);
+    assert.equal(promptCompletionFix(JSON.stringify({ messages: [ROW.messages[0]] })), null);
+    assert.equal(promptCompletionFix('{"prompt": []}'), null);
   });
 
   it('jsonSpans: paths and columns of every value; null on broken JSON', () => {
