@@ -17,7 +17,8 @@ import {
   pickTemplate,
   type RowMask,
 } from '../../core/chatTemplate';
-import { CHAT_TEMPLATE, renderMessages } from '../../core/export';
+import { CHAT_TEMPLATE, renderMessages, transcriptToMessages } from '../../core/export';
+import { segment } from '../../core/lossMask';
 import { SPECIAL_TOKENS } from '../../core/wire';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokenizer';
 import { renderJinja } from '../support/miniJinja';
@@ -321,6 +322,27 @@ describe('chat templates: masks and findings', () => {
     const r = computeRowMask(folder('qwen2.5'), parseConversationRow(TOOL_ROW));
     assert.equal(r.tokens.map((t) => t.text).join(''), r.text);
     assert.deepEqual([...new Set(r.tokens.map((t) => t.role))].sort(), ['assistant', 'system', 'tool', 'user']);
+  });
+});
+
+describe("chat templates: the lab's own export", () => {
+  it("the exported template's generation mask and prefix mask are the lab's own loss mask (segment) on the golden transcripts", () => {
+    const golden = JSON.parse(readFileSync(path.join(repoRoot, 'test/golden/pipeline.json'), 'utf8')) as { traces: Record<string, { text: string }[]> };
+    const tok = trainDefaultTokenizer();
+    const lab = loadChatModel({ tokenizerJson: canonicalTokenizerJson(tok), tokenizerConfigJson: JSON.stringify({ chat_template: CHAT_TEMPLATE }) });
+    const texts = Object.values(golden.traces).flat().slice(0, 25).map((t) => t.text);
+    assert.ok(texts.length >= 10);
+    for (const text of texts) {
+      const r = computeRowMask(lab, parseConversationRow({ messages: transcriptToMessages(text) }));
+      assert.equal(r.text, text, 'the template renders the transcript back');
+      const want = segment(text)
+        .filter(([, sup]) => sup)
+        .map(([t]) => t)
+        .join('');
+      assert.equal(supervised(r, 'generation'), want);
+      assert.equal(supervised(r, 'prefix'), want);
+      assert.deepEqual(r.findings, []);
+    }
   });
 });
 
