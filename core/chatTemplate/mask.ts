@@ -23,6 +23,7 @@ export const FINDING_CODES = {
   'context-tokenization': 'warning',
   'truncated-supervision': 'warning',
   'prefix-unstable': 'warning',
+  'tool-call-roundtrip': 'warning',
   'offsets-approximate': 'warning',
 } as const satisfies Record<string, Severity>;
 export type FindingCode = keyof typeof FINDING_CODES;
@@ -232,6 +233,7 @@ export function computeRowMask(model: ChatModel, row: ConversationRow, opts: Mas
   }
 
   checkContextTokenization(model, row, text, bounds, tokens, findings);
+  checkToolCalls(row, text, bounds, findings);
 
   if (opts.maxLength !== undefined && tokens.length > opts.maxLength) {
     for (const rule of ['generation', 'prefix'] as const) {
@@ -362,6 +364,107 @@ function checkContextTokenization(model: ChatModel, row: ConversationRow, text: 
         finding(
           'context-tokenization',
           `assistant message ${k}: its text tokenizes differently in context (${ctx.length} tokens) than alone (${alone.length} tokens)${edge}: a prompt and completion tokenized apart would not match the rendered conversation`,
+          k,
+        ),
+      );
+    }
+  });
+}
+
+/** JSON objects and arrays written in a text (each parsed; unparsable brackets skipped). */
+function jsonValuesIn(text: string): unknown[] {
+  const out: unknown[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c !== '{' && c !== '[') {
+      i++;
+      continue;
+    }
+    let depth = 0;
+    let j = i;
+    let inStr = false;
+    for (; j < text.length; j++) {
+      const d = text[j];
+      if (inStr) {
+        if (d === '\\') j++;
+        else if (d === '"') inStr = false;
+      } else if (d === '"') inStr = true;
+      else if (d === '{' || d === '[') depth++;
+      else if (d === '}' || d === ']') {
+        depth--;
+        if (depth === 0) break;
+      }
+    }
+    if (depth === 0 && j < text.length) {
+      try {
+        out.push(JSON.parse(text.slice(i, j + 1)));
+        i = j + 1;
+        continue;
+      } catch {
+        // not JSON from here: try the next bracket
+      }
+    }
+    i++;
+  }
+  return out;
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+/**
+ * A tool call the template renders in a form its own parser would not read back: the
+ * rendering holds a JSON object naming the call whose arguments are not the call's (a string
+ * where an object was meant: arguments given as a JSON string and serialised again), or a
+ * `<tool_call>` block that is not JSON. Templates that write calls otherwise (pythonic
+ * calls, gpt-oss's channels) are not judged.
+ */
+function checkToolCalls(row: ConversationRow, text: string, bounds: (number | null)[], findings: Finding[]): void {
+  row.messages.forEach((m, k) => {
+    const calls = m['tool_calls'];
+    if (m.role !== 'assistant' || !Array.isArray(calls) || calls.length === 0) return;
+    const a = bounds[k];
+    const b = bounds[k + 1];
+    if (a === null || a === undefined || b === null || b === undefined) return;
+    const region = text.slice(a, Math.min(b, a + 100_000));
+    for (const block of region.matchAll(/<tool_call>([\s\S]*?)<\/tool_call>/g)) {
+      try {
+        JSON.parse(block[1]!);
+      } catch {
+        findings.push(finding('tool-call-roundtrip', `assistant message ${k}: the template renders a <tool_call> block that is not JSON (${show(block[1]!.trim())}): a parser reading the model's calls would fail on it`, k));
+      }
+    }
+    const values = jsonValuesIn(region).flatMap((v) => (Array.isArray(v) ? v : [v]));
+    for (const call of calls) {
+      if (typeof call !== 'object' || call === null) continue;
+      const c = call as Record<string, unknown>;
+      const fn = (typeof c['function'] === 'object' && c['function'] !== null ? c['function'] : c) as Record<string, unknown>;
+      const name = fn['name'];
+      if (typeof name !== 'string') continue;
+      let args = fn['arguments'];
+      if (typeof args === 'string') {
+        try {
+          args = JSON.parse(args) as unknown;
+        } catch {
+          // a string that is not JSON: compared as it is
+        }
+      }
+      const named = values.filter((v): v is Record<string, unknown> => typeof v === 'object' && v !== null && (v as Record<string, unknown>)['name'] === name);
+      if (named.length === 0) continue;
+      const read = (v: Record<string, unknown>): unknown => ('arguments' in v ? v['arguments'] : v['parameters']);
+      if (named.some((v) => deepEqual(read(v), args))) continue;
+      const got = read(named[0]!);
+      findings.push(
+        finding(
+          'tool-call-roundtrip',
+          `assistant message ${k}: the call ${name} renders with arguments ${show(JSON.stringify(got) ?? 'undefined')}, not ${show(JSON.stringify(args) ?? 'undefined')}${typeof got === 'string' && typeof fn['arguments'] === 'string' ? ' (arguments given as a JSON string are serialised again: give them as an object)' : ''}: the model learns calls its parser would not read back`,
           k,
         ),
       );

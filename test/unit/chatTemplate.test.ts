@@ -287,6 +287,24 @@ describe('chat templates: masks and findings', () => {
     assert.equal(supervised(r, 'prefix'), '<think>\n\n</think>\n\nIt is 22 degrees celsius.<|im_end|>');
   });
 
+  it('tool-call-roundtrip: arguments given as a JSON string are serialised again by Qwen2.5 and Llama 3.1', () => {
+    const stringArgs = {
+      ...TOOL_ROW,
+      messages: TOOL_ROW.messages.slice(0, 5).map((m, i) =>
+        i === 2 ? { ...m, tool_calls: [{ type: 'function', function: { name: 'get_current_temperature', arguments: '{"location": "Paris, France"}' } }] } : m,
+      ),
+    };
+    for (const fam of ['qwen2.5-generation', 'llama3.1']) {
+      const r = computeRowMask(folder(fam), parseConversationRow(stringArgs));
+      const f = r.findings.filter((x) => x.code === 'tool-call-roundtrip');
+      assert.equal(f.length, 1, `${fam}: ${codes(r).join(', ')}`);
+      assert.equal(f[0]!.message_index, 2);
+      assert.match(f[0]!.message, /the call get_current_temperature renders with arguments .*serialised again: give them as an object/);
+      // Objects round-trip: no finding.
+      assert.ok(!codes(computeRowMask(folder(fam), parseConversationRow(TOOL_ROW))).includes('tool-call-roundtrip'));
+    }
+  });
+
   it('truncation: supervised tokens beyond max_length are counted; all of them lost is an error', () => {
     const m = folder('qwen2.5-generation');
     const row = parseConversationRow(TOOL_ROW);
