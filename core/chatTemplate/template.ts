@@ -49,7 +49,14 @@ export function rewriteGenerationTags(template: string): { text: string; count: 
   return { text, count };
 }
 
+/** The largest literal `range(N)` a template may hold: @huggingface/jinja builds the whole list, so range(10**9) would take the process's memory. */
+const MAX_LITERAL_RANGE = 1_000_000;
+
 export function compileChatTemplate(source: string): CompiledTemplate {
+  for (const m of source.matchAll(/\brange\(\s*(?:[-\d]+\s*,\s*)?(\d+)(?:\s*\*\*\s*(\d+))?/g)) {
+    const n = m[2] !== undefined ? Number(m[1]) ** Number(m[2]) : Number(m[1]);
+    if (n > MAX_LITERAL_RANGE) throw new ChatTemplateError(`the chat template asks for ${m[0]}...): over ${MAX_LITERAL_RANGE.toLocaleString('en-US')} items, refused (it would take the memory of the process rendering it)`);
+  }
   const { text, count } = rewriteGenerationTags(source);
   let template: Template;
   try {

@@ -422,6 +422,10 @@ describe('chat templates: bad input', () => {
   it('a template that fails to parse or raises names the cause', () => {
     assert.throws(() => compileChatTemplate('{% for m in messages %}'), (e: unknown) => e instanceof ChatTemplateError && /does not parse: .*an unclosed block/.test(e.message));
     assert.throws(() => compileChatTemplate('{% if %}'), /does not parse: Unexpected token: CloseStatement/);
+    // A literal range that would take the process's memory is refused before rendering.
+    assert.throws(() => compileChatTemplate('{% for i in range(10**9) %}x{% endfor %}'), /asks for range\(10\*\*9\.\.\.\): over 1,000,000 items, refused/);
+    assert.throws(() => compileChatTemplate('{% for i in range(0, 50000000) %}x{% endfor %}'), /refused/);
+    assert.equal(compileChatTemplate('{% for i in range(3) %}{{ i }}{% endfor %}').render({}).text, '012');
     // Llama 3.1's template raises when tools go in a first user message that is not there.
     assert.throws(
       () => computeRowMask(folder('llama3.1'), parseConversationRow({ messages: [{ role: 'system', content: 'You are a bot.' }], tools: TOOLS })),
