@@ -8,6 +8,7 @@ import { BACKEND_CHOICES } from '../trainer/backend';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
 import { BENCH_SPEC, cmdBench } from './bench';
+import { cmdChatMask } from './chatMask';
 import { runDemoWithTraining } from './demo';
 import { DISTILL_USAGE, cmdDistill } from './distill';
 import { EXPORT_USAGE, runExportCommand } from './export';
@@ -74,12 +75,27 @@ export const COMMANDS: Record<
   },
   mask: {
     name: 'mask',
-    summary: "show the loss mask (the seed's _segment) of a transcript file",
-    usage: 'agent-lab mask [--json] FILE',
-    options: { json: { kind: 'flag' } },
+    summary: "show the loss mask (the seed's _segment) of a transcript file, or of a TRL dataset under a chat template",
+    usage:
+      'agent-lab mask [--json] FILE      the loss-mask segments of a .transcript\n' +
+      '  agent-lab mask --template DIR [--json] [--max-length N] [--template-kwargs JSON] FILE.jsonl\n' +
+      '      (a TRL conversational dataset under a Hugging Face tokenizer folder\'s chat template: each token\'s\n' +
+      '       generation-block and prefix-difference mask, and findings; exit 1 when a row has an error finding)',
+    options: {
+      json: { kind: 'flag' },
+      template: { kind: 'string', path: true },
+      'max-length': { kind: 'int', min: 1, max: 100000000 },
+      'template-kwargs': { kind: 'string' },
+    },
     positionals: 'one',
     positionalName: 'FILE',
-    run: cmdMask,
+    run: (a) => {
+      if (a.options['template'] !== undefined) return cmdChatMask(a);
+      if (a.options['max-length'] !== undefined || a.options['template-kwargs'] !== undefined) {
+        throw new UsageError('--max-length and --template-kwargs go with --template DIR');
+      }
+      return cmdMask(a);
+    },
   },
   grammar: {
     name: 'grammar',

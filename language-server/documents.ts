@@ -11,12 +11,14 @@ import type { DatasetRecognizedParams } from '../core/protocol/lsp';
 import { RowScan, RowString, looksLikeTranscript, scanRow } from '../core/transcript/jsonRow';
 import { TokenTable, countTokens, overLengthDiagnostic, tokenStartAt, tokenTable } from './analysis/tokens';
 import { DiagnosticCode, Severity, TDiagnostic, TranscriptAnalysis, analyseTranscript } from './analysis/transcript';
+import { looksConversational } from '../core/chatTemplate/row';
 import { matchesAnyGlob } from './globs';
 import { worldFileKind } from './worldFiles';
 import type { ResolvedTokenizer } from './tokenizers';
 
 /** `facts` and `tasks`: a user's world files (language-server/worldFiles.ts, docs/worlds.md). */
-export type DocKind = 'transcript' | 'dataset' | 'facts' | 'tasks' | 'ignored';
+/** `chat`: a TRL conversational dataset, masked under a Hugging Face chat template (chatDataset.ts, issue 30). */
+export type DocKind = 'transcript' | 'dataset' | 'chat' | 'facts' | 'tasks' | 'ignored';
 
 /** A diagnostic in document terms; `fix` edits are document edits. */
 export interface DocDiagnostic {
@@ -53,6 +55,12 @@ export interface Settings {
   datasetGlobs: string[];
   tokenizerPath: string | null;
   workspaceRoots: string[];
+  /** Globs of TRL conversational datasets (beside content sniffing of `.jsonl` files). */
+  chatDatasetGlobs?: string[];
+  /** The Hugging Face tokenizer folder whose chat template masks them; null: found beside the dataset. */
+  chatTemplate?: string | null;
+  /** TRL's max_length for the truncation finding; null: not checked. */
+  chatMaxLength?: number | null;
 }
 
 export function fsPathOf(uri: string): string | null {
@@ -85,6 +93,7 @@ export function detectKind(
   if (languageId === 'agent-dataset') return { kind: 'dataset', reason: 'language' };
   const fsPath = fsPathOf(uri);
   const filePath = fsPath ?? safeDecode(uri.replace(/^[a-z-]+:\/*/i, '/'));
+  if (settings.chatDatasetGlobs?.length && matchesAnyGlob(filePath, settings.chatDatasetGlobs, settings.workspaceRoots)) return { kind: 'chat', reason: 'glob' };
   if (matchesAnyGlob(filePath, settings.datasetGlobs, settings.workspaceRoots)) return { kind: 'dataset', reason: 'glob' };
   const isJsonl = lower.endsWith('.jsonl') || languageId === 'jsonl';
   if (lower.endsWith('.csv')) {
@@ -103,7 +112,17 @@ export function detectKind(
   if (world) return { kind: world, reason: 'world' };
   const scan = scanRow(firstLine());
   if (scan.text && looksLikeTranscript(scan.text.value)) return { kind: 'dataset', reason: 'content' };
+  if (looksLikeChatRow(firstLine())) return { kind: 'chat', reason: 'content' };
   return { kind: 'ignored', reason: 'none' };
+}
+
+/** Whether a JSONL line is a TRL conversational row (content sniffing). */
+export function looksLikeChatRow(line: string): boolean {
+  try {
+    return looksConversational(JSON.parse(line));
+  } catch {
+    return false;
+  }
 }
 
 function safeDecode(s: string): string {

@@ -64,6 +64,8 @@ import { rowSymbol, unitFolds, unitSymbols } from './features/structure';
 import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
 import { ChunkedTextDocuments, documentLength, lineText } from './textDocument';
 import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
+import { ChatOptions, ChatState, ChatTemplateStore, chatHover, maskOfLine, promptCompletionFix, runChatPass } from './chatDataset';
+import type { RowMask } from '../core/chatTemplate';
 import { WorldAnalysis, WorldFileKind, analyseWorldFileSteps, firstWorldLine, worldHover } from './worldFiles';
 
 export interface ServerTuning {
@@ -99,8 +101,8 @@ export const DEFAULT_TUNING: ServerTuning = {
 
 export const DEFAULT_DATASET_GLOBS = ['**/*.traces.jsonl'];
 
-/** A document's state: the dataset pass's part (datasetPass.ts) and the rest. */
-interface DocState extends DatasetState {
+/** A document's state: the dataset pass's part (datasetPass.ts), the chat pass's (chatDataset.ts) and the rest. */
+interface DocState extends DatasetState, ChatState {
   kind: DocKind;
   reason: KindVerdict['reason'];
   timer: NodeJS.Timeout | null;
@@ -153,7 +155,10 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   const states = new Map<string, DocState>();
   const log = (line: string): void => connection.console.log(`[agent-lab] ${line}`);
   const store = new TokenizerStore(log);
-  const settings: Settings = { datasetGlobs: [...DEFAULT_DATASET_GLOBS], tokenizerPath: null, workspaceRoots: [] };
+  const settings: Settings = { datasetGlobs: [...DEFAULT_DATASET_GLOBS], tokenizerPath: null, workspaceRoots: [], chatDatasetGlobs: [], chatTemplate: null, chatMaxLength: null };
+  const chatTemplates = new ChatTemplateStore();
+  /** Masks of rows hovered lately (a hover recomputes its row: the pass keeps only diagnostics). */
+  const hoverMasks = new Map<string, { row: unknown; mask: RowMask | null; error: Diagnostic | null }>();
   let hasConfiguration = false;
 
   const applySettings = (raw: unknown): void => {
@@ -164,6 +169,14 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     const tp = r['tokenizerPath'];
     if (typeof tp === 'string') settings.tokenizerPath = tp.trim() === '' ? null : tp;
     else if (tp === null) settings.tokenizerPath = null;
+    const cg = r['chatDatasetGlobs'];
+    if (Array.isArray(cg) && cg.every((g) => typeof g === 'string')) settings.chatDatasetGlobs = cg as string[];
+    const ct = r['chatTemplate'];
+    if (typeof ct === 'string') settings.chatTemplate = ct.trim() === '' ? null : ct;
+    else if (ct === null) settings.chatTemplate = null;
+    const ml = r['chatMaxLength'];
+    if (typeof ml === 'number' && Number.isInteger(ml) && ml > 0) settings.chatMaxLength = ml;
+    else if (ml === null || ml === 0) settings.chatMaxLength = null;
   };
 
   /** Never let one bad request take the server down: log it and answer `fallback`. */
@@ -296,6 +309,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
         fresh: true,
         rows: new Map(),
         rowsKey: '',
+        chatRows: new Map(),
+        chatKey: '',
         transcript: null,
         job: null,
         published: false,
@@ -314,6 +329,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       s.kind = v.kind;
       s.reason = v.reason;
       s.rows = new Map();
+      s.chatRows = new Map();
       s.transcript = null;
     }
     schedule(doc, 0);
@@ -483,6 +499,18 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       return;
     }
     const t0 = performance.now();
+    if (s.kind === 'chat') {
+      await runChatPass(doc, s, gen, t0, {
+        template: templateFor(doc.uri),
+        opts: chatOptions(),
+        maxDiagnostics: tuning.maxDiagnostics,
+        // Quarter slices: a hover that comes mid-slice waits less, for a pass of seconds.
+        sliceMs: tuning.sliceMs / 4,
+        isOpen: () => documents.get(doc.uri) !== undefined,
+        publish: (diagnostics, version) => publish(doc.uri, s, diagnostics, version),
+      });
+      return;
+    }
     if (s.kind === 'transcript') {
       const version = doc.version;
       const unit = await transcriptUnitFor(doc, s);
@@ -493,6 +521,54 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       return;
     }
     await diagnoseDataset(doc, s, gen, t0);
+  }
+
+  function templateFor(uri: string): ReturnType<ChatTemplateStore['resolve']> {
+    return chatTemplates.resolve(fsPathOf(uri), settings.chatTemplate ?? null, settings.workspaceRoots);
+  }
+
+  function chatOptions(): ChatOptions {
+    return settings.chatMaxLength ? { maxLength: settings.chatMaxLength } : {};
+  }
+
+  /** A chat row's mask for a hover (the last 64 hovered rows are kept). */
+  function chatRowMask(uri: string, line: string): { row: unknown; mask: RowMask | null; error: Diagnostic | null } | null {
+    const t = templateFor(uri);
+    if (!t.model) return { row: undefined, mask: null, error: { range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, message: t.problem ?? 'no chat template' } };
+    const key = `${t.key}|${settings.chatMaxLength ?? ''}|${line}`;
+    let hit = hoverMasks.get(key);
+    if (hit) {
+      hoverMasks.delete(key);
+    } else {
+      hit = maskOfLine(line, t.model, chatOptions());
+      if (hoverMasks.size >= 64) hoverMasks.delete(hoverMasks.keys().next().value!);
+    }
+    hoverMasks.set(key, hit);
+    return hit;
+  }
+
+  /** Quick fixes on a chat dataset's rows: an all-zero assistant mask offers the prompt-completion form. */
+  async function chatCodeActions(doc: TextDocument, range: Range, cancelled: () => boolean): Promise<CodeAction[]> {
+    const actions: CodeAction[] = [];
+    const last = Math.min(range.end.line, doc.lineCount - 1, range.start.line + 200);
+    const slicer = slices(cancelled);
+    for (let line = range.start.line; line <= last; line++) {
+      if (await slicer()) return [];
+      const text = lineText(doc, line);
+      if (text.trim() === '') continue;
+      const m = chatRowMask(doc.uri, text);
+      const zero = m?.mask?.findings.find((f) => f.code === 'all-zero-generation-mask');
+      const fix = zero ? promptCompletionFix(text) : null;
+      if (!zero || !fix) continue;
+      const whole: Range = { start: { line, character: 0 }, end: { line, character: text.length } };
+      actions.push({
+        title: fix.title,
+        kind: CodeActionKind.QuickFix,
+        diagnostics: [{ range: whole, severity: DiagnosticSeverity.Error, code: zero.code, source: 'agent-lab', message: zero.message }],
+        edit: { changes: { [doc.uri]: [{ range: whole, newText: fix.text }] } },
+      });
+    }
+    return actions;
   }
 
   async function diagnoseDataset(doc: TextDocument, s: DocState, gen: number, t0: number): Promise<void> {
@@ -591,6 +667,13 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
         const analysis = await worldAnalysisFor(doc, s.kind);
         return analysis ? worldHover(analysis, p.position) : null;
       }
+      if (doc && s && s.kind === 'chat') {
+        if (p.position.line >= doc.lineCount) return null;
+        const line = lineText(doc, p.position.line);
+        if (line.trim() === '') return null;
+        const m = chatRowMask(doc.uri, line);
+        return m ? chatHover(line, p.position.character, m.mask, m.error, m.row) : null;
+      }
       const at = await locate(p.textDocument.uri, p.position, () => token.isCancellationRequested, true);
       return at ? hoverAt(at.unit, at.offset) : null;
     }),
@@ -609,6 +692,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       if (!doc) return [];
       const s = stateOf(doc);
       const diags: DocDiagnostic[] = [];
+      if (s.kind === 'chat') return chatCodeActions(doc, p.range, () => token.isCancellationRequested);
       if (s.kind === 'transcript') {
         const unit = await currentTranscriptUnit(doc.uri, () => token.isCancellationRequested);
         if (!unit) return [];
