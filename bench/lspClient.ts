@@ -59,6 +59,9 @@ export class LspClient {
   initializeResult!: InitializeResult;
   private waiters = new Map<string, Waiter[]>();
   private versions = new Map<string, number>();
+  private configurationAnswered!: () => void;
+  /** Resolves once the server has asked for the settings (workspace/configuration) and had them. */
+  readonly configured = new Promise<void>((resolve) => (this.configurationAnswered = resolve));
 
   private constructor(
     readonly child: ChildProcessWithoutNullStreams,
@@ -96,9 +99,12 @@ export class LspClient {
         client.notifications.push({ method, params });
       });
     }
-    conn.onRequest('workspace/configuration', (p: { items: { section?: string }[] }) =>
-      p.items.map((it) => (it.section === 'agentLab' ? (opts.configuration ?? null) : null)),
-    );
+    conn.onRequest('workspace/configuration', (p: { items: { section?: string }[] }) => {
+      // Answered before the resolve runs: a document opened after `configured` reaches the
+      // server after this answer on the same stream, so it is classified with the settings.
+      setImmediate(() => client.configurationAnswered());
+      return p.items.map((it) => (it.section === 'agentLab' ? (opts.configuration ?? null) : null));
+    });
     conn.onRequest('client/registerCapability', () => null);
     conn.onRequest('window/workDoneProgress/create', () => null);
     conn.listen();

@@ -17,7 +17,6 @@ const root = repoRootFrom(__dirname);
 const FIX = path.join(root, 'test/fixtures/chat-templates');
 const hoverValue = (h: Hover | null): string => (h ? (h.contents as { value: string }).value : '');
 const final = (p: PublishDiagnosticsParams): boolean => !p.diagnostics.some((d) => String(d.message).startsWith('chat dataset: checking rows'));
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 300));
 
 describe('language server: TRL chat datasets over stdio (issue 30)', function () {
   this.timeout(180_000);
@@ -35,7 +34,7 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
   it('the setting picks the template: each row gets its finding, a bad row one diagnostic naming why, and hovers name the token', async () => {
     const client = await LspClient.start({ configuration: { chatTemplate: path.join(FIX, 'qwen2.5') } });
     try {
-      await settle();
+      await client.configured;
       const text = chatDatasetText(40) + '{"text": "a plain row"}\n';
       const uri = pathToFileURL(path.join(tmp, 'train.jsonl')).toString();
       const done = client.waitForDiagnostics(uri, final, 60_000);
@@ -83,7 +82,7 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
   it('agentLab.chatMaxLength turns on the truncation findings', async () => {
     const client = await LspClient.start({ configuration: { chatTemplate: path.join(FIX, 'qwen2.5-generation'), chatMaxLength: 64 } });
     try {
-      await settle();
+      await client.configured;
       const uri = pathToFileURL(path.join(tmp, 'short.jsonl')).toString();
       const done = client.waitForDiagnostics(uri, final, 60_000);
       await client.open(uri, chatDatasetText(3), 'plaintext', false);
@@ -105,7 +104,7 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
     cpSync(path.join(FIX, 'qwen2.5-generation'), dir, { recursive: true });
     const client = await LspClient.start({ configuration: {} });
     try {
-      await settle();
+      await client.configured;
       const uri = pathToFileURL(path.join(dir, 'train.jsonl')).toString();
       const done = client.waitForDiagnostics(uri, final, 60_000);
       await client.open(uri, chatDatasetText(10), 'plaintext', false);
@@ -122,7 +121,7 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
     writeFileSync(path.join(bad, 'tokenizer.json'), '{"model": ');
     const client = await LspClient.start({ configuration: { chatTemplate: bad } });
     try {
-      await settle();
+      await client.configured;
       const uri = pathToFileURL(path.join(tmp, 'other.jsonl')).toString();
       const p = await client.open(uri, chatDatasetText(5));
       assert.equal(p!.diagnostics.length, 1);
