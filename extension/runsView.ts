@@ -7,7 +7,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { log, reportError } from './log';
-import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, describeRun, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
+import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, describeRun, evalDescription, isResumable, listRunFolders, listWorlds, readRun, runFigureLines } from './runFolders';
 import { liveRunDirs, onRunsChanged, runOutcome } from './training';
 import { runsFolderUri } from './workspace';
 
@@ -176,7 +176,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
             `**${r.name}** (${r.kind})`,
             `status: ${r.status}${r.step !== null ? ` at step ${r.step}` : ''}; budget ${budget}`,
             `preset ${r.preset ?? '—'}, backend ${r.backend ?? '—'}`,
-            r.heldout !== null ? `held-out exact match ${percent(r.heldout)}` : 'no held-out figure yet',
+            ...runFigureLines(r),
             r.trainedOn ? `trained on ${vscode.workspace.asRelativePath(r.trainedOn, false)}` : '',
           ]
             .filter(Boolean)
@@ -206,7 +206,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
         const item = new vscode.TreeItem(`eval: ${e.split}`, C.None);
         item.id = `eval:${node.run.dir}:${e.split}`;
         item.iconPath = new vscode.ThemeIcon('checklist');
-        item.description = e.accuracy !== null ? `${percent(e.accuracy)} of ${e.n ?? '?'} tasks` : 'no figure';
+        item.description = evalDescription(e);
         item.contextValue = e.rowsFile ? 'eval.rows' : 'eval';
         if (e.rowsFile) item.command = { command: 'agentLab.inspectTrajectories', title: 'Inspect', arguments: [vscode.Uri.file(e.rowsFile)] };
         return item;

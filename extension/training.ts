@@ -17,7 +17,8 @@ import { log, reportError } from './log';
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
 import { describeProgress, prescreenRefusal } from './progressText';
-import { RunStatus, datasetsIn, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
+import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readRun } from './runFolders';
+import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, evalWorldFor, userWorldFolders } from './worldPicker';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
@@ -341,7 +342,7 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     const pick = await vscode.window.showQuickPick(
       candidates.map((c) => {
         const r = readRun(c, runOutcome(c));
-        return { label: path.basename(c), description: `${r.step ?? 0} steps${r.heldout !== null ? ` · held-out ${percent(r.heldout)}` : ''} · ${r.status}`, dir: c };
+        return { label: path.basename(c), description: `${r.step ?? 0} steps${heldoutShort(r) ? ` · ${heldoutShort(r)}` : ''} · ${r.status}`, dir: c };
       }),
       { placeHolder: 'SFT student to start GRPO from' },
     );
@@ -438,7 +439,7 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
       return undefined;
     }
     const pick = await vscode.window.showQuickPick(
-      candidates.map((r) => ({ label: r.name, description: `${r.kind} · step ${r.step ?? 0}${r.heldout !== null ? ` · held-out ${percent(r.heldout)}` : ''}`, dir: r.dir })),
+      candidates.map((r) => ({ label: r.name, description: `${r.kind} · step ${r.step ?? 0}${heldoutShort(r) ? ` · ${heldoutShort(r)}` : ''}`, dir: r.dir })),
       { placeHolder: 'Run to evaluate (its latest checkpoint)' },
     );
     if (!pick) return undefined;
@@ -488,20 +489,14 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     actions = ck !== undefined ? ['Resume', 'Open Curves'] : ['Open Curves'];
   } else if (spec.kind === 'eval') {
     const s = done?.kind === 'eval' ? done.summary : undefined;
-    message = `${name}: ${spec.split} exact match ${percent(s?.accuracy ?? 0)} on ${s?.n ?? 0} tasks (checkpoint step-${s?.step ?? 0}).`;
+    message = s ? evaluateFinishMessage(name, s) : `${name}: ${spec.split}: no figure (the evaluation returned no summary).`;
     actions = ['Inspect Evaluation', 'Open Curves', ...(readRun(spec.runDir).kind === 'sft' ? ['Train (GRPO)'] : [])];
   } else {
     const s = done && done.kind !== 'eval' ? done.summary : undefined;
-    const minutes = (s?.minutes ?? 0).toFixed(1);
-    const held = s?.heldout_accuracy;
-    const before = s && 'heldout_accuracy_before' in s ? s.heldout_accuracy_before : undefined;
-    const figure =
-      typeof held === 'number'
-        ? typeof before === 'number'
-          ? ` Held-out exact match ${percent(before)} → ${percent(held)}.`
-          : ` Held-out exact match ${percent(held)}.`
-        : ' (No held-out evaluation in this run: Evaluate gives the figure.)';
-    message = `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps in ${minutes} min.${figure}`;
+    // The figure names its split, task count, checkpoint and per-shape accuracy (extension/runFigures.ts).
+    message = s
+      ? trainingFinishMessage(spec.kind, name, s, stepsDone)
+      : `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps. (No held-out evaluation in this run: Evaluate gives the figure.)`;
     actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves'];
   }
   result.message = message;
