@@ -54,8 +54,12 @@ let outcomes: vscode.Memento | undefined;
 const OUTCOMES_KEY = 'agentLab.runOutcomes';
 const LAST_DATA_KEY = 'agentLab.sft.lastData';
 const runsChanged = new vscode.EventEmitter<void>();
-/** Fires when a job starts or ends (the Runs view refreshes). */
+/** Fires when a job starts or ends, or a command wrote a world or a dataset (the Runs view refreshes). */
 export const onRunsChanged = runsChanged.event;
+/** Says the runs folder changed (Distill, Build World): the Runs view refreshes even where no file event comes. */
+export function notifyRunsChanged(): void {
+  runsChanged.fire();
+}
 
 /** The splits Evaluate offers: every run has them (a user's fact world derives its fresh worlds from its table). */
 export const EVAL_SPLITS: readonly { split: string; description: string }[] = [
