@@ -20,7 +20,8 @@ import { describeProgress, prescreenRefusal } from './progressText';
 import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readRun } from './runFolders';
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
-import { configuredWorldFolder, evalWorldFor, userWorldFolders } from './worldPicker';
+import { configuredWorldFolder, userWorldFolders } from './worldPicker';
+import { evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface ActiveJob {
@@ -60,15 +61,6 @@ export const onRunsChanged = runsChanged.event;
 export function notifyRunsChanged(): void {
   runsChanged.fire();
 }
-
-/** The splits Evaluate offers: every run has them (a user's fact world derives its fresh worlds from its table). */
-export const EVAL_SPLITS: readonly { split: string; description: string }[] = [
-  { split: 'heldout', description: "the world's held-out tasks (the figure every run reports)" },
-  { split: 'train', description: 'the tasks the run trained on' },
-  { split: 'dev', description: 'a development split' },
-  { split: 'fresh-values', description: 'known questions with values the student never saw' },
-  { split: 'fresh-entities', description: 'questions about entities the student never saw' },
-];
 
 /** How a job the editor ran on a run folder ended (the files cannot tell cancelled from crashed). */
 export function runOutcome(runDir: string): RunStatus | undefined {
@@ -432,36 +424,46 @@ interface EvalArgs {
 
 async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobReport | undefined> {
   let runDir = args.runDir;
-  if (!runDir) {
-    const folder = await pickWorkspaceFolder();
-    if (!folder) return undefined;
-    const candidates = listRunFolders(runsFolderUri(folder).fsPath)
-      .map((d) => readRun(d, runOutcome(d)))
-      .filter((r) => r.checkpoints.length > 0);
-    if (candidates.length === 0) {
+  let split = args.split;
+  let world = args.world;
+  // One chooser (run, split and world in one list, the newest run's held-out first) unless
+  // the caller said what to evaluate: a button's run and split, or code.
+  if (!split && (runDir === undefined || args.askSplit)) {
+    const folder = runDir ? vscode.workspace.workspaceFolders?.find((f) => runDir!.startsWith(f.uri.fsPath + path.sep)) : await pickWorkspaceFolder();
+    if (!runDir && !folder) return undefined;
+    const runs = runDir
+      ? [readRun(runDir, runOutcome(runDir))]
+      : listRunFolders(runsFolderUri(folder!).fsPath)
+          .map((d) => readRun(d, runOutcome(d)))
+          .filter((r) => r.checkpoints.length > 0);
+    if (runs.length === 0) {
       void vscode.window.showErrorMessage('Agent Lab: no trained run with a checkpoint in the runs folder; train one first.');
       return undefined;
     }
-    const pick = await vscode.window.showQuickPick(
-      candidates.map((r) => ({ label: r.name, description: `${r.kind} · step ${r.step ?? 0}${heldoutShort(r) ? ` · ${heldoutShort(r)}` : ''}`, dir: r.dir })),
-      { placeHolder: 'Run to evaluate (its latest checkpoint)' },
+    let other: { dir: string; name: string } | null = null;
+    if (folder && world === undefined) {
+      try {
+        const dir = configuredWorldFolder(folder);
+        if (dir) other = { dir, name: path.basename(dir) };
+      } catch {
+        other = null; // an unbuilt or broken setting: the runs' own worlds, as without one
+      }
+    }
+    const limitNow = args.limit ?? vscode.workspace.getConfiguration('agentLab').get<number>('evaluate.tasks') ?? 0;
+    const rows = evaluateChoices(runs, other, limitNow);
+    const items = rows.map((row) =>
+      'separator' in row ? { label: row.separator, kind: vscode.QuickPickItemKind.Separator } : { label: row.label, description: row.description, choice: row },
     );
-    if (!pick) return undefined;
-    runDir = pick.dir;
+    const pick = await vscode.window.showQuickPick(items, { placeHolder: 'What to evaluate (Enter: the newest run on its held-out tasks)', matchOnDescription: true });
+    const choice = pick && 'choice' in pick ? pick.choice : undefined;
+    if (!choice) return undefined;
+    runDir = choice.runDir;
+    split = choice.split;
+    world = choice.world ?? world;
   }
-  let split = args.split;
-  if (!split && (args.runDir === undefined || args.askSplit)) {
-    split = (await vscode.window.showQuickPick(EVAL_SPLITS.map((s) => ({ label: s.split, description: s.description })), { placeHolder: 'Split to evaluate on' }))?.label;
-    if (!split) return undefined;
-  }
+  if (!runDir) return undefined;
   split ??= 'heldout';
-  let world = args.world;
-  const ws = vscode.workspace.workspaceFolders?.find((f) => runDir.startsWith(f.uri.fsPath + path.sep));
-  if (world === undefined && ws) {
-    const picked = await evalWorldFor(ws, runDir, args.runDir === undefined || args.askSplit === true);
-    if (picked === null) return undefined;
-    world = picked;
-  }
+  // From a button or code (a run and a split given): the run's own world unless `world` says another.
   const config = vscode.workspace.getConfiguration('agentLab');
   const limit = args.limit ?? config.get<number>('evaluate.tasks') ?? 0;
   const spec: JobSpec = {
