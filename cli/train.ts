@@ -189,6 +189,10 @@ export async function runEvalCommand(o: Options): Promise<void> {
       span_accuracy: s.span_accuracy,
       contaminated: s.contaminated,
       steps_mean: s.steps_mean,
+      // What the figure is: of how many tasks the split holds, at which checkpoint.
+      ...(s.of !== undefined ? { of: s.of } : {}),
+      checkpoint: s.checkpoint,
+      step: s.step,
     }),
   );
 }

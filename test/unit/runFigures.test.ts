@@ -136,6 +136,8 @@ describe('one figure per run (issue 35)', () => {
       assert.equal(evalSummary.of, heldout);
       assert.equal(evalSummary.step, 4);
       assert.equal(evalSummary.checkpoint, 'latest');
+      const printed = JSON.parse(e.stdout.trim().split('\n').at(-1)!) as { n: number; of: number; step: number; checkpoint: string };
+      assert.deepEqual([printed.n, printed.of, printed.step, printed.checkpoint], [heldout, heldout, 4, 'latest']);
       assert.ok(e.stdout.includes(`held-out exact match ${(100 * evalSummary.accuracy).toFixed(1)}% on ${heldout} held-out tasks at step-4 (checkpoint latest`), e.stdout);
       const r = readRun(run);
       const figures = r.heldoutFigures!;
