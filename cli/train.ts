@@ -25,6 +25,7 @@ import { PreflightRefusal, runGrpo } from '../trainer/grpo';
 import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
 import type { EvalSplit } from '../core/protocol/worker';
 import { failureMeaning } from '../core/protocol/panels';
+import { evaluateFigure, figureText, shapeLine, trainingFigure } from '../core/figures';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
@@ -120,9 +121,10 @@ export async function runTrainCommand(o: Options): Promise<void> {
     ),
   );
   const s = result.summary;
+  const figure = trainingFigure(s);
   console.log(
     `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
-      (s.heldout_accuracy !== undefined ? `; held-out exact match ${(100 * s.heldout_accuracy).toFixed(1)}%` : ''),
+      (figure ? `; ${figureText(figure, false)}${shapeLine(figure.byKind) ? ` (${shapeLine(figure.byKind)})` : ''}` : ''),
   );
   console.log(JSON.stringify(s));
 }
@@ -171,7 +173,8 @@ export async function runEvalCommand(o: Options): Promise<void> {
   );
   const s = result.summary;
   if (!o['json']) {
-    console.log(`exact match ${(100 * s.accuracy).toFixed(1)}% on ${s.n} tasks (mean ${s.steps_mean.toFixed(2)} steps)`);
+    // The same figure the editor shows: split, task count (of the split's), checkpoint.
+    console.log(`${figureText(evaluateFigure(s), false)} (checkpoint ${s.checkpoint}; mean ${s.steps_mean.toFixed(2)} steps)`);
     for (const [k, v] of Object.entries(s.by_kind)) console.log(`  ${k.padEnd(8)} ${(100 * v.accuracy).toFixed(1)}% of ${v.n}`);
     // The same labels as the eval rows and the inspector: each failure's first real mistake.
     const failed = Object.entries(s.failures).filter(([, v]) => v > 0);
@@ -189,6 +192,10 @@ export async function runEvalCommand(o: Options): Promise<void> {
       span_accuracy: s.span_accuracy,
       contaminated: s.contaminated,
       steps_mean: s.steps_mean,
+      // What the figure is: of how many tasks the split holds, at which checkpoint.
+      ...(s.of !== undefined ? { of: s.of } : {}),
+      checkpoint: s.checkpoint,
+      step: s.step,
       ...(s.copy_bias ? { copy_bias: s.copy_bias } : {}),
     }),
   );

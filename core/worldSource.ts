@@ -97,7 +97,7 @@ function checkFact(file: string, line: number, entity: string, attribute: string
       line,
       'value',
       `${JSON.stringify(value)} holds '.', ',' or ';', where the corpus sentence "the ${attribute} of ${entity} is ..." would end ` +
-        '(write integers, e.g. a mass in units of 10^21 kg; see docs/worlds.md)',
+        `(${scaledHint(attribute, value)}; see docs/worlds.md)`,
     );
   }
   if (/^-*[0-9]+$/.test(value) && /^--/.test(value)) throw new WorldFileError(file, line, 'value', `${JSON.stringify(value)} is not a number (write -5, not --5)`);
@@ -138,6 +138,16 @@ export function checkTemplate(file: string, line: number, field: string, text: s
 
 /** A CSV's template line: "# template: ..." (any other line starting with # is a comment). */
 const CSV_TEMPLATE = /^#\s*template\s*:\s*(.*)$/i;
+
+/** How to write a decimal as an integer, in the row's own terms ("3.5" of "length in km": 35, "length in km in tenths"). */
+function scaledHint(attribute: string, value: string): string {
+  const m = /^(-?)([0-9]+)\.([0-9]+)$/.exec(value);
+  if (!m) return "write it without '.', ',' and ';'";
+  const places = m[3]!.length;
+  const unit = ['tenths', 'hundredths', 'thousandths'][places - 1] ?? `units of 10^-${places}`;
+  const scaled = `${m[1]}${(m[2]! + m[3]!).replace(/^0+(?=[0-9])/, '')}`;
+  return `write an integer and say the scale in the attribute: ${JSON.stringify(scaled)} as the ${attribute} in ${unit}, or round it`;
+}
 
 /** RFC 4180 fields of one CSV line (quotes with "" inside; no line breaks inside a field). */
 function csvFields(text: string, file: string, line: number): string[] {

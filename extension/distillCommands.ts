@@ -16,6 +16,7 @@ import type { Task } from '../core/types';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { TOOLS_FILE } from '../trainer/worldFolder';
 import { log, reportError } from './log';
+import { notifyRunsChanged } from './training';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
 import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
@@ -151,6 +152,9 @@ async function distillCommand(
       return { file, split: chosen, tasks: tasks.length, kept: rows.length };
     },
   );
+  // The world's state and its new traces file show in the Runs view now (a student's
+  // distillation may have written part of a file even when cancelled).
+  notifyRunsChanged();
   if (!result) {
     log.info('distillation was cancelled');
     return undefined;

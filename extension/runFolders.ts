@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseMetricsText } from '../core/protocol/metrics';
+import { type Figure, figureShort, figureTooltip, heldoutFigures } from '../core/figures';
 
 export type RunStatus = 'live' | 'finished' | 'cancelled' | 'failed' | 'stopped' | 'new';
 
@@ -26,6 +27,9 @@ export interface EvalInfo {
   rowsFile: string | null;
   accuracy: number | null;
   n: number | null;
+  /** Tasks the split holds, and the checkpoint step evaluated (evaluations since issue 35 record both). */
+  of?: number;
+  step?: number;
 }
 
 export interface RunInfo {
@@ -40,6 +44,13 @@ export interface RunInfo {
   budget: { steps?: number; minutes?: number } | null;
   /** The latest held-out exact match (an eval record of metrics.jsonl, or eval/heldout.json). */
   heldout: number | null;
+  /**
+   * The held-out figures that name what they are (a training job's final point, each
+   * Evaluate), oldest first; the Runs view shows the last and says which it is.
+   */
+  heldoutFigures?: Figure[];
+  /** `heldout` named: null while the last held-out point is one in the middle of training. */
+  heldoutFigure?: Figure | null;
   checkpoints: string[];
   evals: EvalInfo[];
   status: RunStatus;
@@ -129,8 +140,11 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
   let heldout: number | null = null;
   let finalEval = false;
   let elapsed = 0;
+  let figures: Figure[] = [];
+  let current: Figure | null = null;
   try {
     const { lines } = parseMetricsText(fs.readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8'));
+    figures = heldoutFigures(lines as Record<string, unknown>[]);
     for (const l of lines) {
       const rec = l as Record<string, unknown>;
       if (rec['phase'] === kind && typeof rec['step'] === 'number') {
@@ -139,6 +153,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
       }
       if (rec['phase'] === 'eval' && rec['split'] === 'heldout' && typeof rec['accuracy'] === 'number') {
         heldout = rec['accuracy'];
+        current = heldoutFigures([rec])[0] ?? null;
         if (rec['final'] === true) finalEval = true;
       }
     }
@@ -157,13 +172,20 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
         rowsFile: fs.existsSync(rowsFile) ? rowsFile : null,
         accuracy: typeof s?.['accuracy'] === 'number' ? s['accuracy'] : null,
         n: typeof s?.['n'] === 'number' ? s['n'] : null,
+        ...(typeof s?.['of'] === 'number' ? { of: s['of'] } : {}),
+        ...(typeof s?.['step'] === 'number' ? { step: s['step'] } : {}),
       });
     }
   } catch {
     /* no evaluations yet */
   }
   const heldEval = evals.find((e) => e.split === 'heldout');
-  if (heldout === null && heldEval?.accuracy !== undefined) heldout = heldEval.accuracy;
+  if (heldout === null && heldEval?.accuracy !== undefined && heldEval.accuracy !== null) {
+    heldout = heldEval.accuracy;
+    if (heldEval.n !== null) {
+      current = { split: 'heldout', accuracy: heldEval.accuracy, n: heldEval.n, source: 'evaluate', ...(heldEval.of !== undefined ? { of: heldEval.of } : {}), ...(heldEval.step !== undefined ? { step: heldEval.step } : {}) };
+    }
+  }
   const checkpoints = checkpointsOf(dir);
   const budgetDone =
     budget !== null &&
@@ -184,6 +206,8 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
     step,
     budget,
     heldout,
+    heldoutFigures: figures,
+    heldoutFigure: current,
     checkpoints,
     evals,
     status,
@@ -208,13 +232,35 @@ export const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 /** The reading splits beside held-out: a student that remembers instead of reading shows it there. */
 const READING_SPLITS = ['fresh-values', 'fresh-entities'] as const;
 
+/** A run's held-out figure, named ("held-out 32.7% of 55 (Evaluate, step-1484)"); '' when it has none. */
+export function heldoutShort(r: Pick<RunInfo, 'heldout' | 'heldoutFigure'>): string {
+  if (r.heldoutFigure) return figureShort(r.heldoutFigure);
+  return r.heldout !== null ? `held-out ${percent(r.heldout)}` : '';
+}
+
 /** "sft · tiny · wasm · finished · held-out 34.0% · fresh-values 30.2% · fresh-entities 8.0%" */
 export function describeRun(r: RunInfo): string {
   const parts = [r.kind, r.preset, r.backend, r.status === 'stopped' ? `stopped at step ${r.step ?? 0}` : r.status];
-  if (r.heldout !== null) parts.push(`held-out ${percent(r.heldout)}`);
+  // The figure says which evaluation made it (one replacing another is never silent).
+  const held = heldoutShort(r);
+  if (held) parts.push(held);
   for (const split of READING_SPLITS) {
     const e = r.evals.find((x) => x.split === split);
     if (e?.accuracy !== null && e?.accuracy !== undefined) parts.push(`${split} ${percent(e.accuracy)}`);
   }
   return parts.filter((p): p is string => !!p).join(' · ');
+}
+
+/** The tooltip's figures: each held-out figure named in full (which evaluation, of how many tasks, which step, per shape). */
+export function runFigureLines(r: RunInfo): string[] {
+  const lines = figureTooltip(r.heldoutFigures ?? []);
+  if (lines.length > 0) return lines;
+  return [r.heldout !== null ? `held-out exact match ${percent(r.heldout)}` : 'no held-out figure yet'];
+}
+
+/** An evaluation's line: "32.7% of 55 tasks at step-1484", "35.0% on 20 of the 55 tasks at step-1484". */
+export function evalDescription(e: EvalInfo): string {
+  if (e.accuracy === null) return 'no figure';
+  const count = e.of !== undefined && e.n !== null && e.of !== e.n ? `on ${e.n} of the ${e.of} tasks` : `of ${e.n ?? '?'} tasks`;
+  return `${percent(e.accuracy)} ${count}${e.step !== undefined ? ` at step-${e.step}` : ''}`;
 }

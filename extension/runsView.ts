@@ -2,14 +2,16 @@
 // distilled into them, and the runs with their kind, preset, backend, status and held-out
 // figure, each with its checkpoints and evaluations. Inline actions start the next step
 // (train on a dataset, evaluate, resume, curves, ask the student, export) or reveal and
-// delete a folder (after a modal confirmation). It refreshes when a file under the runs
-// folder changes and when a job starts or ends.
+// delete a folder (after a modal confirmation). It refreshes when a file its items come
+// from changes (extension/runsWatch.ts: a non-recursive watcher per world and run folder),
+// when a job starts or ends, and when Distill or Build World has written.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { log, reportError } from './log';
-import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, describeRun, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
+import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, describeRun, evalDescription, isResumable, listRunFolders, listWorlds, readRun, runFigureLines } from './runFolders';
 import { liveRunDirs, onRunsChanged, runOutcome } from './training';
 import { runsFolderUri } from './workspace';
+import { diffTargets, isRunsViewFile, targetKey, watchTargets } from './runsWatch';
 
 type Node =
   | { type: 'group'; group: 'worlds' | 'runs'; root: string }
@@ -69,7 +71,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
     return g;
   }
 
-  private runsRoots(): string[] {
+  runsRoots(): string[] {
     const out: string[] = [];
     for (const f of vscode.workspace.workspaceFolders ?? []) {
       try {
@@ -145,7 +147,9 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
       }
       case 'world': {
         const item = new vscode.TreeItem(node.world.name, node.world.datasets.length ? C.Expanded : C.None);
-        item.id = `world:${node.world.dir}`;
+        // A leaf gets another id than the same folder with children: VS Code keeps the state it
+        // knows for an id, so a world that gains its first dataset must be a new item to expand.
+        item.id = `world:${node.world.dir}${node.world.datasets.length ? '' : ':leaf'}`;
         item.resourceUri = vscode.Uri.file(node.world.dir);
         item.iconPath = new vscode.ThemeIcon('globe');
         item.description = node.world.datasets.length ? `${node.world.datasets.length} distilled` : 'not distilled yet';
@@ -158,7 +162,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
         item.id = `dataset:${node.dataset.file}`;
         item.resourceUri = vscode.Uri.file(node.dataset.file);
         item.iconPath = new vscode.ThemeIcon('database');
-        item.description = `${node.dataset.rows} trajectories`;
+        item.description = `${node.dataset.rows} ${node.dataset.rows === 1 ? 'trajectory' : 'trajectories'}`;
         item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.dataset.file)] };
         item.contextValue = path.basename(node.dataset.file).startsWith('heldout') ? 'dataset.heldout' : 'dataset';
         return item;
@@ -166,7 +170,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
       case 'run': {
         const r = node.run;
         const item = new vscode.TreeItem(r.name, r.checkpoints.length || r.evals.length ? C.Collapsed : C.None);
-        item.id = `run:${r.dir}`;
+        item.id = `run:${r.dir}${r.checkpoints.length || r.evals.length ? '' : ':leaf'}`;
         item.resourceUri = vscode.Uri.file(r.dir);
         item.iconPath = new vscode.ThemeIcon(STATUS_ICON[r.status] ?? 'circle-outline');
         item.description = describeRun(r);
@@ -176,7 +180,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
             `**${r.name}** (${r.kind})`,
             `status: ${r.status}${r.step !== null ? ` at step ${r.step}` : ''}; budget ${budget}`,
             `preset ${r.preset ?? '—'}, backend ${r.backend ?? '—'}`,
-            r.heldout !== null ? `held-out exact match ${percent(r.heldout)}` : 'no held-out figure yet',
+            ...runFigureLines(r),
             r.trainedOn ? `trained on ${vscode.workspace.asRelativePath(r.trainedOn, false)}` : '',
           ]
             .filter(Boolean)
@@ -206,7 +210,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
         const item = new vscode.TreeItem(`eval: ${e.split}`, C.None);
         item.id = `eval:${node.run.dir}:${e.split}`;
         item.iconPath = new vscode.ThemeIcon('checklist');
-        item.description = e.accuracy !== null ? `${percent(e.accuracy)} of ${e.n ?? '?'} tasks` : 'no figure';
+        item.description = evalDescription(e);
         item.contextValue = e.rowsFile ? 'eval.rows' : 'eval';
         if (e.rowsFile) item.command = { command: 'agentLab.inspectTrajectories', title: 'Inspect', arguments: [vscode.Uri.file(e.rowsFile)] };
         return item;
@@ -244,30 +248,59 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
   let timer: NodeJS.Timeout | undefined;
   // Changes while the view is hidden are applied when it shows (a run writes every step).
   let stale = false;
+  // One watcher per folder the items come from (extension/runsWatch.ts), kept in step with
+  // the folders there are: non-recursive watchers are served even where files.watcherExclude
+  // or a remote host's recursive watcher drop events.
+  const watchers = new Map<string, vscode.FileSystemWatcher>();
+  const onFile = (uri: vscode.Uri) => {
+    if (isRunsViewFile(uri.fsPath, tree.runsRoots())) refreshSoon();
+  };
+  const syncWatchers = () => {
+    try {
+      const roots = tree.runsRoots();
+      const worlds = roots.flatMap((r) => listWorlds(r).map((w) => w.dir));
+      const runs = roots.flatMap((r) => listRunFolders(r));
+      const { start, stop } = diffTargets(watchers.keys(), watchTargets(roots, worlds, runs));
+      for (const key of stop) {
+        watchers.get(key)?.dispose();
+        watchers.delete(key);
+      }
+      for (const t of start) {
+        const w = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.file(t.base), t.pattern));
+        w.onDidCreate(onFile);
+        w.onDidChange(onFile);
+        w.onDidDelete(onFile);
+        watchers.set(targetKey(t), w);
+      }
+    } catch (err) {
+      log.warn(`Runs view: watching the runs folder failed: ${(err as Error).message}`);
+    }
+  };
+  const refreshNow = () => {
+    syncWatchers();
+    tree.refresh();
+  };
+  // At most one refresh in 800 ms: a run writing every step must not hold the view back (a
+  // debounce that restarts on each write would never fire while it trains).
   const refreshSoon = () => {
     if (!view.visible) {
       stale = true;
+      syncWatchers();
       return;
     }
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => tree.refresh(), 800);
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      refreshNow();
+    }, 800);
   };
   view.onDidChangeVisibility((e) => {
     if (e.visible && stale) {
       stale = false;
-      tree.refresh();
+      refreshNow();
     }
   }, undefined, context.subscriptions);
-  const watcher = vscode.workspace.createFileSystemWatcher('**/*');
-  const inRuns = (uri: vscode.Uri) =>
-    (vscode.workspace.workspaceFolders ?? []).some((f) => {
-      try {
-        return uri.fsPath.startsWith(runsFolderUri(f).fsPath);
-      } catch {
-        return false;
-      }
-    });
-  for (const ev of [watcher.onDidCreate, watcher.onDidChange, watcher.onDidDelete]) ev((uri) => inRuns(uri) && refreshSoon(), undefined, context.subscriptions);
+  syncWatchers();
   const cmd = (id: string, fn: (node: Node) => unknown) =>
     vscode.commands.registerCommand(id, async (node: Node) => {
       try {
@@ -276,14 +309,18 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
         reportError(`${id} failed`, err);
       }
     });
+  const refreshAll = () => {
+    syncWatchers();
+    tree.refreshAll();
+  };
   context.subscriptions.push(
     view,
-    watcher,
+    { dispose: () => watchers.forEach((w) => w.dispose()) },
     onRunsChanged(refreshSoon),
-    vscode.workspace.onDidChangeWorkspaceFolders(() => tree.refreshAll()),
-    vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentLab.runsFolder') && tree.refreshAll()),
+    vscode.workspace.onDidChangeWorkspaceFolders(refreshAll),
+    vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentLab.runsFolder') && refreshAll()),
     { dispose: () => timer && clearTimeout(timer) },
-    vscode.commands.registerCommand('agentLab.runs.refresh', () => tree.refreshAll()),
+    vscode.commands.registerCommand('agentLab.runs.refresh', refreshAll),
     cmd('agentLab.runs.trainOnDataset', (n) => n.type === 'dataset' && vscode.commands.executeCommand('agentLab.trainSft', vscode.Uri.file(n.dataset.file))),
     cmd('agentLab.runs.distill', (n) => n.type === 'world' && vscode.commands.executeCommand('agentLab.distill', vscode.Uri.file(n.world.dir))),
     cmd('agentLab.runs.evaluate', (n) => vscode.commands.executeCommand('agentLab.evaluate', { runDir: runDirOfArg(n), askSplit: true })),

@@ -10,11 +10,14 @@ import { DEFAULT_REWARD_TEXT, RewardSpecError, auditReward, formatAudit, parseRe
 import { cliError, runCli } from './cliProcess';
 import { log, reportError } from './log';
 import { listRunFolders, readRun } from './runFolders';
+import { checkAnswer, checkText, questionToAsk } from './askQuestion';
 import { pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface RunArg {
   runDir?: string;
   question?: string;
+  /** The question asked last ("Ask Again" starts from it). */
+  lastQuestion?: string;
 }
 
 export interface AskResult {
@@ -22,6 +25,9 @@ export interface AskResult {
   answer: string | null;
   steps: number;
   transcript: string;
+  /** When the question is one of the world's tasks: its gold and whether the answer matches it. */
+  gold?: string;
+  correct?: boolean;
 }
 
 async function pickTrainedRun(placeHolder: string): Promise<string | undefined> {
@@ -60,7 +66,8 @@ async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): P
     (await vscode.window.showInputBox({
       title: `Ask the student of ${path.basename(runDir)}`,
       prompt: 'A question about the corpus; the student answers through the real loop (search, calculator)',
-      value: 'What is the RoPE base of Stack-100M? Use the corpus.',
+      // A held-out question of the run's own world (or the one asked last), not the textbook's.
+      value: questionToAsk(runDir, arg.lastQuestion),
       ignoreFocusOut: true,
       validateInput: (v) => (v.trim() === '' ? 'a question' : null),
     }));
@@ -79,15 +86,17 @@ async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): P
   fs.mkdirSync(dir, { recursive: true });
   const file = freshPath(dir, timestamp(), '.transcript');
   fs.writeFileSync(file, out.text, { flag: 'wx' });
-  log.info(`the student answered ${JSON.stringify(out.answer)} in ${out.steps} steps: ${file}`);
+  // A question of the world's own tasks is checked against its gold, as Evaluate would.
+  const check = checkAnswer(runDir, question, out.answer);
+  log.info(`the student answered ${JSON.stringify(out.answer)} in ${out.steps} steps${check ? ` (gold ${JSON.stringify(check.gold)}: ${check.correct ? 'correct' : 'wrong'})` : ''}: ${file}`);
   await vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(file));
   void vscode.window
-    .showInformationMessage(`Agent Lab: the student answered ${shortAnswer(out.answer)} in ${out.steps} steps.`, 'Open Transcript', 'Ask Again')
+    .showInformationMessage(`Agent Lab: the student answered ${shortAnswer(out.answer)} in ${out.steps} steps.${checkText(check)}`, 'Open Transcript', 'Ask Again')
     .then((c) => {
       if (c === 'Open Transcript') void vscode.window.showTextDocument(vscode.Uri.file(file));
-      if (c === 'Ask Again') void vscode.commands.executeCommand('agentLab.askStudent', { runDir });
+      if (c === 'Ask Again') void vscode.commands.executeCommand('agentLab.askStudent', { runDir, lastQuestion: question });
     });
-  return { question, answer: out.answer, steps: out.steps, transcript: file };
+  return { question, answer: out.answer, steps: out.steps, transcript: file, ...(check ? { gold: check.gold, correct: check.correct } : {}) };
 }
 
 /** The answer as a message shows it: quoted, and cut (an untrained student can ramble for pages). */

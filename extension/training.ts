@@ -17,9 +17,11 @@ import { log, reportError } from './log';
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
 import { describeProgress, prescreenRefusal } from './progressText';
-import { RunStatus, datasetsIn, isResumable, listRunFolders, listWorlds, percent, readRun } from './runFolders';
+import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readRun } from './runFolders';
+import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
-import { configuredWorldFolder, evalWorldFor, userWorldFolders } from './worldPicker';
+import { configuredWorldFolder, userWorldFolders } from './worldPicker';
+import { evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface ActiveJob {
@@ -53,17 +55,12 @@ let outcomes: vscode.Memento | undefined;
 const OUTCOMES_KEY = 'agentLab.runOutcomes';
 const LAST_DATA_KEY = 'agentLab.sft.lastData';
 const runsChanged = new vscode.EventEmitter<void>();
-/** Fires when a job starts or ends (the Runs view refreshes). */
+/** Fires when a job starts or ends, or a command wrote a world or a dataset (the Runs view refreshes). */
 export const onRunsChanged = runsChanged.event;
-
-/** The splits Evaluate offers: every run has them (a user's fact world derives its fresh worlds from its table). */
-export const EVAL_SPLITS: readonly { split: string; description: string }[] = [
-  { split: 'heldout', description: "the world's held-out tasks (the figure every run reports)" },
-  { split: 'train', description: 'the tasks the run trained on' },
-  { split: 'dev', description: 'a development split' },
-  { split: 'fresh-values', description: 'known questions with values the student never saw' },
-  { split: 'fresh-entities', description: 'questions about entities the student never saw' },
-];
+/** Says the runs folder changed (Distill, Build World): the Runs view refreshes even where no file event comes. */
+export function notifyRunsChanged(): void {
+  runsChanged.fire();
+}
 
 /** How a job the editor ran on a run folder ended (the files cannot tell cancelled from crashed). */
 export function runOutcome(runDir: string): RunStatus | undefined {
@@ -341,7 +338,7 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     const pick = await vscode.window.showQuickPick(
       candidates.map((c) => {
         const r = readRun(c, runOutcome(c));
-        return { label: path.basename(c), description: `${r.step ?? 0} steps${r.heldout !== null ? ` · held-out ${percent(r.heldout)}` : ''} · ${r.status}`, dir: c };
+        return { label: path.basename(c), description: `${r.step ?? 0} steps${heldoutShort(r) ? ` · ${heldoutShort(r)}` : ''} · ${r.status}`, dir: c };
       }),
       { placeHolder: 'SFT student to start GRPO from' },
     );
@@ -427,36 +424,46 @@ interface EvalArgs {
 
 async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobReport | undefined> {
   let runDir = args.runDir;
-  if (!runDir) {
-    const folder = await pickWorkspaceFolder();
-    if (!folder) return undefined;
-    const candidates = listRunFolders(runsFolderUri(folder).fsPath)
-      .map((d) => readRun(d, runOutcome(d)))
-      .filter((r) => r.checkpoints.length > 0);
-    if (candidates.length === 0) {
+  let split = args.split;
+  let world = args.world;
+  // One chooser (run, split and world in one list, the newest run's held-out first) unless
+  // the caller said what to evaluate: a button's run and split, or code.
+  if (!split && (runDir === undefined || args.askSplit)) {
+    const folder = runDir ? vscode.workspace.workspaceFolders?.find((f) => runDir!.startsWith(f.uri.fsPath + path.sep)) : await pickWorkspaceFolder();
+    if (!runDir && !folder) return undefined;
+    const runs = runDir
+      ? [readRun(runDir, runOutcome(runDir))]
+      : listRunFolders(runsFolderUri(folder!).fsPath)
+          .map((d) => readRun(d, runOutcome(d)))
+          .filter((r) => r.checkpoints.length > 0);
+    if (runs.length === 0) {
       void vscode.window.showErrorMessage('Agent Lab: no trained run with a checkpoint in the runs folder; train one first.');
       return undefined;
     }
-    const pick = await vscode.window.showQuickPick(
-      candidates.map((r) => ({ label: r.name, description: `${r.kind} · step ${r.step ?? 0}${r.heldout !== null ? ` · held-out ${percent(r.heldout)}` : ''}`, dir: r.dir })),
-      { placeHolder: 'Run to evaluate (its latest checkpoint)' },
+    let other: { dir: string; name: string } | null = null;
+    if (folder && world === undefined) {
+      try {
+        const dir = configuredWorldFolder(folder);
+        if (dir) other = { dir, name: path.basename(dir) };
+      } catch {
+        other = null; // an unbuilt or broken setting: the runs' own worlds, as without one
+      }
+    }
+    const limitNow = args.limit ?? vscode.workspace.getConfiguration('agentLab').get<number>('evaluate.tasks') ?? 0;
+    const rows = evaluateChoices(runs, other, limitNow);
+    const items = rows.map((row) =>
+      'separator' in row ? { label: row.separator, kind: vscode.QuickPickItemKind.Separator } : { label: row.label, description: row.description, choice: row },
     );
-    if (!pick) return undefined;
-    runDir = pick.dir;
+    const pick = await vscode.window.showQuickPick(items, { placeHolder: 'What to evaluate (Enter: the newest run on its held-out tasks)', matchOnDescription: true });
+    const choice = pick && 'choice' in pick ? pick.choice : undefined;
+    if (!choice) return undefined;
+    runDir = choice.runDir;
+    split = choice.split;
+    world = choice.world ?? world;
   }
-  let split = args.split;
-  if (!split && (args.runDir === undefined || args.askSplit)) {
-    split = (await vscode.window.showQuickPick(EVAL_SPLITS.map((s) => ({ label: s.split, description: s.description })), { placeHolder: 'Split to evaluate on' }))?.label;
-    if (!split) return undefined;
-  }
+  if (!runDir) return undefined;
   split ??= 'heldout';
-  let world = args.world;
-  const ws = vscode.workspace.workspaceFolders?.find((f) => runDir.startsWith(f.uri.fsPath + path.sep));
-  if (world === undefined && ws) {
-    const picked = await evalWorldFor(ws, runDir, args.runDir === undefined || args.askSplit === true);
-    if (picked === null) return undefined;
-    world = picked;
-  }
+  // From a button or code (a run and a split given): the run's own world unless `world` says another.
   const config = vscode.workspace.getConfiguration('agentLab');
   const limit = args.limit ?? config.get<number>('evaluate.tasks') ?? 0;
   const spec: JobSpec = {
@@ -488,20 +495,14 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     actions = ck !== undefined ? ['Resume', 'Open Curves'] : ['Open Curves'];
   } else if (spec.kind === 'eval') {
     const s = done?.kind === 'eval' ? done.summary : undefined;
-    message = `${name}: ${spec.split} exact match ${percent(s?.accuracy ?? 0)} on ${s?.n ?? 0} tasks (checkpoint step-${s?.step ?? 0}).`;
+    message = s ? evaluateFinishMessage(name, s) : `${name}: ${spec.split}: no figure (the evaluation returned no summary).`;
     actions = ['Inspect Evaluation', 'Open Curves', ...(readRun(spec.runDir).kind === 'sft' ? ['Train (GRPO)'] : [])];
   } else {
     const s = done && done.kind !== 'eval' ? done.summary : undefined;
-    const minutes = (s?.minutes ?? 0).toFixed(1);
-    const held = s?.heldout_accuracy;
-    const before = s && 'heldout_accuracy_before' in s ? s.heldout_accuracy_before : undefined;
-    const figure =
-      typeof held === 'number'
-        ? typeof before === 'number'
-          ? ` Held-out exact match ${percent(before)} → ${percent(held)}.`
-          : ` Held-out exact match ${percent(held)}.`
-        : ' (No held-out evaluation in this run: Evaluate gives the figure.)';
-    message = `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps in ${minutes} min.${figure}`;
+    // The figure names its split, task count, checkpoint and per-shape accuracy (extension/runFigures.ts).
+    message = s
+      ? trainingFinishMessage(spec.kind, name, s, stepsDone)
+      : `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps. (No held-out evaluation in this run: Evaluate gives the figure.)`;
     actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves'];
   }
   result.message = message;

@@ -11,6 +11,7 @@ import * as vscode from 'vscode';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { cliError, runCli } from './cliProcess';
 import { log, reportError } from './log';
+import { notifyRunsChanged } from './training';
 import { WorldChoice, configuredWorld, describeWorld, pickWorld, saveWorldSetting, worldToUse } from './worldPicker';
 import { NewWorldKind, WorldRef, builtCounts, existingTemplateFiles, worldName, worldTemplate } from './worldSources';
 import { WORLD_PREFIX, exists, pickWorkspaceFolder, runsFolderUri, timestamp, toJsonl, writeText, yieldToUi } from './workspace';
@@ -142,6 +143,7 @@ async function buildFromSource(context: vscode.ExtensionContext, ws: vscode.Work
 }
 
 function announce(result: BuildWorldResult | undefined): BuildWorldResult | undefined {
+  notifyRunsChanged();
   if (!result) {
     log.info('building the world was cancelled');
     return undefined;

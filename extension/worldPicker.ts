@@ -163,38 +163,3 @@ export function userWorldFolders(ws: vscode.WorkspaceFolder): string[] {
     .map((w) => (w.kind === 'folder' ? w.dir : ''))
     .filter((d) => d !== '' && isUserWorld(d));
 }
-
-/** The world a run was trained on (config.json "world".dir), or null for the textbook world. */
-function runWorldDir(runDir: string): string | null {
-  try {
-    const config = JSON.parse(fs.readFileSync(path.join(runDir, 'config.json'), 'utf8')) as { world?: { dir?: unknown } };
-    return typeof config.world?.dir === 'string' ? config.world.dir : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The world Evaluate passes as --world: none (the run's own world) unless agentLab.world
- * names another built world and the person, asked, chooses it (from code and from the
- * buttons: the run's own world). Null when the pick was dismissed.
- */
-export async function evalWorldFor(ws: vscode.WorkspaceFolder, runDir: string, interactive: boolean): Promise<string | undefined | null> {
-  let configured: string | undefined;
-  try {
-    configured = configuredWorldFolder(ws);
-  } catch {
-    configured = undefined; // an unbuilt or broken setting: the run's own world, as without one
-  }
-  const own = runWorldDir(runDir);
-  if (!configured || (own !== null && path.resolve(own) === path.resolve(configured))) return undefined;
-  if (!interactive) return undefined;
-  const pick = await vscode.window.showQuickPick(
-    [
-      { label: "The run's own world", description: own ? vscode.workspace.asRelativePath(own, false) : 'the textbook world', dir: undefined },
-      { label: path.basename(configured), description: `agentLab.world: ${vscode.workspace.asRelativePath(configured, false)}`, dir: configured },
-    ],
-    { placeHolder: 'World to evaluate on' },
-  );
-  return pick ? pick.dir : null;
-}

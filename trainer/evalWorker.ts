@@ -33,8 +33,8 @@ interface EvalShardRequest {
   teacher: TeacherKnobs;
 }
 
-/** What the worker answers. */
-type EvalShardReply = { type: 'rows'; rows: EvalRow[]; contaminated: number } | { type: 'error'; message: string };
+/** What the worker answers: tasks done so far (progress), then its rows or an error. */
+type EvalShardReply = { type: 'progress'; done: number } | { type: 'rows'; rows: EvalRow[]; contaminated: number } | { type: 'error'; message: string };
 
 /** Evaluates items of possibly several worlds, consecutive tasks of one world sharing its tools. */
 export async function evaluateItems(
@@ -79,6 +79,7 @@ export function startEvalShard(
   split: string,
   trainingKeys: ReadonlySet<string>,
   teacher: TeacherKnobs = {},
+  onProgress: (done: number) => void = () => {},
 ): { result: Promise<{ rows: EvalRow[]; contaminated: number }>; stop: () => void } | null {
   const script = findWorkerScript('eval-worker', path.join('trainer', 'evalWorker.ts'), __filename, __dirname);
   if (!script || (backend !== 'wasm' && backend !== 'cpu')) return null;
@@ -97,7 +98,8 @@ export function startEvalShard(
   const worker = script.evalCode ? new Worker(script.evalCode, { eval: true, workerData: data }) : new Worker(script.file, { workerData: data });
   let stopped = false;
   const result = new Promise<{ rows: EvalRow[]; contaminated: number }>((resolve, reject) => {
-    worker.once('message', (m: EvalShardReply) => {
+    worker.on('message', (m: EvalShardReply) => {
+      if (m.type === 'progress') return onProgress(m.done);
       void worker.terminate();
       if (m.type === 'rows') resolve({ rows: m.rows, contaminated: m.contaminated });
       else reject(new Error(`evaluation worker: ${m.message}`));
@@ -132,7 +134,7 @@ async function workerMain(req: EvalShardRequest): Promise<void> {
       items,
       req.split,
       new Set(req.trainingKeys),
-      () => {},
+      (done) => parentPort!.postMessage({ type: 'progress', done } satisfies EvalShardReply),
       () => false,
       req.teacher,
     );

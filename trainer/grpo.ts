@@ -655,11 +655,11 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     if (evalLimit === 0) return null;
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
     const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobs);
-    const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, final };
+    const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, of: split.heldout.length, final };
     metrics.append(rec);
     hooks.metrics(rec);
     curve.push({ step, accuracy: summary.accuracy });
-    hooks.log('info', `held-out exact match at GRPO step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
+    hooks.log('info', `held-out exact match at GRPO step ${step}: ${(100 * summary.accuracy).toFixed(1)}% on ${summary.n}${summary.n < split.heldout.length ? ` of the ${split.heldout.length}` : ''} held-out tasks`);
     return summary;
   };
 
@@ -907,7 +907,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       backend: backend.used,
       reward_mean: lastRewardMean,
       ...(before ? { heldout_accuracy_before: before.accuracy } : {}),
-      ...(after ? { heldout_accuracy: after.accuracy, by_kind: after.by_kind } : {}),
+      ...(after ? { heldout_accuracy: after.accuracy, heldout_n: after.n, heldout_of: split.heldout.length, heldout_step: step, by_kind: after.by_kind } : {}),
       frac_reward_zero_std: zeroStdCurve,
       curve,
       ...(stoppedFlat ? { stopped_flat: stoppedFlat } : {}),

@@ -135,15 +135,26 @@ export async function evaluateModel(
   // Both cores: the second half of the tasks in a worker thread while this one does the first.
   const extra = threads === 'auto' ? Math.min(1, autoThreads()) : Math.max(0, threads - 1);
   const cut = extra > 0 && items.length >= 8 ? Math.ceil(items.length / 2) : items.length;
+  // Progress counts the whole split: this thread's tasks and the second thread's together.
+  let mineDone = 0;
+  let otherDone = 0;
+  const report = () => hooks.progress(`eval ${split}`, mineDone + otherDone, items.length, undefined);
   const shard =
-    cut < items.length ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys, teacher) : null;
+    cut < items.length
+      ? startEvalShard(model, canonicalTokenizerJson(tokenizer), tf.getBackend(), items.slice(cut), split, trainingKeys, teacher, (done) => {
+          otherDone = done;
+          report();
+        })
+      : null;
   const mine = await evaluateItems(
     runtimeFor,
     shard ? items.slice(0, cut) : items,
     split,
     trainingKeys,
-    (done) =>
-      hooks.progress(`eval ${split}`, done, shard ? cut : items.length, shard ? `(the other ${items.length - cut} tasks in a second thread)` : undefined),
+    (done) => {
+      mineDone = done;
+      report();
+    },
     hooks.isCancelled,
     teacher,
   );

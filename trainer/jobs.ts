@@ -95,7 +95,8 @@ export async function runEval(
       ? loadWorldTasks(files.trainTasks)
       : ownWorld.train.map((task) => ({ task, world: ownWorld.id }));
     if (split === 'train' && worldDir !== undefined) throw new UserError("--split train is the run's own training tasks: drop --world");
-    const tasks = splitTasks(split, trainingTasks, pool).slice(0, limit ?? undefined);
+    const splitAll = splitTasks(split, trainingTasks, pool);
+    const tasks = splitAll.slice(0, limit ?? undefined);
     const trainingKeys = trainingKeysOf(
       files.trainTasks,
       trainingTasks.map((t) => t.task),
@@ -134,9 +135,11 @@ export async function runEval(
         : split === 'train'
           ? undefined
           : splitManifest()[split];
-    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), ...(cfg.copyBias ? { copy_bias: cfg.copyBias } : {}) };
+    // `of`: the split's size, so a limited evaluation says "20 of the 55" wherever it is shown.
+    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), of: splitAll.length, ...(cfg.copyBias ? { copy_bias: cfg.copyBias } : {}) };
     writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
-    writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), summary);
+    // The file names its checkpoint too: a figure read back later says what it was measured on.
+    writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), { ...summary, checkpoint: which, step: ck.step });
     const metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));
     const rec = {
       phase: 'eval' as const,
@@ -145,6 +148,8 @@ export async function runEval(
       split,
       accuracy: summary.accuracy,
       by_kind: summary.by_kind,
+      n: summary.n,
+      of: splitAll.length,
       checkpoint: which,
     };
     metrics.append(rec);

@@ -475,12 +475,14 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       span_accuracy: summary.span_accuracy,
       failures: summary.failures,
       n: summary.n,
+      // The split's size: n is fewer with an eval limit (the figure says "50 of the 55").
+      of: split.heldout.length,
       final,
     };
     metrics.append(rec);
     hooks.metrics(rec);
     curve.push({ step, time: elapsed(), accuracy: summary.accuracy });
-    hooks.log('info', `held-out exact match at step ${step}: ${(100 * summary.accuracy).toFixed(1)}% of ${summary.n}`);
+    hooks.log('info', `held-out exact match at step ${step}: ${(100 * summary.accuracy).toFixed(1)}% on ${summary.n}${summary.n < split.heldout.length ? ` of the ${split.heldout.length}` : ''} held-out tasks`);
     // Beside it, the first world of the dev split (fresh values: read, or remembered?); a user's world has its own dev split.
     const devPool: WorldTask[] = split.world ? split.dev.map((task) => ({ task, world: split.id })) : freshSplitTasks('dev');
     const devTasks = devPool.slice(0, Math.min(evalLimit ?? DEV_POINT_TASKS, DEV_POINT_TASKS));
@@ -560,7 +562,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       backend: backend.used,
       loss: lastStep?.loss,
       sup_acc: lastStep?.sup_acc,
-      ...(final ? { heldout_accuracy: final.accuracy, by_kind: final.by_kind, span_accuracy: final.span_accuracy } : {}),
+      ...(final ? { heldout_accuracy: final.accuracy, heldout_n: final.n, heldout_of: split.heldout.length, heldout_step: step, by_kind: final.by_kind, span_accuracy: final.span_accuracy } : {}),
       curve,
       dev_curve: devCurve,
     };

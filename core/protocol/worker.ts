@@ -83,6 +83,10 @@ export interface SftSummary {
   sup_acc?: number;
   /** The final held-out point (absent when the run was cancelled or measured none). */
   heldout_accuracy?: number;
+  /** What that figure is: tasks evaluated, tasks the held-out split holds, the step measured. */
+  heldout_n?: number;
+  heldout_of?: number;
+  heldout_step?: number;
   by_kind?: Record<string, KindFigure>;
   span_accuracy?: Record<string, number>;
   curve: AccuracyPoint[];
@@ -101,6 +105,10 @@ export interface GrpoSummary {
   reward_mean?: number;
   heldout_accuracy_before?: number;
   heldout_accuracy?: number;
+  /** What the final figure is: tasks evaluated, tasks the held-out split holds, the step measured. */
+  heldout_n?: number;
+  heldout_of?: number;
+  heldout_step?: number;
   by_kind?: Record<string, KindFigure>;
   /** Per step: the share of groups whose rewards were all equal (no gradient). */
   frac_reward_zero_std: number[];
@@ -129,6 +137,8 @@ export interface EvalJobSummary {
   contaminated: number;
   steps_mean: number;
   worlds?: SplitManifest;
+  /** Tasks the split holds (n is fewer with a limit). */
+  of?: number;
   checkpoint: string;
   step: number;
   /** The copy bias the student decoded with, when it had one (trainer/modelConfig.ts copyBias). */

@@ -146,6 +146,15 @@ describe("a user's world in its own words (issue 35)", () => {
     });
   }
 
+  it("a decimal's hint speaks of the row's own attribute (no textbook or other domain's example)", () => {
+    assert.throws(() => parseFactTable('entity,attribute,value\nVolga,length in km,3530.5\n', 'rivers.csv'), (e: unknown) => {
+      assert.ok(e instanceof WorldFileError);
+      assert.match(e.message, /"35305" as the length in km in tenths, or round it/);
+      assert.doesNotMatch(e.message, /kg|10\^21/);
+      return true;
+    });
+  });
+
   it('a JSONL template is refused with the settings row\'s line and its index; a non-list and a non-string too', () => {
     const row = (templates: unknown) => `${JSON.stringify({ settings: { templates } })}\n{"entity": "Volga", "attribute": "length in km", "value": 3530}\n`;
     const cases: [unknown, string, RegExp][] = [

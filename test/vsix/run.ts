@@ -350,7 +350,7 @@ async function main(): Promise<number> {
     });
 
     await step({
-      name: 'the walkthrough opens with its seven steps (light and dark)',
+      name: 'the walkthrough opens with its eight steps (light and dark)',
       run: async () => {
         const p = page!;
         // The whole window for the walkthrough (its pages beside the steps).

@@ -113,6 +113,6 @@ describe('The flow from world to trained student (integration)', function () {
     assert.deepEqual(pkg.contributes.viewsContainers.activitybar.map((c) => c.id), ['agentLab']);
     assert.deepEqual(pkg.contributes.views['agentLab']!.map((v) => v.id), ['agentLab.runs']);
     assert.equal(pkg.contributes.walkthroughs[0]!.id, 'agentLab.gettingStarted');
-    assert.equal(pkg.contributes.walkthroughs[0]!.steps.length, 7);
+    assert.equal(pkg.contributes.walkthroughs[0]!.steps.length, 8); // with "Your own world" (issue 35)
   });
 });

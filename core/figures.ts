@@ -1,0 +1,146 @@
+// One figure per run (issue 35): every held-out figure the editor shows (the finish message
+// of a training job, the Evaluate result, the Runs view's line and tooltip) names its
+// split, how many tasks it is of (and of how many the split holds), the checkpoint it was
+// measured at and which evaluation made it, with the accuracy per question shape beside it.
+// Pure (no Node, no vscode): the editor and the CLI print the same strings, and the unit
+// tests read them directly.
+import type { EvalJobSummary, GrpoSummary, KindFigure, SftSummary } from './protocol/worker';
+
+/** An evaluation's figure on one split. */
+export interface Figure {
+  split: string;
+  accuracy: number;
+  /** Tasks evaluated. */
+  n: number;
+  /** Tasks the split holds (n is fewer when the evaluation was limited); absent when not recorded. */
+  of?: number;
+  /** The checkpoint step the figure was measured at. */
+  step?: number;
+  /** Which evaluation made it: a training job's last point, or Evaluate. */
+  source: 'training' | 'evaluate';
+  byKind?: Record<string, KindFigure>;
+}
+
+export const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+const SHAPE_ORDER = ['lookup', 'double', 'sum', 'compare'];
+
+/** "lookup 5/10, double 3/10, sum 0/28, compare 10/12": solved of evaluated, per shape. */
+export function shapeLine(byKind: Record<string, KindFigure> | undefined): string {
+  if (!byKind) return '';
+  const kinds = Object.keys(byKind).sort((a, b) => {
+    const ia = SHAPE_ORDER.indexOf(a);
+    const ib = SHAPE_ORDER.indexOf(b);
+    return (ia < 0 ? SHAPE_ORDER.length : ia) - (ib < 0 ? SHAPE_ORDER.length : ib) || (a < b ? -1 : a > b ? 1 : 0);
+  });
+  return kinds.map((k) => `${k} ${Math.round(byKind[k]!.accuracy * byKind[k]!.n)}/${byKind[k]!.n}`).join(', ');
+}
+
+export const splitLabel = (split: string): string => (split === 'heldout' ? 'held-out' : split);
+
+/** "50 of the 55 held-out tasks" or "55 held-out tasks". */
+export function taskCount(f: Pick<Figure, 'split' | 'n' | 'of'>): string {
+  const name = splitLabel(f.split);
+  return f.of !== undefined && f.of !== f.n ? `${f.n} of the ${f.of} ${name} tasks` : `${f.n} ${name} task${f.n === 1 ? '' : 's'}`;
+}
+
+const sourceName = (f: Figure): string => (f.source === 'evaluate' ? 'Evaluate' : 'end of training');
+
+/** "held-out exact match 36.0% on 50 of the 55 held-out tasks at step-1484 (end of training)". */
+export function figureText(f: Figure, withSource = true): string {
+  return (
+    `${splitLabel(f.split)} exact match ${percent(f.accuracy)} on ${taskCount(f)}` +
+    (f.step !== undefined ? ` at step-${f.step}` : '') +
+    (withSource ? ` (${sourceName(f)})` : '')
+  );
+}
+
+/** The Runs view's short form: "held-out 32.7% of 55 (Evaluate, step-1484)", "held-out 36.0% on 50 of 55 (end of training, step-1484)". */
+export function figureShort(f: Figure): string {
+  const count = f.of !== undefined && f.of !== f.n ? `on ${f.n} of ${f.of}` : `of ${f.n}`;
+  return `${splitLabel(f.split)} ${percent(f.accuracy)} ${count} (${sourceName(f)}${f.step !== undefined ? `, step-${f.step}` : ''})`;
+}
+
+/** The figure a training job's summary ends with, or null when it measured none. */
+export function trainingFigure(s: SftSummary | GrpoSummary): Figure | null {
+  if (typeof s.heldout_accuracy !== 'number') return null;
+  return {
+    split: 'heldout',
+    accuracy: s.heldout_accuracy,
+    n: s.heldout_n ?? sumN(s.by_kind),
+    ...(s.heldout_of !== undefined ? { of: s.heldout_of } : {}),
+    ...(s.heldout_step !== undefined ? { step: s.heldout_step } : { step: s.steps }),
+    source: 'training',
+    ...(s.by_kind ? { byKind: s.by_kind } : {}),
+  };
+}
+
+function sumN(byKind: Record<string, KindFigure> | undefined): number {
+  return Object.values(byKind ?? {}).reduce((a, k) => a + k.n, 0);
+}
+
+/** The figure of an Evaluate job. */
+export function evaluateFigure(s: EvalJobSummary): Figure {
+  return { split: s.split, accuracy: s.accuracy, n: s.n, ...(s.of !== undefined ? { of: s.of } : {}), step: s.step, source: 'evaluate', byKind: s.by_kind };
+}
+
+/**
+ * The message a finished training job shows: steps, minutes, and its held-out figure with
+ * what it is of, the checkpoint and the accuracy per shape (GRPO: before → after).
+ */
+export function trainingFinishMessage(kind: 'sft' | 'grpo', name: string, s: SftSummary | GrpoSummary, stepsDone: number): string {
+  const head = `${kind.toUpperCase()} ${name} finished: ${stepsDone} steps in ${s.minutes.toFixed(1)} min.`;
+  const f = trainingFigure(s);
+  if (!f) return `${head} (No held-out evaluation in this run: Evaluate gives the figure.)`;
+  const before = 'heldout_accuracy_before' in s && typeof s.heldout_accuracy_before === 'number' ? `${percent(s.heldout_accuracy_before)} → ` : '';
+  const shapes = shapeLine(f.byKind);
+  const more = f.of !== undefined && f.of > f.n ? ` Evaluate measures all ${f.of}.` : '';
+  return `${head} Held-out exact match ${before}${percent(f.accuracy)} on ${taskCount(f)} at step-${f.step}${shapes ? ` (${shapes})` : ''}.${more}`;
+}
+
+/** The message Evaluate ends with: the figure, its shapes and the failures by first mistake. */
+export function evaluateFinishMessage(name: string, s: EvalJobSummary): string {
+  const f = evaluateFigure(s);
+  const shapes = shapeLine(f.byKind);
+  const failed = Object.entries(s.failures ?? {}).filter(([, v]) => v > 0);
+  return (
+    `${name}: ${figureText(f, false)} (checkpoint ${s.checkpoint === 'latest' ? `latest, step-${s.step}` : s.checkpoint})` +
+    (shapes ? `; per shape ${shapes}` : '') +
+    (failed.length ? `; failures (first mistake) ${failed.map(([k, v]) => `${k} ${v}`).join(', ')}` : '') +
+    '.'
+  );
+}
+
+/**
+ * A run's held-out figures from its files, oldest first: each final training point (a
+ * metrics.jsonl eval record with `final`) and each Evaluate (a record with `checkpoint`).
+ * The Runs view shows the last and names it; its tooltip lists the last of each source.
+ */
+export function heldoutFigures(records: readonly Record<string, unknown>[]): Figure[] {
+  const out: Figure[] = [];
+  for (const rec of records) {
+    if (rec['phase'] !== 'eval' || rec['split'] !== 'heldout' || typeof rec['accuracy'] !== 'number') continue;
+    const evaluate = typeof rec['checkpoint'] === 'string';
+    if (!evaluate && rec['final'] !== true) continue;
+    const byKind = typeof rec['by_kind'] === 'object' && rec['by_kind'] !== null ? (rec['by_kind'] as Record<string, KindFigure>) : undefined;
+    const n = typeof rec['n'] === 'number' ? rec['n'] : sumN(byKind);
+    out.push({
+      split: 'heldout',
+      accuracy: rec['accuracy'],
+      n,
+      ...(typeof rec['of'] === 'number' ? { of: rec['of'] } : {}),
+      ...(typeof rec['step'] === 'number' ? { step: rec['step'] } : {}),
+      source: evaluate ? 'evaluate' : 'training',
+      ...(byKind ? { byKind } : {}),
+    });
+  }
+  return out;
+}
+
+/** The tooltip lines of a run's held-out figures: the last of each source, each named in full. */
+export function figureTooltip(figures: readonly Figure[]): string[] {
+  const last = (source: Figure['source']) => [...figures].reverse().find((f) => f.source === source);
+  return [last('training'), last('evaluate')]
+    .filter((f): f is Figure => f !== undefined)
+    .map((f) => `${figureText(f)}${shapeLine(f.byKind) ? `: ${shapeLine(f.byKind)}` : ''}`);
+}

@@ -1,0 +1,67 @@
+// Evaluate's one chooser (issue 35): instead of three questions in a row (run, split, world),
+// one list of what can be evaluated, run by run (newest first), each run's held-out split of
+// its own world first (the default: Enter evaluates it), then another world's held-out when
+// agentLab.world names one, then the other splits, each saying how many tasks it holds.
+// Pure (Node, no vscode): the view maps the rows to a quick pick with separators.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { RunInfo } from './runFolders';
+import { heldoutShort } from './runFolders';
+
+export interface EvalChoice {
+  label: string;
+  description: string;
+  runDir: string;
+  split: 'heldout' | 'train' | 'dev' | 'fresh-values' | 'fresh-entities';
+  /** Another world folder to evaluate on (eval --world); absent: the run's own world. */
+  world?: string;
+}
+
+/** A separator row (the run's name and figure) or a choice. */
+export type EvalRow = { separator: string } | EvalChoice;
+
+const readJson = (file: string): Record<string, unknown> | null => {
+  try {
+    const v = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+};
+
+/** What a run's world is: its name, its split sizes, whether it has fresh splits and a dev split. */
+export function runWorldFacts(runDir: string): { name: string; heldout: number; dev: number; train: number; fresh: boolean } {
+  const m = readJson(path.join(runDir, 'world', 'world.json'));
+  if (!m) return { name: 'the textbook world', heldout: 50, dev: 0, train: 200, fresh: true };
+  const split = (m['made'] as { split?: Record<string, unknown> } | undefined)?.split ?? {};
+  const n = (k: string) => (typeof split[k] === 'number' ? (split[k] as number) : 0);
+  return { name: typeof m['name'] === 'string' ? m['name'] : path.basename(runDir), heldout: n('heldout'), dev: n('dev'), train: n('train'), fresh: m['fresh'] !== undefined };
+}
+
+const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `the first ${limit} of its ${n} tasks` : `its ${n} tasks`);
+
+/**
+ * The rows of the chooser. `runs`: the trained runs (newest first); `other`: the world
+ * agentLab.world names when it is built ({dir, name}); `limit`: agentLab.evaluate.tasks (0: all).
+ */
+export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; name: string } | null, limit = 0): EvalRow[] {
+  const out: EvalRow[] = [];
+  for (const r of runs) {
+    const w = runWorldFacts(r.dir);
+    const figure = heldoutShort(r);
+    out.push({ separator: `${r.name} · ${r.kind} · step ${r.step ?? 0}${figure ? ` · ${figure}` : ''}` });
+    out.push({ label: `${r.name}: held-out`, description: `${count(w.heldout, limit)} of ${w.name} (the figure every run reports)`, runDir: r.dir, split: 'heldout' });
+    // The world the run was made from (config.json's world.dir): agentLab.world naming it is no other world.
+    const made = (readJson(path.join(r.dir, 'config.json'))?.['world'] as { dir?: unknown } | undefined)?.dir;
+    if (other && (typeof made !== 'string' || path.resolve(other.dir) !== path.resolve(made))) {
+      out.push({ label: `${r.name}: held-out of ${other.name}`, description: `another world (agentLab.world): the student on tasks it never saw`, runDir: r.dir, split: 'heldout', world: other.dir });
+    }
+    if (w.fresh) {
+      out.push({ label: `${r.name}: fresh-values`, description: 'known questions with values the student never saw (read or remembered?)', runDir: r.dir, split: 'fresh-values' });
+      out.push({ label: `${r.name}: fresh-entities`, description: 'questions about entities the student never saw', runDir: r.dir, split: 'fresh-entities' });
+    }
+    if (w.dev > 0 || w.name === 'the textbook world') out.push({ label: `${r.name}: dev`, description: w.dev > 0 ? `${count(w.dev, limit)}: for choosing recipes` : 'fresh worlds for choosing recipes', runDir: r.dir, split: 'dev' });
+    out.push({ label: `${r.name}: train`, description: 'the tasks it trained on (memorised or learned?)', runDir: r.dir, split: 'train' });
+  }
+  return out;
+}
