@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Hover, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { mulberry32 } from '../core/mulberry32';
-import { LspClient, repoRootFrom } from './lspClient';
+import { type LatencyStats, LspClient, latencyStats, repoRootFrom } from './lspClient';
 
 const CITIES = ['Paris, France', 'Santiago, Chile', 'Lima, Peru', 'Oslo, Norway', 'Cairo, Egypt', 'Tokyo, Japan'];
 const TOOLS = [
@@ -51,18 +51,8 @@ export function chatDatasetText(rows: number): string {
   return out.join('\n') + '\n';
 }
 
-interface Stats {
-  n: number;
-  median: number;
-  p95: number;
-  max: number;
-}
-function stats(xs: number[]): Stats {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
-  const r = (x: number): number => Math.round(x * 10) / 10;
-  return { n: s.length, median: r(q(0.5)), p95: r(q(0.95)), max: r(s[s.length - 1] ?? NaN) };
-}
+type Stats = LatencyStats;
+const stats = (xs: number[]): Stats => latencyStats(xs, 1);
 
 /** A position inside a message's "content" string of a line. */
 function contentPosition(line: string, rand: () => number): number {

@@ -19,7 +19,7 @@ import { DEFAULT_TUNING } from '../language-server/lspServer';
 import { analyseRow, placeRowDiagnostics, DocDiagnostic, rowUnit } from '../language-server/documents';
 import { hoverAt } from '../language-server/features/hover';
 import { TokenizerStore } from '../language-server/tokenizers';
-import { LspClient, repoRootFrom } from './lspClient';
+import { type LatencyStats, LspClient, latencyStats, repoRootFrom } from './lspClient';
 import { mulberry32 } from '../core/mulberry32';
 
 export interface LspBenchOptions {
@@ -58,19 +58,8 @@ export interface LspBenchFigures {
   meets_targets: boolean;
 }
 
-export interface Stats {
-  n: number;
-  median: number;
-  p95: number;
-  max: number;
-}
-
-function stats(xs: number[]): Stats {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
-  const r = (x: number): number => Math.round(x * 1000) / 1000;
-  return { n: s.length, median: r(q(0.5)), p95: r(q(0.95)), max: r(s[s.length - 1] ?? NaN) };
-}
+export type Stats = LatencyStats;
+const stats = (xs: number[]): Stats => latencyStats(xs, 3);
 
 /** Deterministic PRNG (mulberry32) so every run probes the same positions. */
 const rng = mulberry32;

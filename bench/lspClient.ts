@@ -220,3 +220,18 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what = 'operation'): P
     );
   });
 }
+
+/** Latencies summarised as the LSP benches print them (ms, rounded to `decimals`). */
+export interface LatencyStats {
+  n: number;
+  median: number;
+  p95: number;
+  max: number;
+}
+export function latencyStats(xs: readonly number[], decimals = 3): LatencyStats {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? NaN;
+  const scale = 10 ** decimals;
+  const r = (x: number): number => Math.round(x * scale) / scale;
+  return { n: s.length, median: r(q(0.5)), p95: r(q(0.95)), max: r(s[s.length - 1] ?? NaN) };
+}

@@ -3,10 +3,9 @@
 // its own world first (the default: Enter evaluates it), then another world's held-out when
 // agentLab.world names one, then the other splits, each saying how many tasks it holds.
 // Pure (Node, no vscode): the view maps the rows to a quick pick with separators.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunInfo } from './runFolders';
-import { heldoutShort } from './runFolders';
+import { heldoutShort, readJson } from './runFolders';
 
 export interface EvalChoice {
   label: string;
@@ -20,14 +19,6 @@ export interface EvalChoice {
 /** A separator row (the run's name and figure) or a choice. */
 export type EvalRow = { separator: string } | EvalChoice;
 
-const readJson = (file: string): Record<string, unknown> | null => {
-  try {
-    const v = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-};
 
 /** What a run's world is: its name, its split sizes, whether it has fresh splits and a dev split. */
 export function runWorldFacts(runDir: string): { name: string; heldout: number; dev: number; train: number; fresh: boolean } {

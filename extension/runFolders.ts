@@ -58,7 +58,8 @@ export interface RunInfo {
   trainedOn: string | null;
 }
 
-const readJson = (file: string): Record<string, unknown> | null => {
+/** A JSON object file, or null when it is missing, unreadable or not an object. */
+export const readJson = (file: string): Record<string, unknown> | null => {
   try {
     const v = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
     return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
