@@ -60,7 +60,7 @@ describe('The flow from world to trained student (integration)', function () {
     assert.deepEqual(rowsOf(path.join(runDir, 'data', 'train.traces.jsonl')), expected);
     assert.equal(result.prepared?.trainRows, expected.length);
     assert.equal(result.prepared?.excluded, rowsOf(tracesFile).length - expected.length);
-    assert.match(result.message ?? '', /^SFT it-flow finished: 4 steps in [\d.]+ min\. Held-out exact match [\d.]+%\.$/);
+    assert.match(result.message ?? '', /^SFT it-flow finished: 4 steps in [\d.]+ min\. Held-out exact match [\d.]+% on \d+ of the 50 held-out tasks at step-4 \(.+\)\. Evaluate measures all 50\.$/);
     assert.deepEqual(result.actions, ['Evaluate', 'Open Curves', 'Train (GRPO)']);
     const config = JSON.parse(fs.readFileSync(path.join(runDir, 'config.json'), 'utf8')) as { data: { trainExamples: number } };
     assert.ok(config.data.trainExamples <= expected.length && config.data.trainExamples > 0);
@@ -69,7 +69,7 @@ describe('The flow from world to trained student (integration)', function () {
   it('Evaluate reports the held-out figure; the run folder reads as finished with it', async () => {
     const result = await vscode.commands.executeCommand<JobResult>('agentLab.evaluate', { runDir, split: 'heldout', limit: 3 });
     assert.equal(result.error, undefined, `the worker failed: ${result.error}`);
-    assert.match(result.message ?? '', /^it-flow: heldout exact match [\d.]+% on 3 tasks \(checkpoint step-4\)\.$/);
+    assert.match(result.message ?? '', /^it-flow: held-out exact match [\d.]+% on 3 of the 50 held-out tasks at step-4 \(checkpoint latest, step-4\); per shape .+\.$/);
     assert.deepEqual(result.actions, ['Inspect Evaluation', 'Open Curves', 'Train (GRPO)']);
     const run = readRun(runDir);
     assert.equal(run.status, 'finished');
