@@ -302,7 +302,7 @@ async function main(): Promise<number> {
         if (got !== want.map((r) => JSON.stringify(r)).join('\n') + '\n') throw new Error(`${runDir}/data/train.traces.jsonl is not the distilled rows less the held-out overlaps`);
         say(`the run trains on ${want.length} of the ${rowsOf(tracesFile).length} distilled rows (the rest overlap the held-out split)`);
         await clickButton(done, 'Evaluate');
-        await toast(p, new RegExp(`${name}: heldout exact match [\\d.]+% on 5 tasks`), 180_000);
+        await toast(p, new RegExp(`${name}: held-out exact match [\\d.]+% on 5 of the \\d+ held-out tasks`), 180_000);
       },
     });
 
