@@ -10,7 +10,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InputError, checkDirCreatable, ensureDir, errnoText } from './files';
-import type { HfArchitecture } from './hfModel';
+import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
 import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
 
@@ -90,11 +90,7 @@ export function hfTensorsOf(cfg: ModelConfig, weights: Record<string, Float32Arr
     const l = `layers.${i}.`;
     out.push({ name: p + 'input_layernorm.weight', dtype, shape: [d], data: weights[l + 'attn_norm']! });
     let col = 0;
-    for (const [proj, n] of [
-      ['q_proj', H * hd],
-      ['k_proj', K * hd],
-      ['v_proj', K * hd],
-    ] as const) {
+    for (const [proj, n] of qkvProjections(cfg)) {
       out.push({ name: `${p}self_attn.${proj}.weight`, dtype, shape: [n, d], data: transposeCols(weights[l + 'wqkv']!, d, W1, col, n) });
       if (cfg.qkvBias) out.push({ name: `${p}self_attn.${proj}.bias`, dtype, shape: [n], data: weights[l + 'bqkv']!.slice(col, col + n) });
       col += n;

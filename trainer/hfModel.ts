@@ -28,6 +28,16 @@ import { INPUT_LIMITS, InputError, readInputObject, readInputText } from './file
 import { ModelConfig, RopeScaling, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from './model';
 import { SafetensorsModel, StDtype } from './safetensorsFile';
 
+/** The q, k and v projections in the order the lab's fused wqkv (and bqkv) holds them, with their widths. */
+export function qkvProjections(cfg: ModelConfig): readonly (readonly ['q_proj' | 'k_proj' | 'v_proj', number])[] {
+  const hd = headDimOf(cfg);
+  return [
+    ['q_proj', cfg.heads * hd],
+    ['k_proj', cfg.kvHeads * hd],
+    ['v_proj', cfg.kvHeads * hd],
+  ];
+}
+
 export type HfArchitecture = 'LlamaForCausalLM' | 'Qwen2ForCausalLM';
 export const HF_ARCHITECTURES: readonly HfArchitecture[] = ['LlamaForCausalLM', 'Qwen2ForCausalLM'];
 const MODEL_TYPE: Record<HfArchitecture, string> = { LlamaForCausalLM: 'llama', Qwen2ForCausalLM: 'qwen2' };
@@ -242,11 +252,7 @@ function readHfFolder(dir: string, readData: boolean): HfModelFolder {
       const wqkv = alloc(d * W1);
       const bqkv = model.qkvBias ? alloc(W1) : null;
       let col = 0;
-      for (const [proj, n] of [
-        ['q_proj', H * hd],
-        ['k_proj', K * hd],
-        ['v_proj', K * hd],
-      ] as const) {
+      for (const [proj, n] of qkvProjections(model)) {
         const w = get(`${p}self_attn.${proj}.weight`, [n, d]);
         if (readData) transposeInto(w, n, d, wqkv, W1, col);
         if (bqkv) {
