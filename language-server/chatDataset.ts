@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Diagnostic, DiagnosticSeverity, Hover, MarkupKind, Range } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
+import { type Node, type ParseError, parseTree } from 'jsonc-parser';
 import { ChatModel, ChatTemplateError, RowError, RowMask, computeRowMask, parseConversationRow } from '../core/chatTemplate';
 import { readTemplateFolder, templateFolderStamp } from './chatTemplateFolder';
 import { yieldNow } from './datasetPass';
@@ -95,77 +96,33 @@ export interface JsonSpan {
 
 /**
  * Every value of a JSON line with its path and [start, end) columns, containers before their
- * members. Null on text that is not JSON (the diagnostics say so; hovers show nothing).
+ * members (jsonc-parser's tree, strict JSON). Null on text that is not JSON (the diagnostics
+ * say so; hovers show nothing) or nested deeper than 64.
  */
 export function jsonSpans(text: string): JsonSpan[] | null {
-  const out: JsonSpan[] = [];
-  let i = 0;
-  const ws = (): void => {
-    while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\r' || text[i] === '\n')) i++;
-  };
-  const str = (): void => {
-    i++; // opening quote
-    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
-    if (i >= text.length) throw new Error('unterminated string');
-    i++;
-  };
-  const value = (p: (string | number)[], depth: number): void => {
-    if (depth > 64) throw new Error('too deep');
-    ws();
-    const start = i;
-    const c = text[i];
-    const span: JsonSpan = { path: p, start, end: start, string: c === '"' };
-    out.push(span);
-    if (c === '"') str();
-    else if (c === '{') {
-      i++;
-      ws();
-      if (text[i] === '}') i++;
-      else
-        for (;;) {
-          ws();
-          if (text[i] !== '"') throw new Error('expected a key');
-          const ks = i;
-          str();
-          const key = JSON.parse(text.slice(ks, i)) as string;
-          ws();
-          if (text[i] !== ':') throw new Error('expected :');
-          i++;
-          value([...p, key], depth + 1);
-          ws();
-          if (text[i] === ',') i++;
-          else if (text[i] === '}') {
-            i++;
-            break;
-          } else throw new Error('expected , or }');
-        }
-    } else if (c === '[') {
-      i++;
-      ws();
-      if (text[i] === ']') i++;
-      else
-        for (let n = 0; ; n++) {
-          value([...p, n], depth + 1);
-          ws();
-          if (text[i] === ',') i++;
-          else if (text[i] === ']') {
-            i++;
-            break;
-          } else throw new Error('expected , or ]');
-        }
-    } else {
-      const m = /^(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)/.exec(text.slice(i, i + 64));
-      if (!m) throw new Error('unexpected character');
-      i += m[0].length;
-    }
-    span.end = i;
-  };
+  const errors: ParseError[] = [];
+  let root: Node | undefined;
   try {
-    value([], 0);
-    return out;
+    root = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false });
   } catch {
-    return null;
+    return null; // a line nested past the parser's stack
   }
+  if (!root || errors.length > 0) return null;
+  const out: JsonSpan[] = [];
+  const walk = (n: Node, path: (string | number)[]): boolean => {
+    if (path.length > 64) return false;
+    out.push({ path, start: n.offset, end: n.offset + n.length, string: n.type === 'string' });
+    if (n.type === 'object') {
+      for (const prop of n.children ?? []) {
+        const [key, value] = prop.children ?? [];
+        if (key && value && !walk(value, [...path, key.value as string])) return false;
+      }
+    } else if (n.type === 'array') {
+      for (const [k, child] of (n.children ?? []).entries()) if (!walk(child, [...path, k])) return false;
+    }
+    return true;
+  };
+  return walk(root, []) ? out : null;
 }
 
 /** The decoded length of a JSON string literal's raw text from its opening quote to `col` (mid-escape: before it). */
