@@ -23,10 +23,28 @@ export function trailingWord(text: string): string {
   return TRAILING_WORD.exec(text)?.[0] ?? '';
 }
 
-/** Its leading letters and digits begin a question word (or it has none). */
-function beginsQuestionWord(text: string, words: readonly string[]): boolean {
-  const lead = LEADING_WORD.exec(text)![0];
-  return lead === '' || words.some((w) => w.startsWith(lead));
+/** What each token's text starts with, computed once per vocabulary: decoding asks at every step. */
+interface TokenShape {
+  /** It starts with a letter or digit. */
+  wordFirst: boolean;
+  /** Its leading letters and digits, after any leading spaces and punctuation. */
+  lead: string;
+}
+const SHAPES = new WeakMap<readonly (string | null)[], (TokenShape | null)[]>();
+function shapesOf(tokenStrings: readonly (string | null)[]): (TokenShape | null)[] {
+  let shapes = SHAPES.get(tokenStrings);
+  if (!shapes) {
+    shapes = tokenStrings.map((s) => (s ? { wordFirst: WORD_CHAR.test(s[0]!), lead: LEADING_WORD.exec(s.replace(LEADING_GAP, ''))![0] } : null));
+    SHAPES.set(tokenStrings, shapes);
+  }
+  return shapes;
+}
+
+/** Every prefix of every question word ('' too): "begins a question word" is one lookup. */
+function prefixesOf(words: readonly string[]): Set<string> {
+  const out = new Set<string>(['']);
+  for (const w of words) for (let n = 1; n <= w.length; n++) out.add(w.slice(0, n));
+  return out;
 }
 
 /**
@@ -43,27 +61,36 @@ function beginsQuestionWord(text: string, words: readonly string[]): boolean {
  */
 export function copyContinuations(tokenStrings: readonly (string | null)[], words: readonly string[], partial: string, lastChar = ''): number[] {
   const out: number[] = [];
-  if (partial === '') {
-    if (lastChar === '' || /\s/u.test(lastChar)) return out;
-    for (let id = 0; id < tokenStrings.length; id++) {
-      const s = tokenStrings[id];
-      if (s && WORD_CHAR.test(s[0]!) && beginsQuestionWord(s, words)) out.push(id);
-    }
-    return out;
-  }
-  const rests = words.filter((w) => w.length >= partial.length && w.startsWith(partial)).map((w) => w.slice(partial.length));
-  if (rests.length === 0) return out;
+  if (partial === '' && (lastChar === '' || /\s/u.test(lastChar))) return out;
+  const rests = partial === '' ? [] : words.filter((w) => w.length >= partial.length && w.startsWith(partial)).map((w) => w.slice(partial.length));
+  if (partial !== '' && rests.length === 0) return out;
+  const shapes = shapesOf(tokenStrings);
+  const prefixes = prefixesOf(words);
+  const wholeWord = rests.includes('');
   for (let id = 0; id < tokenStrings.length; id++) {
     const s = tokenStrings[id];
-    if (!s) continue;
+    const shape = shapes[id];
+    if (!s || !shape) continue;
+    // After punctuation: the tokens that start a question word.
+    if (partial === '') {
+      if (shape.wordFirst && prefixes.has(shape.lead)) out.push(id);
+      continue;
+    }
+    // At the end of a whole question word: the tokens that leave it, into nothing or a question word.
+    if (wholeWord && !shape.wordFirst && prefixes.has(shape.lead)) {
+      out.push(id);
+      continue;
+    }
+    // In the middle of one: the rest's prefix, or all of the rest and then out of the word.
     for (const rest of rests) {
-      if (rest !== '' && rest.startsWith(s)) {
+      if (rest === '') continue;
+      if (rest.startsWith(s)) {
         out.push(id);
         break;
       }
-      if (s.startsWith(rest) && s.length > rest.length) {
-        const after = s.slice(rest.length);
-        if (!WORD_CHAR.test(after[0]!) && beginsQuestionWord(after.replace(LEADING_GAP, ''), words)) {
+      if (s.startsWith(rest) && s.length > rest.length && !WORD_CHAR.test(s[rest.length]!)) {
+        const after = s.slice(rest.length).replace(LEADING_GAP, '');
+        if (prefixes.has(LEADING_WORD.exec(after)![0])) {
           out.push(id);
           break;
         }
