@@ -22,7 +22,7 @@ import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldRecord } from './worldFolder';
-import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
+import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -37,7 +37,7 @@ import { formatPreflight, runPreflight } from './preflight';
 import { Stopped, dataFiles, derivedWorldTasks, loadTokenizer, readTraceRows, worldEvaluationNames } from './prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
 import { CONFIG_FILE, METRICS_FILE, type MetricsWriter } from './runStore';
-import { RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
+import { RL_OBJECTIVES, RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlObjective, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
 import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
@@ -116,7 +116,7 @@ export interface GrpoOptions extends GrpoTableOptions {
   flatlineSteps?: number;
 }
 
-export { RL_POOLS, SCALE_REWARDS, type RlPool, type ScaleRewards };
+export { RL_OBJECTIVES, RL_POOLS, SCALE_REWARDS, type RlObjective, type RlPool, type ScaleRewards };
 
 /**
  * The tasks RL draws from. 'train': the SFT run's own (in-distribution: a sampled copy of
@@ -160,6 +160,22 @@ export function worldRlTaskPool(w: LoadedWorld, pool: 'fresh-values' | 'fresh-en
   return out;
 }
 
+/** The pool's entity names against the fresh-entities split's new names (printed by bench/grpo.ts). */
+export interface PoolNames {
+  pool: number;
+  evaluation: number;
+  /** Always 0: a shared name is refused before anything runs. */
+  shared: number;
+}
+
+/** Counts the RL pool's names and throws on any the fresh-entities evaluation split uses. */
+export function poolEvaluationNames(pool: readonly WorldTask[], evaluation: ReadonlySet<string>): PoolNames {
+  const names = new Set(pool.flatMap(({ task }) => task.hints.facts.map(([e]) => e)));
+  const shared = [...names].filter((n) => evaluation.has(n));
+  if (shared.length) throw new UserError(`the RL task pool names ${shared.length} entities of the fresh-entities evaluation split (e.g. "${shared[0]}"): it may not be trained on`);
+  return { pool: names.size, evaluation: evaluation.size, shared: 0 };
+}
+
 /**
  * Advantages of the kept groups: (r - group mean) / (std + 1e-6), with the group's std
  * ('group', the seed's), the std of every kept reward ('batch': a group whose spread is a
@@ -198,6 +214,8 @@ interface GrpoConfig {
     evalEvery: number;
     systemPrompt?: string;
     pool?: RlPool;
+    /** grpo, or rft (verified-correct rollouts as SFT targets); absent in older runs: grpo. */
+    objective?: RlObjective;
     scaleRewards?: ScaleRewards;
     dynamicSampling?: boolean;
     maxDraws?: number;
@@ -213,7 +231,7 @@ interface GrpoConfig {
     stopFlat?: number;
   };
   optimiser: Record<string, unknown>;
-  data: { rlTasks: number; pool: RlPool; rlWorlds: number; taskCounts: Record<string, number>; heldoutTasks: number };
+  data: { rlTasks: number; pool: RlPool; rlWorlds: number; taskCounts: Record<string, number>; heldoutTasks: number; names?: PoolNames };
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
   tokenizer: { sha256: string; vocabSize: number };
   preflight: { name: string; ok: boolean; detail: string }[];
@@ -235,7 +253,7 @@ const RESUME_STATE = 'grpo_state';
 export class PreflightRefusal extends UserError {}
 
 /** Rollouts of one step and what the update needs from them. */
-interface Rollout {
+export interface Rollout {
   episode: Episode;
   reward: number;
   correct: boolean;
@@ -263,6 +281,23 @@ export function rolloutBatch(rollouts: readonly Pick<Rollout, 'episode' | 'advan
     }
   });
   return { batch: { inputIds, labels, batch: rows, seq }, advantages };
+}
+
+/**
+ * RFT's targets for one step: the verified-correct rollouts of every kept group (a wrong one
+ * never, however high its reward from step counts), as sampled.
+ */
+export function rftTargets(groups: readonly { members: readonly Rollout[] }[]): Rollout[] {
+  return groups.flatMap((g) => g.members.filter((m) => m.correct));
+}
+
+/**
+ * RFT's update batches: the rollouts' sampled ids, labelled where the policy generated the
+ * next id (cross-entropy there; harness text never), with no policy-gradient fields. The ids
+ * are the episode's own: re-tokenizing the text could give other ids than were sampled.
+ */
+export function rftBatches(rollouts: readonly Rollout[], rows: number): Batch[] {
+  return microBatches(rollouts, rows).map((m) => m.batch);
 }
 
 /** Rollouts sorted by length, in micro-batches of at most `rows` (less padding, bounded memory). */
@@ -296,7 +331,7 @@ function grpoSettings(
   o: GrpoOptions,
   previous: GrpoConfig | null,
   defaultPool: RlPool,
-): { g: GrpoConfig['grpo']; pool: RlPool; scaleRewards: ScaleRewards; dynamicSampling: boolean; maxDraws: number; revisit: boolean; rewardSpec: RewardSpec } {
+): { g: GrpoConfig['grpo']; pool: RlPool; objective: RlObjective; scaleRewards: ScaleRewards; dynamicSampling: boolean; maxDraws: number; revisit: boolean; rewardSpec: RewardSpec } {
   const g = previous?.grpo ?? {
     groupSize: o.groupSize ?? GRPO_DEFAULTS.groupSize,
     tasksPerStep: o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep,
@@ -310,6 +345,7 @@ function grpoSettings(
     evalEvery: o.evalEvery ?? GRPO_DEFAULTS.evalEvery,
     ...(o.systemPrompt !== undefined ? { systemPrompt: o.systemPrompt } : {}),
     pool: o.pool ?? defaultPool,
+    objective: o.objective ?? 'grpo',
     scaleRewards: o.scaleRewards ?? GRPO_DEFAULTS.scaleRewards,
     dynamicSampling: o.dynamicSampling ?? GRPO_DEFAULTS.dynamicSampling,
     maxDraws: o.maxDraws ?? GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep),
@@ -325,6 +361,9 @@ function grpoSettings(
   const dynamicSampling = g.dynamicSampling ?? false;
   const maxDraws = g.maxDraws ?? g.tasksPerStep;
   const revisit = g.revisit ?? false;
+  const objective: RlObjective = g.objective ?? 'grpo';
+  if (!RL_OBJECTIVES.includes(objective)) throw new UserError(`GRPO: objective must be one of ${RL_OBJECTIVES.join(', ')} (got ${String(objective)})`);
+  if (objective === 'rft' && g.guide) throw new UserError("GRPO: --objective rft learns from the student's own verified rollouts only: --guide (the stub teacher's transcripts) does not apply");
   if (!RL_POOLS.includes(pool)) throw new UserError(`GRPO: pool must be one of ${RL_POOLS.join(', ')} (got ${String(pool)})`);
   if (!SCALE_REWARDS.includes(scaleRewards)) throw new UserError(`GRPO: scale-rewards must be one of ${SCALE_REWARDS.join(', ')} (got ${String(scaleRewards)})`);
   if (!Number.isInteger(maxDraws) || maxDraws < g.tasksPerStep) throw new UserError(`GRPO: max-draws must be an integer >= tasks per step (${g.tasksPerStep}), got ${maxDraws}`);
@@ -344,7 +383,7 @@ function grpoSettings(
     if (err instanceof RewardSpecError) throw new UserError(err.message);
     throw err;
   }
-  return { g, pool, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec };
+  return { g, pool, objective, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec };
 }
 
 /**
@@ -394,7 +433,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   // A fact world (the textbook's or a user's table) has fresh pools; a documents world only its own training tasks.
   const fromWorld = hasRunWorld(fromRun) ? runWorld(fromRun) : null;
   const defaultPool: RlPool = fromWorld && !fromWorld.facts ? 'train' : GRPO_DEFAULTS.pool;
-  const { g, pool, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec } = grpoSettings(o, previous, defaultPool);
+  const { g, pool, objective, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec } = grpoSettings(o, previous, defaultPool);
+  const rft = objective === 'rft';
   const seed = previous?.seed ?? o.seed ?? 0;
   const fromConfigFile = path.join(fromRun, CONFIG_FILE);
   const fromRead = readRunConfig(fromRun);
@@ -458,6 +498,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     trainingKeys.add(`${worldName(world)}|${overlapKey(task)}`);
   }
   const leaked = split.heldout.filter((t) => trainingKeys.has(overlapKey(t)));
+  const poolNames = poolEvaluationNames(rlTasks, split.world ? worldEvaluationNames(split.world) : evaluationEntityNames());
   if (leaked.length) throw new UserError(`the RL task pool overlaps the held-out split (${leaked.length} tasks, e.g. ${JSON.stringify(leaked[0]!.question)})`);
   const heldRows = fs.existsSync(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [];
   const heldExamples = heldRows
@@ -517,6 +558,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         rlWorlds: [...new Set(rlTasks.map((t) => worldName(t.world)))].length,
         taskCounts,
         heldoutTasks: split.heldout.length,
+        names: poolNames,
       },
       splits: split.world ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length } } : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       // The SFT run's record of its world (the folder it came from), else this run's copy.
@@ -533,10 +575,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   const budgetMs = (budget.minutes ?? 0) * 60_000;
   hooks.log(
     'info',
-    `GRPO from ${fromRun} (${refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
+    `${rft ? "RFT (rejection-sampling fine-tuning on the student's verified rollouts)" : 'GRPO'} from ${fromRun} (${refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
       `${g.tasksPerStep} tasks x ${g.groupSize} rollouts per step at temperature ${g.temperature}, reward ${formatRewardSpec(rewardSpec)}, ` +
-      `${rlTasks.length} RL tasks (pool ${pool}), advantages scaled by ${scaleRewards}` +
-      `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step)` : ''}` +
+      `${rlTasks.length} RL tasks (pool ${pool}), ${rft ? 'each correct rollout an SFT target' : `advantages scaled by ${scaleRewards}`}` +
+      `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step${rft ? ' until each kept group has a correct rollout' : ''})` : ''}` +
       `${g.balanceCompares && pool === 'fresh-values' ? ', compares balanced between the remembered winner and the other' : ''}` +
       `${revisit ? `, tasks with spread revisited (a queue of at most ${GRPO_DEFAULTS.revisitQueue})` : ''}` +
       `${g.guide ? ", all-wrong groups guided by the stub teacher's transcript" : ''}, ${opt.workers.threads} extra worker thread(s)`,
@@ -750,7 +792,13 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
           // filter): a spread of step counts alone among all-wrong rollouts taught a student
           // to answer early (measured: held-out 0.32 -> 0.26, early answers 0 -> 26, in 30
           // steps on a pool it could not solve).
-          const informative = dynamicSampling ? members.some((m) => m.correct !== members[0]!.correct) : std >= ZERO_ADVANTAGE;
+          // RFT keeps every group with a verified-correct rollout, spread or not: it imitates
+          // successes, so an all-correct group teaches it as much as a mixed one.
+          const informative = rft
+            ? !dynamicSampling || members.some((m) => m.correct)
+            : dynamicSampling
+              ? members.some((m) => m.correct !== members[0]!.correct)
+              : std >= ZERO_ADVANTAGE;
           if (std < ZERO_ADVANTAGE) groupsFlat++;
           // Every rollout wrong: the teacher's transcript takes the last one's place (trainer/guide.ts).
           const guidance = !informative && g.guide && keptGroups.length < g.tasksPerStep && members.every((m) => !m.correct) ? guideMember(ti) : null;
@@ -766,13 +814,13 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         drawn += round.length;
         if (hooks.isCancelled()) break;
       }
-      const advantages = scaleAdvantages(
+      const advantages = rft ? [] : scaleAdvantages(
         keptGroups.map((k) => k.members.map((m) => m.reward)),
         scaleRewards,
       );
-      const kept: Rollout[] = [];
+      const kept: Rollout[] = rft ? rftTargets(keptGroups) : [];
       let stepsOnly = 0;
-      keptGroups.forEach(({ members }, i) => {
+      if (!rft) keptGroups.forEach(({ members }, i) => {
         members.forEach((m, j) => (m.advantage = advantages[i]![j]!));
         kept.push(...members);
         // Spread that comes only from step counts (every member equally right or wrong): the
@@ -787,7 +835,15 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       const tRoll = Date.now();
       const genTokens = rollouts.reduce((n, r) => n + r.episode.generated.reduce((a, b) => a + b, 0), 0);
       let update: Record<string, unknown> = {};
-      if (kept.length > 0) {
+      if (kept.length > 0 && rft) {
+        // Cross-entropy on the generated tokens of the correct rollouts: SFT on the student's own successes.
+        const batches = rftBatches(kept, GRPO_DEFAULTS.microBatchRows);
+        for (let e = 0; e < g.epochsPerBatch; e++) {
+          const r = await opt.stepAsync(batches);
+          divergence.observe(r, step + 1);
+          update = { loss: r.loss, grad_norm: r.gradNorm, lr: r.lr, trained_tokens: r.supervised, rft_rollouts: kept.length };
+        }
+      } else if (kept.length > 0) {
         // Micro-batches of similar lengths bound memory (wasm has 4 GB); their gradients add up
         // to the one token mean over the whole batch.
         const micro: { batch: Batch; advantages: Float32Array; ref: Float32Array; old: Float32Array | undefined }[] = [];
@@ -866,16 +922,21 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         update_s: (tEnd - tRoll) / 1000,
         backend: backend.used,
       };
-      if (frac === 1) flatRun++;
+      // RFT learns from any correct rollout, flat group or not: its dead step is one with none.
+      if (rft ? kept.length === 0 : frac === 1) flatRun++;
       else flatRun = 0;
+      const flatText = () =>
+        rft
+          ? `no rollout was correct for ${flatRun} steps (solved ${(100 * accuracy).toFixed(0)}%), so RFT had nothing to imitate: SFT more, or an easier pool`
+          : flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
       if (stopFlat > 0 && flatRun >= stopFlat) {
-        const msg = flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
+        const msg = flatText();
         stoppedFlat = `stopped after ${flatRun} fully flat steps in a row (--stop-flat ${stopFlat}; 0: never), checkpoint step-${step} kept: ${msg}`;
         rec['warning'] = stoppedFlat;
         rec['stopped'] = 'flat';
         hooks.log('warn', stoppedFlat);
       } else if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
-        const msg = flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
+        const msg = flatText();
         rec['warning'] = msg;
         hooks.log('warn', msg);
       }

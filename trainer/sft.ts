@@ -531,6 +531,9 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
         sup_acc: r.supervised ? r.correct / r.supervised : 0,
         lr: r.lr,
         tokens_per_s: dt > 0 ? (r.tokens * 1000) / dt : 0,
+        // The step's tokens through the model and those the loss supervised (compute, compared by bench/grpo.ts).
+        tokens: r.tokens,
+        trained_tokens: r.supervised,
         grad_norm: r.gradNorm,
         curriculum: index,
         batch: phase.batch,

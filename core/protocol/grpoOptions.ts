@@ -11,6 +11,13 @@
 /** The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled). */
 export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities'] as const;
 export type RlPool = (typeof RL_POOLS)[number];
+/**
+ * What the update does with a step's scored rollouts: GRPO's clipped policy gradient with
+ * group-relative advantages, or rejection-sampling fine-tuning (RFT: the verified-correct
+ * rollouts as SFT targets, the no-teacher baseline RL must beat).
+ */
+export const RL_OBJECTIVES = ['grpo', 'rft'] as const;
+export type RlObjective = (typeof RL_OBJECTIVES)[number];
 /** How advantages are scaled: by the group's reward std, the batch's, or not at all. */
 export const SCALE_REWARDS = ['group', 'batch', 'none'] as const;
 export type ScaleRewards = (typeof SCALE_REWARDS)[number];
@@ -66,6 +73,8 @@ export const GRPO_OPTION_TABLE = {
   checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', shared: true, job: true },
   /** The RL task pool (default fresh-values; train for a user's world's run, whose fresh pools do not exist). */
   pool: { kind: 'string', flag: 'pool', choices: RL_POOLS },
+  /** grpo (default) or rft: the verified-correct rollouts of each step as SFT targets (no advantages, no KL). */
+  objective: { kind: 'string', flag: 'objective', choices: RL_OBJECTIVES },
   scaleRewards: { kind: 'string', flag: 'scale-rewards', choices: SCALE_REWARDS },
   /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */
   dynamicSampling: { kind: 'onOff', flag: 'dynamic-sampling' },

@@ -191,6 +191,35 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8')).grpo.guide, true);
   });
 
+  it('--objective rft: trains on the correct rollouts only (counted per step), no KL or advantages; refuses --guide', () => {
+    const run = path.join(tmp, 'rft');
+    const r = spawnSync(
+      process.execPath,
+      [bin, 'train', 'grpo', '--from', sft, '--objective', 'rft', '--pool', 'train', '--steps', '3', '--group', '4', '--tasks', '2', '--max-draws', '6', '--eval-limit', '0', '--prescreen', '0', '--run', run],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /RFT \(rejection-sampling fine-tuning on the student's verified rollouts\)/);
+    const grpo = lines(run).filter((l) => l['phase'] === 'grpo');
+    assert.equal(grpo.length, 3);
+    for (const l of grpo) {
+      const correct = Math.round((l['accuracy'] as number) * (l['groups_drawn'] as number) * 4);
+      if (l['update'] === false) {
+        assert.equal(l['groups_kept'], 0, 'no update only when no group had a correct rollout');
+        continue;
+      }
+      const trained = l['rft_rollouts'] as number;
+      // Every kept group has at least one correct rollout; only correct ones are trained on.
+      assert.ok(trained >= (l['groups_kept'] as number) && trained <= correct, `step ${String(l['step'])}: ${trained} trained of ${correct} correct`);
+      assert.equal(l['kl'], undefined, 'RFT computes no reference log-probs');
+      assert.equal(typeof l['loss'], 'number');
+    }
+    assert.equal(JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8')).grpo.objective, 'rft');
+    const g = spawnSync(process.execPath, [bin, 'train', 'grpo', '--from', sft, '--objective', 'rft', '--guide', 'on', '--steps', '1', '--run', path.join(tmp, 'rft-guide')], { encoding: 'utf8' });
+    assert.notEqual(g.status, 0);
+    assert.match(g.stderr, /--objective rft learns from the student's own verified rollouts only/);
+  });
+
   it('--prescreen: predicts the informative share before step 1, records it, and changes no step', () => {
     const args = ['train', 'grpo', '--from', sft, '--steps', '1', '--group', '3', '--tasks', '2', '--eval-limit', '0'];
     const screened = path.join(tmp, 'screened');
@@ -234,6 +263,9 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.data.pool, 'fresh-entities');
     assert.equal(config.data.rlWorlds, 50);
     assert.ok(config.splits['fresh-entities'].seeds.length >= 10);
+    // The pool's names against the split's, recorded for the benchmark to print: none shared.
+    assert.equal(config.data.names.shared, 0);
+    assert.ok(config.data.names.pool > 100 && config.data.names.evaluation > 100, JSON.stringify(config.data.names));
     assert.match(r.stderr, /pool fresh-entities/);
   });
 

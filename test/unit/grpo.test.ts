@@ -16,9 +16,10 @@ import {
 } from '../../core/reward';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
+import { evaluationEntityNames } from '../../core/worlds';
 import { initBackend } from '../../trainer/backend';
 import { reward as evalReward } from '../../trainer/eval';
-import { flatlineMessage, microBatches, rolloutBatch, scaleAdvantages } from '../../trainer/grpo';
+import { flatlineMessage, microBatches, poolEvaluationNames, rftBatches, rlTaskPool, rftTargets, rolloutBatch, scaleAdvantages, type Rollout } from '../../trainer/grpo';
 import { Trainer } from '../../trainer/optim';
 import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model';
 import { GradientPool, RolloutItem, combineFlat, rolloutOptions, splitBatch } from '../../trainer/parallel';
@@ -291,6 +292,29 @@ for (const backend of ['cpu', 'wasm'] as const) describe(`GRPO: the policy-gradi
     ref.dispose();
   });
 
+  it("an RFT update is cross-entropy on the correct rollout's sampled tokens: its loss is evaluate()'s, and their log-probs rise", () => {
+    const rng = makeRng(21);
+    const rollouts: Rollout[] = [9, 12].map((n) => {
+      const ids = Array.from({ length: n }, () => Math.floor(rng.uniform() * MICRO.vocab));
+      return { episode: { ids, generated: ids.map((_, i) => (i >= 4 ? 1 : 0)) } as unknown as Episode, correct: true, reward: 1, advantage: 0 };
+    });
+    const batches = rftBatches(rollouts, 8);
+    const m = StackModel.fromWeights(MICRO, bigWeights(22));
+    const logpOf = () => batches.reduce((a, b) => a + m.tokenLogprobs(b).logp.reduce((x, y) => (Number.isNaN(y) ? x : x + y), 0), 0);
+    const supervised = batches.reduce((a, b) => a + b.labels.filter((l) => l !== IGNORE).length, 0);
+    const ce = batches.reduce((a, b) => a + m.evaluate(b).ceSum, 0) / supervised;
+    const before = logpOf();
+    const t = new Trainer(m, { lr: 1e-2, weightDecay: 0 });
+    const first = t.step(batches);
+    assert.ok(Math.abs(first.loss - ce) < 1e-4, `step loss ${first.loss} vs evaluate ${ce}`);
+    assert.equal(first.supervised, supervised);
+    for (let i = 0; i < 4; i++) t.step(batches);
+    const after = logpOf();
+    assert.ok(after > before + 0.5, `log-prob of the sampled tokens ${before.toFixed(3)} -> ${after.toFixed(3)}`);
+    t.dispose();
+    m.dispose();
+  });
+
   it('refuses weights on a policy-gradient batch (its loss is one token mean)', () => {
     const m = StackModel.create(MICRO, 1);
     const b = pgBatch(1, 6, 2);
@@ -336,6 +360,44 @@ describe('GRPO: micro-batches of rollouts', () => {
     assert.equal(labelled, rollouts.reduce((n, r) => n + r.episode.ids.length - 3, 0));
     const advs = mb.flatMap((m) => [...new Set(Array.from(m.advantages).filter((_, i) => m.batch.labels[i] !== IGNORE))]).sort();
     assert.deepEqual(advs, [-1, -2, 0, 1, 2].sort());
+  });
+});
+
+describe('RFT (rejection-sampling fine-tuning): targets and batches', () => {
+  it('a pool naming an entity of the fresh-entities split is refused, naming it; a disjoint one is counted', () => {
+    const pool = rlTaskPool('fresh-entities', '/nonexistent', makeTaskPool(0).heldout);
+    const evaluation = evaluationEntityNames();
+    assert.deepEqual(poolEvaluationNames(pool, evaluation).shared, 0);
+    const leaked = [...evaluation][0]!;
+    const bad = { task: { ...pool[0]!.task, hints: { ...pool[0]!.task.hints, facts: [[leaked, 'capital']] as [string, string][] } }, world: pool[0]!.world };
+    assert.throws(() => poolEvaluationNames([...pool, bad], evaluation), new RegExp(`names 1 entities of the fresh-entities evaluation split \\(e\\.g\\. "${leaked}"\\)`));
+  });
+
+  it('keeps only verified-correct rollouts, whatever their reward; a group with none gives nothing', () => {
+    const ep = (n: number) => ({ ids: Array.from({ length: n }, (_, i) => 10 + i), generated: Array.from({ length: n }, (_, i) => (i > 1 ? 1 : 0)) }) as unknown as Episode;
+    const r = (n: number, correct: boolean, reward: number): Rollout => ({ episode: ep(n), correct, reward, advantage: 0 });
+    const right = r(5, true, 0.95);
+    const wrongButShort = r(4, false, -0.01); // a wrong answer with the best step count
+    const slowRight = r(9, true, 0.7);
+    const targets = rftTargets([{ members: [right, wrongButShort, slowRight] }, { members: [r(6, false, 0), r(7, false, 0)] }]);
+    assert.deepEqual(targets, [right, slowRight]);
+  });
+
+  it("trains on the sampled ids themselves (never re-tokenized), labelled where the policy generated, with no policy-gradient fields", () => {
+    const tok = trainDefaultTokenizer();
+    // A name sampled one character at a time: its text re-tokenized would give other (merged) ids.
+    const sampled = [...'Nioxnem capital'].flatMap((c) => tok.encode(c));
+    assert.notDeepEqual(tok.encode(tok.decode(sampled)), sampled, 'precondition: re-tokenizing changes the ids');
+    const prompt = tok.encode('Question: what is it?');
+    const ids = [...prompt, ...sampled];
+    const generated = [...prompt.map(() => 0), ...sampled.map(() => 1)];
+    const rollout: Rollout = { episode: { ids, generated } as unknown as Episode, correct: true, reward: 1, advantage: 0 };
+    const [batch, ...rest] = rftBatches([rollout], 8);
+    assert.equal(rest.length, 0);
+    assert.equal(batch!.pg, undefined, 'plain cross-entropy: no advantages, no reference');
+    assert.deepEqual([...batch!.inputIds.slice(0, ids.length)], ids);
+    const targets = [...batch!.labels].filter((l) => l !== IGNORE);
+    assert.deepEqual(targets, sampled, 'every sampled token a target, in order; no prompt token');
   });
 });
 
