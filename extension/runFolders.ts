@@ -56,6 +56,64 @@ export interface RunInfo {
   status: RunStatus;
   /** The traces file an editor-started SFT run was prepared from (data/source.json). */
   trainedOn: string | null;
+  /** An RL run (GRPO or RFT): its SFT start and each split's figure before and after. */
+  rl?: RlComparison;
+}
+
+/** An RL run beside the SFT run it started from. */
+export interface RlComparison {
+  from: string;
+  objective: string;
+  pool: string;
+  /** Per split measured on both: the start's figure (its Evaluate, or the RL run's step-0 point) and the run's. */
+  splits: { split: string; start: number; after: number }[];
+}
+
+/**
+ * The figures an RL run shares with its SFT start, per split: the start's from its own
+ * evaluations (eval/SPLIT.json) or the RL run's step-0 held-out point, the run's from its
+ * latest evaluation or its final point. Splits measured on one side only are left out.
+ */
+export function rlComparison(config: Record<string, unknown>, lines: readonly Record<string, unknown>[], evals: readonly EvalInfo[], startEvals: readonly EvalInfo[]): RlComparison | undefined {
+  const from = config['from'] as { run?: unknown } | undefined;
+  if (config['kind'] !== 'grpo' || typeof from?.run !== 'string') return undefined;
+  const grpo = (config['grpo'] ?? {}) as Record<string, unknown>;
+  const held = lines.filter((l) => l['phase'] === 'eval' && l['split'] === 'heldout' && typeof l['accuracy'] === 'number');
+  const before = held.find((l) => l['step'] === 0)?.['accuracy'] as number | undefined;
+  const last = held.filter((l) => l['step'] !== 0).at(-1)?.['accuracy'] as number | undefined;
+  const splits: RlComparison['splits'] = [];
+  const names = [...new Set(['heldout', ...evals.map((e) => e.split), ...startEvals.map((e) => e.split)])];
+  names.sort((a, b) => (a === 'heldout' ? -1 : b === 'heldout' ? 1 : a.localeCompare(b)));
+  for (const split of names) {
+    const start = startEvals.find((e) => e.split === split)?.accuracy ?? (split === 'heldout' ? before : undefined);
+    const after = evals.find((e) => e.split === split)?.accuracy ?? (split === 'heldout' ? last : undefined);
+    if (typeof start === 'number' && typeof after === 'number') splits.push({ split, start, after });
+  }
+  return { from: from.run, objective: typeof grpo['objective'] === 'string' ? grpo['objective'] : 'grpo', pool: typeof grpo['pool'] === 'string' ? grpo['pool'] : 'train', splits };
+}
+
+/** The evaluations (eval/SPLIT.json) a run folder holds, in split order. */
+function evalsOf(dir: string): EvalInfo[] {
+  const evals: EvalInfo[] = [];
+  try {
+    for (const n of fs.readdirSync(path.join(dir, 'eval')).filter((f) => f.endsWith('.json')).sort()) {
+      const s = readJson(path.join(dir, 'eval', n));
+      const split = n.slice(0, -'.json'.length);
+      const rowsFile = path.join(dir, 'eval', `${split}.jsonl`);
+      evals.push({
+        split,
+        file: path.join(dir, 'eval', n),
+        rowsFile: fs.existsSync(rowsFile) ? rowsFile : null,
+        accuracy: typeof s?.['accuracy'] === 'number' ? s['accuracy'] : null,
+        n: typeof s?.['n'] === 'number' ? s['n'] : null,
+        ...(typeof s?.['of'] === 'number' ? { of: s['of'] } : {}),
+        ...(typeof s?.['step'] === 'number' ? { step: s['step'] } : {}),
+      });
+    }
+  } catch {
+    /* no evaluations yet */
+  }
+  return evals;
 }
 
 /** A JSON object file, or null when it is missing, unreadable or not an object. */
@@ -143,8 +201,10 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
   let elapsed = 0;
   let figures: Figure[] = [];
   let current: Figure | null = null;
+  let metricLines: Record<string, unknown>[] = [];
   try {
     const { lines } = parseMetricsText(fs.readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8'));
+    metricLines = lines as Record<string, unknown>[];
     figures = heldoutFigures(lines as Record<string, unknown>[]);
     for (const l of lines) {
       const rec = l as Record<string, unknown>;
@@ -161,25 +221,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
   } catch {
     /* no metrics yet */
   }
-  const evals: EvalInfo[] = [];
-  try {
-    for (const n of fs.readdirSync(path.join(dir, 'eval')).filter((f) => f.endsWith('.json')).sort()) {
-      const s = readJson(path.join(dir, 'eval', n));
-      const split = n.slice(0, -'.json'.length);
-      const rowsFile = path.join(dir, 'eval', `${split}.jsonl`);
-      evals.push({
-        split,
-        file: path.join(dir, 'eval', n),
-        rowsFile: fs.existsSync(rowsFile) ? rowsFile : null,
-        accuracy: typeof s?.['accuracy'] === 'number' ? s['accuracy'] : null,
-        n: typeof s?.['n'] === 'number' ? s['n'] : null,
-        ...(typeof s?.['of'] === 'number' ? { of: s['of'] } : {}),
-        ...(typeof s?.['step'] === 'number' ? { step: s['step'] } : {}),
-      });
-    }
-  } catch {
-    /* no evaluations yet */
-  }
+  const evals = evalsOf(dir);
   const heldEval = evals.find((e) => e.split === 'heldout');
   if (heldout === null && heldEval?.accuracy !== undefined && heldEval.accuracy !== null) {
     heldout = heldEval.accuracy;
@@ -213,7 +255,22 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
     evals,
     status,
     trainedOn: typeof source?.['traces'] === 'string' ? source['traces'] : null,
+    ...(kind === 'grpo' ? withRl(config, metricLines, evals) : {}),
   };
+}
+
+function withRl(config: Record<string, unknown>, lines: readonly Record<string, unknown>[], evals: readonly EvalInfo[]): { rl?: RlComparison } {
+  const from = (config['from'] as { run?: unknown } | undefined)?.run;
+  const rl = rlComparison(config, lines, evals, typeof from === 'string' ? evalsOf(from) : []);
+  return rl ? { rl } : {};
+}
+
+/** "GRPO on pool fresh-entities from s0: held-out 88.0% → 90.0% (+2.0) · fresh-entities 58.2% → 63.0% (+4.8)" */
+export function rlFigureLine(rl: RlComparison): string {
+  const pts = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
+  const label = (s: string) => (s === 'heldout' ? 'held-out' : s);
+  const figures = rl.splits.map((s) => `${label(s.split)} ${percent(s.start)} → ${percent(s.after)} (${pts(s.after - s.start)})`).join(' · ');
+  return `${rl.objective === 'rft' ? 'RFT' : 'GRPO'} on pool ${rl.pool} from ${path.basename(rl.from)}: ${figures || 'no split measured on both yet'}`;
 }
 
 export function listRunFolders(runsDir: string): string[] {
@@ -249,14 +306,17 @@ export function describeRun(r: RunInfo): string {
     const e = r.evals.find((x) => x.split === split);
     if (e?.accuracy !== null && e?.accuracy !== undefined) parts.push(`${split} ${percent(e.accuracy)}`);
   }
+  // An RL run's lift over its SFT start, per split measured on both (the tooltip has the figures).
+  if (r.rl?.splits.length) parts.push(`vs start ${r.rl.splits.map((x) => `${x.split === 'heldout' ? 'held-out' : x.split} ${x.after >= x.start ? '+' : ''}${(100 * (x.after - x.start)).toFixed(1)}`).join(', ')}`);
   return parts.filter((p): p is string => !!p).join(' · ');
 }
 
 /** The tooltip's figures: each held-out figure named in full (which evaluation, of how many tasks, which step, per shape). */
 export function runFigureLines(r: RunInfo): string[] {
+  const rl = r.rl ? [rlFigureLine(r.rl)] : [];
   const lines = figureTooltip(r.heldoutFigures ?? []);
-  if (lines.length > 0) return lines;
-  return [r.heldout !== null ? `held-out exact match ${percent(r.heldout)}` : 'no held-out figure yet'];
+  if (lines.length > 0) return [...rl, ...lines];
+  return [...rl, r.heldout !== null ? `held-out exact match ${percent(r.heldout)}` : 'no held-out figure yet'];
 }
 
 /** An evaluation's line: "32.7% of 55 tasks at step-1484", "35.0% on 20 of the 55 tasks at step-1484". */

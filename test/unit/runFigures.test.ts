@@ -155,3 +155,49 @@ describe('one figure per run (issue 35)', () => {
     }
   });
 });
+
+describe('an RL run beside its SFT start in the Runs view (issue 28)', () => {
+  let tmp: string;
+  before(() => (tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-rlfig-'))));
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  const write = (file: string, v: unknown) => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, typeof v === 'string' ? v : JSON.stringify(v));
+  };
+
+  it("per split measured on both: the start's Evaluate (or the run's step-0 point) against the run's latest figure; the objective and pool named", () => {
+    const sft = path.join(tmp, 'student');
+    write(path.join(sft, 'config.json'), { kind: 'sft' });
+    write(path.join(sft, 'eval', 'fresh-entities.json'), { accuracy: 0.582, n: 500, of: 500 });
+    write(path.join(sft, 'eval', 'fresh-values.json'), { accuracy: 0.9, n: 500 });
+    const rl = path.join(tmp, 'rft');
+    write(path.join(rl, 'config.json'), { kind: 'grpo', from: { run: sft, checkpoint: 'step-8000', step: 8000 }, grpo: { objective: 'rft', pool: 'fresh-entities' }, budget: { steps: 60 } });
+    write(
+      path.join(rl, 'metrics.jsonl'),
+      [
+        { phase: 'eval', step: 0, time: 0, split: 'heldout', accuracy: 0.88, n: 99, of: 99 },
+        { phase: 'grpo', step: 60, time: 300, accuracy: 0.7 },
+        { phase: 'eval', step: 60, time: 301, split: 'heldout', accuracy: 0.9, n: 99, of: 99, final: true },
+      ]
+        .map((l) => JSON.stringify(l) + '\n')
+        .join(''),
+    );
+    write(path.join(rl, 'eval', 'fresh-entities.json'), { accuracy: 0.65, n: 500, of: 500, step: 60 });
+    const r = readRun(rl);
+    assert.deepEqual(r.rl, {
+      from: sft,
+      objective: 'rft',
+      pool: 'fresh-entities',
+      splits: [
+        { split: 'heldout', start: 0.88, after: 0.9 },
+        { split: 'fresh-entities', start: 0.582, after: 0.65 },
+      ],
+    });
+    assert.match(runFigureLines(r)[0]!, /^RFT on pool fresh-entities from student: held-out 88\.0% → 90\.0% \(\+2\.0\) · fresh-entities 58\.2% → 65\.0% \(\+6\.8\)$/);
+    assert.match(describeRun(r), /vs start held-out \+2\.0, fresh-entities \+6\.8$/);
+    // An SFT run has no comparison; an RL run whose start has gone keeps its own step-0 point.
+    assert.equal(readRun(sft).rl, undefined);
+    fs.rmSync(sft, { recursive: true });
+    assert.deepEqual(readRun(rl).rl?.splits, [{ split: 'heldout', start: 0.88, after: 0.9 }]);
+  });
+});
