@@ -1,6 +1,7 @@
 // The worker's progress messages (core/protocol/worker.ts: phase, done, total, message) in
 // units a person reads: "step 120 of 720", "2.1 of 3 min trained, about 0.9 min left",
 // "step 5 of 60: updating the policy". Pure (no vscode), so the unit tests read it directly.
+import { RL_POOLS, type RlPool } from '../core/protocol/grpoOptions';
 
 export interface ProgressEvent {
   phase: string;
@@ -92,4 +93,10 @@ export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent
 export function prescreenRefusal(error: string): string | null {
   const m = /^pre-screen verdict: FAIL[^\n]*\n {2}cause[^\n]*\n {2}next: [^\n]*/m.exec(error);
   return m ? m[0].replace(/\n\s*/g, ' ') : null;
+}
+
+/** The pool a refusal's next step suggests (`--pool fresh-entities`), for a button that runs with it; null if none. */
+export function suggestedPool(refusal: string): RlPool | null {
+  const m = /next: .*?`--pool ([a-z-]+)`/.exec(refusal);
+  return m && (RL_POOLS as readonly string[]).includes(m[1]!) ? (m[1] as RlPool) : null;
 }

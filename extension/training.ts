@@ -11,12 +11,12 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { type EvalSplit, FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
-import { grpoJobOptionsFromSettings } from '../core/protocol/grpoOptions';
+import { grpoJobOptionsFromSettings, type RlPool } from '../core/protocol/grpoOptions';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
-import { describeProgress, prescreenRefusal } from './progressText';
+import { describeProgress, prescreenRefusal, suggestedPool } from './progressText';
 import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readRun } from './runFolders';
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
@@ -312,6 +312,8 @@ interface GrpoArgs {
   reward?: string;
   /** Run although the pre-screen's verdict refused (recorded in config.json as forced). */
   force?: boolean;
+  /** The RL pool (default: the trainer's, by the SFT run's world); a refusal's button sets the one it suggests. */
+  pool?: RlPool;
 }
 
 /** Run folders that hold a trained SFT student (config kind sft and a checkpoint). */
@@ -364,14 +366,19 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
     ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
     ...(args.force ? { force: true } : {}),
+    ...(args.pool ? { pool: args.pool } : {}),
   };
   const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
   // The pre-screen refused (the error holds its prediction, cause and next step): offer to run anyway.
   const verdict = result.error ? prescreenRefusal(result.error) : null;
   if (verdict && !args.force) {
     const fromRunDir = from;
-    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, 'Train Anyway').then((choice) => {
+    // The suggested pool as a button of its own: one click runs what the verdict's next step says.
+    const pool = suggestedPool(verdict);
+    const usePool = pool ? `Use --pool ${pool}` : undefined;
+    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, ...(usePool ? [usePool] : []), 'Train Anyway').then((choice) => {
       if (choice === 'Train Anyway') void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, force: true });
+      else if (choice !== undefined && choice === usePool) void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, pool });
     });
   }
   return closeJob(result, spec);

@@ -72,7 +72,7 @@ export const GRPO_OPTION_TABLE = {
   /** Seconds between checkpoints (default 120; 0: after every step). */
   checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', shared: true, job: true },
   /** The RL task pool (default fresh-values; train for a user's world's run, whose fresh pools do not exist). */
-  pool: { kind: 'string', flag: 'pool', choices: RL_POOLS },
+  pool: { kind: 'string', flag: 'pool', choices: RL_POOLS, job: true },
   /** grpo (default) or rft: the verified-correct rollouts of each step as SFT targets (no advantages, no KL). */
   objective: { kind: 'string', flag: 'objective', choices: RL_OBJECTIVES },
   scaleRewards: { kind: 'string', flag: 'scale-rewards', choices: SCALE_REWARDS },

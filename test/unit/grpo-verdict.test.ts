@@ -21,7 +21,7 @@ import {
   summarisePrescreen,
   wilsonInterval,
 } from '../../trainer/prescreen';
-import { prescreenRefusal } from '../../extension/progressText';
+import { prescreenRefusal, suggestedPool } from '../../extension/progressText';
 import { repoRoot } from '../support/reference';
 
 const KINDS: TaskKind[] = ['sum', 'compare', 'lookup', 'double'];
@@ -78,6 +78,15 @@ describe('GRPO pre-screen verdict (issue 33)', () => {
     assert.match(line, /^pre-screen verdict: FAIL: .* cause \(memorised\): .* next: `--pool fresh-values`/);
     assert.doesNotMatch(line, /\n/);
     assert.equal(prescreenRefusal('GRPO refused to start: a pre-flight check failed (nothing was rolled out).'), null);
+  });
+
+  it("the refusal's suggested pool becomes a button of its own (only a pool the trainer knows)", () => {
+    const memorised = prescreenRefusal(`x\n${formatVerdict(prescreenVerdict(screen(72, () => 8), textbook))}`)!;
+    assert.equal(suggestedPool(memorised), 'fresh-values');
+    const tooHard = prescreenRefusal(`x\n${formatVerdict(prescreenVerdict(screen(72, () => 0), { ...textbook, pool: 'fresh-entities' }))}`)!;
+    assert.equal(suggestedPool(tooHard), 'fresh-values', tooHard);
+    assert.equal(suggestedPool('pre-screen verdict: FAIL: x cause (memorised): y next: `--temperature 1.2`'), null);
+    assert.equal(suggestedPool('pre-screen verdict: FAIL: x cause (memorised): y next: `--pool elsewhere`'), null);
   });
 
   it('each task always or never solved: confident, with a hotter temperature', () => {
