@@ -15,7 +15,10 @@ import { makeStubTeacher } from '../../core/stubTeacher';
 import { encodeWithMask } from '../../core/sftFormat';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import type { Passage, Task } from '../../core/types';
-import { TASK_FACTS } from '../../core/world';
+import { TASK_FACTS, taskToRow } from '../../core/world';
+import { rowToTask } from '../../core/worldRows';
+import { loadWorldTasks } from '../../trainer/jobEval';
+import { taskFromRow } from '../../trainer/taskRows';
 import { parseFactTable } from '../../core/worldSource';
 import {
   FRESH_SPLITS,
@@ -167,6 +170,21 @@ describe('the difference family (issue 28)', () => {
     assert.ok(ref.solved, ref.transcript);
     assert.match(ref.transcript, /"calc", "args": \{"expr": "\d+-\d+"\}/);
     assert.equal(teacherEpisode(task, { kind: 'values', seed: world }, trainDefaultTokenizer(), {}, 4096, 6), null);
+  });
+
+  it('task rows read back: a difference task through data/train.tasks.jsonl (with its world) and a world file row', () => {
+    const { task, world } = freshDifferencePool()[0]!;
+    const row = { ...taskToRow(task), world: worldName(world) };
+    assert.deepEqual(rowToTask(JSON.parse(JSON.stringify(row)), 'row'), task);
+    assert.deepEqual(taskFromRow(JSON.parse(JSON.stringify(row)), 'row'), task);
+    const tmpFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-diff-rows-')), 'train.tasks.jsonl');
+    try {
+      fs.writeFileSync(tmpFile, `${JSON.stringify(row)}\n`);
+      assert.deepEqual(loadWorldTasks(tmpFile), [{ task, world }]);
+    } finally {
+      fs.rmSync(path.dirname(tmpFile), { recursive: true, force: true });
+    }
+    assert.throws(() => taskFromRow({ ...row, hints: { ...row.hints, op: 'divide' } }, 'row'), /"hints\.op" must be null, double, sum, compare or difference/);
   });
 
   it("a world's shapes stay the four: --shapes difference and a settings row with it are refused", async () => {
