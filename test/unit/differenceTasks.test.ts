@@ -283,13 +283,16 @@ function replay(tok: ReturnType<typeof trainDefaultTokenizer>, script: readonly 
 describe('agent-lab eval --split fresh-differences on a tiny trained student', function () {
   this.timeout(600_000);
   let tmp: string;
-  before(() => (tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-diff-eval-'))));
+  let run: string;
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-diff-eval-'));
+    run = path.join(tmp, 'run');
+    const t = await capture(() => main(['train', 'sft', '--steps', '2', '--eval-limit', '0', '--run', run]));
+    assert.equal(t.code, 0, t.stderr);
+  });
   after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
   it('writes a summary with by_kind.difference, the fresh-values worlds and the split size', async () => {
-    const run = path.join(tmp, 'run');
-    const t = await capture(() => main(['train', 'sft', '--steps', '2', '--eval-limit', '0', '--run', run]));
-    assert.equal(t.code, 0, t.stderr);
     const e = await capture(() => main(['eval', '--run', run, '--split', 'fresh-differences', '--limit', '4', '--json']));
     assert.equal(e.code, 0, e.stderr);
     const printed = JSON.parse(e.stdout.trim().split('\n').pop()!) as { n: number; by_kind: Record<string, { n: number }>; of: number };
@@ -306,7 +309,20 @@ describe('agent-lab eval --split fresh-differences on a tiny trained student', f
     assert.ok(rows.every((r) => r.kind === 'difference' && /^values:100000\d+$/.test(r.world)));
   });
 
-  it("memorised: a student that answers with the seed world's difference where the fresh world's differs", async () => {
+  it('train grpo --pool fresh-differences draws the pool (one step, a wiring check, not a measurement)', async () => {
+    const g = path.join(tmp, 'grpo');
+    const r = await capture(() =>
+      main(['train', 'grpo', '--from', run, '--pool', 'fresh-differences', '--steps', '1', '--group', '2', '--tasks', '2', '--dynamic-sampling', 'off', '--prescreen', '0', '--eval-limit', '0', '--eval-every', '0', '--run', g]),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /500 RL tasks \(pool fresh-differences\)/);
+    const config = JSON.parse(fs.readFileSync(path.join(g, 'config.json'), 'utf8'));
+    assert.equal(config.grpo.pool, 'fresh-differences');
+    assert.deepEqual(config.data.taskCounts, { difference: 500 });
+    assert.equal(config.data.rlWorlds, RL_POOL_WORLDS);
+  });
+
+  it("failure labels: memorised (the seed world's difference where the fresh world's differs), calc (subtracted the wrong way round)", async () => {
     const seedValues = new Map(TASK_FACTS.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]] as const));
     const seedDifference = (t: Task): string => {
       const [[a, attr], [b]] = t.hints.facts as [[string, string], [string, string]];
@@ -322,5 +338,11 @@ describe('agent-lab eval --split fresh-differences on a tiny trained student', f
     const { rows, summary } = await evaluateTasks(new AgentRuntime(replay(tok, encodeWithMask(wrong, tok).ids), tok, env, null), [task], env, { split: 'fresh-differences', world });
     assert.equal(rows[0]!.failure, 'memorised');
     assert.deepEqual(summary.by_kind, { difference: { n: 1, accuracy: 0 } });
+    // A student that subtracts the wrong way round departs at its calc: labelled `calc` against the grader's reference.
+    const reversed: Teacher = (prompt) => makeStubTeacher([task], { reference: true })(prompt).replace(/"expr": "(\d+)-(\d+)"/, '"expr": "$2-$1"');
+    const backwards = rollout(task, reversed, env);
+    assert.match(backwards.answer!, /^-\d+$/);
+    const r2 = await evaluateTasks(new AgentRuntime(replay(tok, encodeWithMask(backwards.transcript, tok).ids), tok, env, null), [task], env, { split: 'fresh-differences', world });
+    assert.equal(r2.rows[0]!.failure, 'calc');
   });
 });
