@@ -148,7 +148,7 @@ export const COMMANDS: Record<
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
       '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
-      '      [--pool train|fresh-values|fresh-entities] [--objective grpo|rft] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N] [--revisit on|off] [--balance-compares on|off] [--guide on|off]\n' +
+      '      [--pool train|fresh-values|fresh-entities|fresh-differences] [--objective grpo|rft] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N] [--revisit on|off] [--balance-compares on|off] [--guide on|off]\n' +
       '      [--prescreen N [--prescreen-samples S]] [--force]      (--prescreen: N pool tasks sampled first to predict the share of groups that will carry a gradient;\n' +
       '        default 10% of the run\'s rollouts, 0: none; a prediction below 5% refuses the run with its cause, --force runs it anyway)\n' +
       '      [--stop-flat N]      (stop, checkpoint kept, after N steps in a row with every group flat; default 10, 0: never)\n' +
@@ -186,7 +186,7 @@ export const COMMANDS: Record<
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
     usage:
-      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities] [--limit N] [--copy-bias B] [--backend B] [--json]',
+      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities|fresh-differences] [--limit N] [--copy-bias B] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },

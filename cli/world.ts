@@ -77,6 +77,7 @@ export function readDocsFolder(dirArg: string): { docs: DocFile[]; files: string
 function parseShapes(v: string): TaskKind[] {
   const shapes = v.split(',').map((s) => s.trim());
   const bad = shapes.find((s) => !TASK_SHAPES.includes(s as TaskKind));
+  if (bad === 'difference') throw new UsageError("--shapes: 'difference' is a family no teacher demonstrates, never a world's shape: it is the evaluation split fresh-differences and the RL pool of that name");
   if (bad !== undefined) throw new UsageError(`--shapes: unknown shape '${bad}' (known: ${TASK_SHAPES.join(', ')})`);
   return [...new Set(shapes as TaskKind[])];
 }
@@ -192,6 +193,7 @@ export function runSourceWorldCommand(o: Options): void {
   if (manifest.fresh) {
     const f = manifest.fresh['fresh-values'];
     console.log(`  reading splits: fresh-values and fresh-entities, ${f.seeds.length} derived worlds each from reserved seeds (eval --split fresh-values|fresh-entities)`);
+    console.log(`  no-teacher split: fresh-differences, "by how much is A larger than B" in fresh-values' worlds (eval --split fresh-differences; RL: train grpo --pool fresh-differences)`);
   }
 }
 

@@ -5,6 +5,7 @@
 // entity with names shaped like the table's own (capitals, digits, hyphens, several words).
 // Deterministic per (table, kind, seed). A student that answers a derived world's question
 // with the parent's value has remembered, not read (`memorised`).
+import { differenceGold } from './differenceTasks';
 import { PyRandom } from './pyrandom';
 import { type Fact, compareTask, doubleTask, isNum, lookupTask, sumTask } from './world';
 import type { Task } from './types';
@@ -221,6 +222,9 @@ export function parentGoldOf(task: Task, parent: readonly Fact[], renamed: Reado
       return isNum(f1![2]) && isNum(f2![2]) ? sumTask(f1!, f2!).gold : null;
     case 'compare':
       return isNum(f1![2]) && isNum(f2![2]) ? (compareTask(f1!, f2!)?.gold ?? null) : null;
+    case 'difference':
+      // The same question (A's value minus B's) over the parent's values, whichever is larger there.
+      return isNum(f1![2]) && isNum(f2![2]) ? differenceGold(f1![2], f2![2]) : null;
   }
 }
 

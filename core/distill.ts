@@ -1,5 +1,6 @@
 // Generate ReAct trajectories with a teacher, keep the solved ones (rejection sampling),
 // de-duplicated per task — the seed's distill.py. The teacher is injected.
+import { assertTeacherTasks } from './differenceTasks';
 import { floatToBigInt, isIntegerFloat, pyFloatRepr, pyParseFloat } from './pyfloat';
 import { pyRstripChars, pySplitWhitespace, pyStrip, splitOnce } from './pystr';
 import { SYSTEM_PROMPT, ToolEnv } from './env';
@@ -76,6 +77,8 @@ export function distill(
   samplesPerTask = 4,
   stats?: DistillStats,
 ): TraceRow[] {
+  // Whatever the teacher, a no-teacher family never becomes SFT data (core/differenceTasks.ts).
+  assertTeacherTasks(tasks, 'distill');
   const kept: TraceRow[] = [];
   for (const task of tasks) {
     const seen = new Set<string>();

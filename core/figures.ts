@@ -23,7 +23,7 @@ export interface Figure {
 
 export const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
-const SHAPE_ORDER = ['lookup', 'double', 'sum', 'compare'];
+const SHAPE_ORDER = ['lookup', 'double', 'sum', 'compare', 'difference'];
 
 /** "lookup 5/10, double 3/10, sum 0/28, compare 10/12": solved of evaluated, per shape. */
 export function shapeLine(byKind: Record<string, KindFigure> | undefined): string {

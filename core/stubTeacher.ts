@@ -2,6 +2,7 @@
 // (Task.hints) and emits exactly the wire format a real model would, offline. Its yield
 // is high but not guaranteed: a search that misses the fact makes it answer "unknown".
 import { escapeRegExp, pyStrip, splitOnce } from './pystr';
+import { assertTeacherTasks } from './differenceTasks';
 import type { Task } from './types';
 import { END, TOOL_RESULT, USER, renderCall } from './wire';
 
@@ -50,9 +51,17 @@ export interface StubTeacherOptions {
    * "Answer:" where a remembered winner competes with a sign several tokens back.
    */
   compareVerdict?: boolean;
+  /**
+   * The teacher as a grader's reference (evaluation's failure labels and span accuracy):
+   * it may then follow a no-teacher task's key too (core/differenceTasks.ts). Never for a
+   * demonstration: without it a teacher over such a task is refused.
+   */
+  reference?: boolean;
 }
 
 export function makeStubTeacher(tasks: readonly Task[], options: StubTeacherOptions = {}): Teacher {
+  // The stub teacher never demonstrates a difference task: only a verifiable reward may teach one.
+  if (!options.reference) assertTeacherTasks(tasks, 'stub teacher');
   const byQuestion = new Map<string, Task>();
   for (const t of tasks) byQuestion.set(t.question, t); // later duplicates win, as a dict
   return (prompt: string): string => {

@@ -6,8 +6,15 @@ export interface Passage {
   readonly text: string;
 }
 
-export type TaskKind = 'lookup' | 'double' | 'sum' | 'compare';
-export type TaskOp = null | 'double' | 'sum' | 'compare';
+/**
+ * The four shapes a world builds and the teacher demonstrates, and `difference` (core/differenceTasks.ts):
+ * a family no teacher demonstrates, only an RL pool and an evaluation split.
+ */
+export type TaskKind = 'lookup' | 'double' | 'sum' | 'compare' | 'difference';
+export type TaskOp = null | 'double' | 'sum' | 'compare' | 'difference';
+
+/** Every task kind, in the order figures list them. */
+export const TASK_KINDS: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare', 'difference'];
 
 /** The answer key. The real teacher never sees it; the stub teacher does. */
 export interface TaskHints {
@@ -15,7 +22,7 @@ export interface TaskHints {
   /** (entity, attribute) pairs; serialised as 2-element arrays (Python tuples). */
   readonly facts: [string, string][];
   readonly op: TaskOp;
-  /** compare only: [e1, e2]. */
+  /** compare: [e1, e2]; difference: [A, B], A's value the larger. */
   readonly names?: [string, string];
 }
 

@@ -1,10 +1,9 @@
 // Rows of a world folder (corpus.jsonl, train.jsonl, heldout.jsonl, as `agent-lab world`
 // and "Agent Lab: Build World" write them) back into the core's shapes: the inverses of
 // core/world.ts's passageToRow/taskToRow, checked, with the row named in every error.
-import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
+import { TASK_KINDS as KINDS, type Passage, type Task, type TaskHints, type TaskKind, type TaskOp } from './types';
 
-const KINDS: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
-const OPS: readonly TaskOp[] = [null, 'double', 'sum', 'compare'];
+const OPS: readonly TaskOp[] = [null, 'double', 'sum', 'compare', 'difference'];
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

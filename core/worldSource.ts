@@ -376,8 +376,9 @@ export interface SourceTask {
 }
 
 const TASK_KEYS = ['question', 'gold', 'kind', 'hints'];
-const OP_OF: Record<TaskKind, TaskOp> = { lookup: null, double: 'double', sum: 'sum', compare: 'compare' };
-const FACTS_OF: Record<TaskKind, number> = { lookup: 1, double: 1, sum: 2, compare: 2 };
+// A tasks file's kinds are the four SFT shapes (TASK_SHAPES); difference is listed for the record's sake.
+const OP_OF: Record<TaskKind, TaskOp> = { lookup: null, double: 'double', sum: 'sum', compare: 'compare', difference: 'difference' };
+const FACTS_OF: Record<TaskKind, number> = { lookup: 1, double: 1, sum: 2, compare: 2, difference: 2 };
 
 /** Hints with no answer key: the stub teacher cannot follow them; an HTTP teacher or a student can. */
 export const NO_HINTS: TaskHints = { queries: [], facts: [], op: null };
@@ -646,9 +647,9 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
   const seed = options.seed ?? 0;
   const settings: FactSettings = { ...table.settings, ...options.settings };
   const shapes = settings.shapes ?? [...TASK_SHAPES];
-  const distractors = settings.distractors ?? 0;
-  const forms = options.forms === 'textbook' ? null : [...(options.forms ?? settings.templates ?? PLAIN_TEMPLATES)];
-  const corpus = forms === null ? buildCorpus(seed, distractors, table.facts) : buildOwnCorpus(seed, distractors, table.facts, forms);
+  const notAShape = shapes.find((s) => !TASK_SHAPES.includes(s));
+  if (notAShape !== undefined) throw new Error(`a world builds only the shapes ${TASK_SHAPES.join(', ')}, not ${notAShape} (a family no teacher demonstrates: an evaluation split and an RL pool)`);
+  const { corpus, forms } = factWorldCorpus(table, options);
   const numeric = table.facts.filter((f) => isNum(f[2]));
   const warnings: string[] = [];
   // makeTasks draws pairs of numeric facts; with fewer than two there are no pairs to draw.
@@ -670,6 +671,15 @@ export function buildFactWorld(table: FactTable, options: FactWorldOptions = {})
   // Counted over the tasks written (after the split and the overlap exclusion).
   noteGrammar([...split.train, ...split.heldout, ...split.dev], new Map(table.facts.map((f) => [`${f[0]}\u0000${f[1]}`, f[2]])), unsolvable, warnings, options.templates);
   return { corpus, ...split, unsolvable, warnings, templates: forms };
+}
+
+/** A fact world's corpus alone, as buildFactWorld renders it (and the surface forms it used; null: the textbook's). */
+export function factWorldCorpus(table: FactTable, options: FactWorldOptions = {}): { corpus: Passage[]; forms: string[] | null } {
+  const seed = options.seed ?? 0;
+  const settings: FactSettings = { ...table.settings, ...options.settings };
+  const distractors = settings.distractors ?? 0;
+  const forms = options.forms === 'textbook' ? null : [...(options.forms ?? settings.templates ?? PLAIN_TEMPLATES)];
+  return { corpus: forms === null ? buildCorpus(seed, distractors, table.facts) : buildOwnCorpus(seed, distractors, table.facts, forms), forms };
 }
 
 export interface DocsWorldOptions {

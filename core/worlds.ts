@@ -6,6 +6,7 @@
 // seed's value has remembered, not read. World seeds are partitioned by purpose: the
 // evaluation splits' seeds are reserved, and no training pool, augmentation or RL pool may
 // draw from them (assertNotReserved).
+import { differenceGold, drawDifferenceTasks, splitPairs } from './differenceTasks';
 import { ToolEnv } from './env';
 import { TEMPLATES, type Template } from './grammar';
 import type { McpTool } from './tools/schemas';
@@ -206,10 +207,12 @@ export function worldEnv(id: WorldId): ToolEnv {
 
 /** Evaluation splits made of fresh worlds: kind, reserved world seeds, held-out tasks per world. */
 export interface FreshSplit {
-  name: 'dev' | 'fresh-values' | 'fresh-entities';
+  name: 'dev' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
   kind: WorldKind;
   seeds: number[];
   tasksPerWorld: number;
+  /** Absent: each world's held-out tasks (the four shapes). 'difference': that no-teacher family (core/differenceTasks.ts). */
+  family?: 'difference';
 }
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
@@ -219,6 +222,8 @@ export const FRESH_SPLITS: Record<FreshSplit['name'], FreshSplit> = {
   dev: { name: 'dev', kind: 'values', seeds: range(900_001, 4), tasksPerWorld: 50 },
   'fresh-values': { name: 'fresh-values', kind: 'values', seeds: range(1_000_001, 10), tasksPerWorld: 50 },
   'fresh-entities': { name: 'fresh-entities', kind: 'entities', seeds: range(2_000_001, 10), tasksPerWorld: 50 },
+  // fresh-values' worlds (values disjoint from training by construction), asked "by how much is A larger than B".
+  'fresh-differences': { name: 'fresh-differences', kind: 'values', seeds: range(1_000_001, 10), tasksPerWorld: 50, family: 'difference' },
 };
 
 export { EVAL_SPLITS as SPLIT_NAMES, type EvalSplit as SplitName } from './protocol/worker';
@@ -298,15 +303,57 @@ export interface WorldTask {
   world: WorldId;
 }
 
-/** The tasks of a fresh split: each reserved world's held-out tasks, in seed order. */
+/**
+ * The tasks of a fresh split: each reserved world's held-out tasks, in seed order; for
+ * fresh-differences, each world's difference tasks over the evaluation's half of the pairs.
+ */
 export function freshSplitTasks(name: FreshSplit['name']): WorldTask[] {
   const s = FRESH_SPLITS[name];
   const out: WorldTask[] = [];
+  const pairs = s.family === 'difference' ? splitPairs(TASK_FACTS).evaluation : null;
   for (const seed of s.seeds) {
     const id = { kind: s.kind, seed };
-    for (const task of buildWorld(id).heldout.slice(0, s.tasksPerWorld)) out.push({ task, world: id });
+    const tasks = pairs ? drawDifferenceTasks(worldFacts(id), pairs, s.tasksPerWorld, seed) : buildWorld(id).heldout.slice(0, s.tasksPerWorld);
+    for (const task of tasks) out.push({ task, world: id });
   }
   return out;
+}
+
+/**
+ * RL's fresh-differences pool on the textbook table: the RL value worlds (the fresh-values
+ * pool's seeds), RL_POOL_PER_SHAPE difference tasks each over the training half of the
+ * pairs; asserted apart from the evaluation split (assertPoolApart).
+ */
+export function freshDifferencePool(): WorldTask[] {
+  const pairs = splitPairs(TASK_FACTS).training;
+  const out: WorldTask[] = [];
+  for (let i = 0; i < RL_POOL_WORLDS; i++) {
+    const world: WorldId = { kind: 'values', seed: TRAINING_SEEDS.rlValues + i };
+    assertNotReserved(world, 'RL pool fresh-differences');
+    for (const task of drawDifferenceTasks(worldFacts(world), pairs, RL_POOL_PER_SHAPE, world.seed)) out.push({ task, world });
+  }
+  assertPoolApart(
+    out.map(({ task, world }) => ({ task, seed: world.seed })),
+    freshSplitTasks('fresh-differences').map(({ task, world }) => ({ task, seed: world.seed })),
+    'RL pool fresh-differences',
+  );
+  return out;
+}
+
+/**
+ * Throws (naming the item) when a training pool shares anything with an evaluation split: a
+ * world seed, a task (its question) or an overlap key (its kind and facts, in any world).
+ */
+export function assertPoolApart(pool: readonly { task: Task; seed: number }[], evaluation: readonly { task: Task; seed: number }[], purpose: string): void {
+  const seeds = new Set(evaluation.map((e) => e.seed));
+  const questions = new Set(evaluation.map((e) => e.task.question));
+  const keys = new Map(evaluation.map((e) => [overlapKey(e.task), e.task.question] as const));
+  for (const { task, seed } of pool) {
+    if (seeds.has(seed)) throw new ReservedWorldError(`${purpose}: world seed ${seed} is a world of the evaluation split (task ${JSON.stringify(task.question)}); it may not be trained on`);
+    if (questions.has(task.question)) throw new ReservedWorldError(`${purpose}: the task ${JSON.stringify(task.question)} is a task of the evaluation split; it may not be trained on`);
+    const seen = keys.get(overlapKey(task));
+    if (seen !== undefined) throw new ReservedWorldError(`${purpose}: the task ${JSON.stringify(task.question)} asks for the facts of the evaluation split's ${JSON.stringify(seen)}; it may not be trained on`);
+  }
 }
 
 /** Split sizes and reserved seeds, as recorded in config.json and eval summaries. */
@@ -405,5 +452,7 @@ export function seedGoldOf(task: Task): string | null {
       return sumTask(f1!, f2!).gold;
     case 'compare':
       return compareTask(f1!, f2!)?.gold ?? null;
+    case 'difference':
+      return differenceGold(f1![2], f2![2]);
   }
 }

@@ -11,7 +11,7 @@ export interface EvalChoice {
   label: string;
   description: string;
   runDir: string;
-  split: 'heldout' | 'train' | 'dev' | 'fresh-values' | 'fresh-entities';
+  split: 'heldout' | 'train' | 'dev' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
   /** Another world folder to evaluate on (eval --world); absent: the run's own world. */
   world?: string;
 }
@@ -50,6 +50,7 @@ export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; 
     if (w.fresh) {
       out.push({ label: `${r.name}: fresh-values`, description: 'known questions with values the student never saw (read or remembered?)', runDir: r.dir, split: 'fresh-values' });
       out.push({ label: `${r.name}: fresh-entities`, description: 'questions about entities the student never saw', runDir: r.dir, split: 'fresh-entities' });
+      out.push({ label: `${r.name}: fresh-differences`, description: '"by how much is A larger than B": a kind no teacher demonstrated (only RL teaches it)', runDir: r.dir, split: 'fresh-differences' });
     }
     if (w.dev > 0 || w.name === 'the textbook world') out.push({ label: `${r.name}: dev`, description: w.dev > 0 ? `${count(w.dev, limit)}: for choosing recipes` : 'fresh worlds for choosing recipes', runDir: r.dir, split: 'dev' });
     out.push({ label: `${r.name}: train`, description: 'the tasks it trained on (memorised or learned?)', runDir: r.dir, split: 'train' });

@@ -288,7 +288,7 @@ export const isResumable = (r: RunInfo): boolean =>
 export const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
 /** The reading splits beside held-out: a student that remembers instead of reading shows it there. */
-const READING_SPLITS = ['fresh-values', 'fresh-entities'] as const;
+const READING_SPLITS = ['fresh-values', 'fresh-entities', 'fresh-differences'] as const;
 
 /** A run's held-out figure, named ("held-out 32.7% of 55 (Evaluate, step-1484)"); '' when it has none. */
 export function heldoutShort(r: Pick<RunInfo, 'heldout' | 'heldoutFigure'>): string {

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { TraceRow, ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { overlapKey } from '../core/overlap';
 import { canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/tokenizer';
-import type { Passage, Task, TaskKind } from '../core/types';
+import { TASK_KINDS, type Passage, type Task, type TaskKind } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
@@ -23,7 +23,7 @@ import { WORLD_MANIFEST, readWorldFolder } from '../trainer/worldFolder';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
 const HELDOUT_SAMPLES = 4;
-const KINDS: readonly string[] = ['lookup', 'double', 'sum', 'compare'];
+const KINDS: readonly string[] = TASK_KINDS;
 
 export interface PreparedSftData {
   runDir: string;

@@ -211,7 +211,8 @@ export async function evaluateTasks(
   env: ToolEnv,
   options: EvalOptions,
 ): Promise<{ rows: EvalRow[]; summary: EvalSummary }> {
-  const teacher = makeStubTeacher(tasks, stubTeacherOptions(options.teacher ?? {}, env));
+  // The grader's reference (a no-teacher task's too): never shown to the student.
+  const teacher = makeStubTeacher(tasks, { ...stubTeacherOptions(options.teacher ?? {}, env), reference: true });
   const isEntity = corpusEntities(env);
   const rows: EvalRow[] = [];
   let contaminated = 0;

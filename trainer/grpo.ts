@@ -21,8 +21,8 @@ import {
 import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
-import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldRecord } from './worldFolder';
-import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
+import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldDifferencePool, worldRecord } from './worldFolder';
+import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshDifferencePool, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -123,12 +123,14 @@ export { RL_OBJECTIVES, RL_POOLS, SCALE_REWARDS, type RlObjective, type RlPool, 
  * the gradient SFT already gave). 'fresh-values' / 'fresh-entities': training worlds of
  * their own seeds (core/worlds.ts TRAINING_SEEDS, never an evaluation split's), with the
  * overlap contract kept in every world; 'fresh-entities' worlds were never distilled, so
- * only the verifiable reward can teach them.
+ * only the verifiable reward can teach them. 'fresh-differences': the RL value worlds asked a
+ * family no teacher demonstrates (core/differenceTasks.ts), apart from its evaluation split.
  */
 export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readonly Task[], opts: { balanceCompares?: boolean } = {}): WorldTask[] {
   if (pool === 'train') {
     return fs.existsSync(trainTasksFile) ? loadWorldTasks(trainTasksFile) : makeTaskPool(0).train.map((task) => ({ task, world: SEED_WORLD }));
   }
+  if (pool === 'fresh-differences') return freshDifferencePool();
   const heldKeys = new Set(heldout.map(overlapKey));
   const kind = pool === 'fresh-values' ? 'values' : 'entities';
   const first = pool === 'fresh-values' ? TRAINING_SEEDS.rlValues : TRAINING_SEEDS.rlEntities;
@@ -146,9 +148,18 @@ export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readon
  * every name of the world's fresh-entities split), RL_POOL_PER_SHAPE tasks of each shape
  * from each, none a held-out or dev task's facts (trainer/prepare.ts derivedWorldTasks, which
  * the SFT augmentation draws through too, asserts that no evaluation name is in the pool).
+ * 'fresh-differences': the same value worlds asked the no-teacher family (trainer/worldFolder.ts).
  */
-export function worldRlTaskPool(w: LoadedWorld, pool: 'fresh-values' | 'fresh-entities'): WorldTask[] {
+export function worldRlTaskPool(w: LoadedWorld, pool: 'fresh-values' | 'fresh-entities' | 'fresh-differences'): WorldTask[] {
   if (!w.facts || !w.manifest) throw new UserError(`--pool ${pool} derives worlds from a fact table: ${w.manifest?.name ?? w.dir} has none (a documents world, or built before worlds kept facts.json): use --pool train`);
+  if (pool === 'fresh-differences') {
+    try {
+      return worldDifferencePool(w, Array.from({ length: RL_POOL_WORLDS }, (_, i) => TRAINING_SEEDS.rlValues + i), RL_POOL_PER_SHAPE);
+    } catch (err) {
+      if (err instanceof InputError) throw new UserError(err.message);
+      throw err;
+    }
+  }
   const kind = pool === 'fresh-values' ? 'values' : 'entities';
   const first = pool === 'fresh-values' ? TRAINING_SEEDS.rlValues : TRAINING_SEEDS.rlEntities;
   const evalNames = worldEvaluationNames(w);

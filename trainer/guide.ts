@@ -6,6 +6,7 @@
 // exists: the stub teacher reads values from observations, so it solves any textbook world;
 // the no-teacher case (a pool that was never distilled) is exactly where this is off.
 import { rollout as teacherRollout } from '../core/distill';
+import { isNoTeacherKind } from '../core/differenceTasks';
 import { makeStubTeacher } from '../core/stubTeacher';
 import type { BpeTokenizer } from '../core/tokenizer';
 import type { Task } from '../core/types';
@@ -18,9 +19,12 @@ import { stubTeacherOptions, type TeacherKnobs } from './recipes';
  * The stub teacher's solved transcript of `task` in `world` as an episode: its ids as the
  * SFT data tokenizes them, `generated` = 1 exactly where SFT supervises (the assistant's
  * turns), so the update's labels are the teacher's tokens and never the harness's.
- * Null when the teacher does not solve it or the transcript outgrows `maxSeq`.
+ * Null when the teacher does not solve it, the transcript outgrows `maxSeq`, or the task is
+ * of a family no teacher demonstrates (core/differenceTasks.ts).
  */
 export function teacherEpisode(task: Task, world: WorldId, tokenizer: BpeTokenizer, knobs: TeacherKnobs, maxSeq: number, maxSteps: number): Episode | null {
+  // A no-teacher family (fresh-differences) has no teacher to guide with: the group stays the student's.
+  if (isNoTeacherKind(task.kind)) return null;
   const env = worldEnv(world);
   const teacher = makeStubTeacher([task], stubTeacherOptions(knobs, env));
   const { transcript, solved, answer, steps } = teacherRollout(task, teacher, env, maxSteps);

@@ -111,11 +111,12 @@ export async function runEval(
       traceTexts = fs.existsSync(traceFile) ? readTraceRows(traceFile).map((r) => r.text) : [];
     } else {
       // The teacher the run's recipe trained with (its k and thoughts), in the task's own world;
-      // a question without hints (docs/worlds.md) has no answer key to follow.
+      // a question without hints (docs/worlds.md) has no answer key to follow. A no-teacher
+      // task's (fresh-differences) is the grader's reference: a trajectory the student never saw.
       traceTexts = tasks
         .filter(({ task }) => isHinted(task))
         .slice(0, 50)
-        .map(({ task, world }) => rollout(task, makeStubTeacher([task], stubTeacherOptions(teacher, worldEnv(world))), worldEnv(world)).transcript);
+        .map(({ task, world }) => rollout(task, makeStubTeacher([task], { ...stubTeacherOptions(teacher, worldEnv(world)), reference: true }), worldEnv(world)).transcript);
     }
     const spanExamples = traceTexts
       .slice(0, limit ?? undefined)
@@ -123,7 +124,8 @@ export async function runEval(
       .filter((e): e is TrainExample => e !== null);
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
-    const freshSpec = pool.world && (split === 'fresh-values' || split === 'fresh-entities') ? pool.world.manifest?.fresh?.[split] : undefined;
+    // fresh-differences is asked over fresh-values' worlds (trainer/worldFolder.ts freshWorldDifferenceTasks).
+    const freshSpec = pool.world && (split === 'fresh-values' || split === 'fresh-entities' || split === 'fresh-differences') ? pool.world.manifest?.fresh?.[split === 'fresh-differences' ? 'fresh-values' : split] : undefined;
     const manifest: SplitManifest | undefined = pool.world
       ? split === 'train'
         ? undefined

@@ -5,6 +5,7 @@
 // share near 0 says before any update that RL has nothing to learn from this student on
 // this pool. Pure functions, and the sampling in pieces that lets a stop in; trainer/grpo.ts
 // samples the rollouts.
+import type { RlPool } from '../core/protocol/grpoOptions';
 import type { TaskKind } from '../core/types';
 
 /**
@@ -147,7 +148,7 @@ export interface PrescreenVerdict {
 
 /** Where the run draws from, for the next step a verdict names. */
 export interface VerdictContext {
-  pool: 'train' | 'fresh-values' | 'fresh-entities';
+  pool: RlPool;
   /** The run's world has no fresh pools (a user's world without a fact table: documents and questions). */
   noFreshPools: boolean;
   /** The SFT run the GRPO run starts from (for the continued-SFT command). */
@@ -162,12 +163,15 @@ function memorisedNext(c: VerdictContext): string {
   }
   if (c.pool === 'train') return '`--pool fresh-values` (training worlds with new values, never distilled)';
   if (c.pool === 'fresh-values') return '`--pool fresh-entities` (training worlds with new entities: harder)';
+  if (c.pool === 'fresh-entities') return '`--pool fresh-differences` (a family no teacher demonstrates)';
   return '`--temperature 1.2` (hotter rollouts differ more)';
 }
 
 /** The next step when every rollout fails. */
 function tooHardNext(c: VerdictContext): string {
-  const easier = c.pool === 'fresh-entities' ? ' or an easier pool: `--pool fresh-values`' : c.pool === 'fresh-values' && !c.noFreshPools ? ' or an easier pool: `--pool train`' : '';
+  const easier = c.pool === 'fresh-entities' || c.pool === 'fresh-differences' ? ' or an easier pool: `--pool fresh-values`' : c.pool === 'fresh-values' && !c.noFreshPools ? ' or an easier pool: `--pool train`' : '';
+  // No teacher demonstrates a difference: a guided group would have nothing to join it.
+  if (c.pool === 'fresh-differences') return `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`: its sums and compares use the same calls, then GRPO from it)${easier}`;
   return (
     `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`, then GRPO from it)${easier}, ` +
     "or `--guide on` (the stub teacher's transcript joins every all-wrong group)"

@@ -104,7 +104,8 @@ const DEV_POINT_TASKS = 50;
 
 /** Where a training example comes from: the seed world or a fresh (augmentation) world. */
 type Origin = 'seed' | 'fresh';
-const TASK_KINDS = ['lookup', 'double', 'sum', 'compare'] as const;
+// difference: a no-teacher family, SFT data only in a baseline that trains on the student's own verified rollouts.
+const TASK_KINDS = ['lookup', 'double', 'sum', 'compare', 'difference'] as const;
 
 /** Mean token loss over examples (unweighted), no gradients. */
 export async function heldoutLoss(model: StackModel, examples: readonly TrainExample[]): Promise<number> {

@@ -1,5 +1,5 @@
 // Task rows (world/*.jsonl, data/train.tasks.jsonl) back to Tasks, validated.
-import type { Task, TaskKind, TaskOp } from '../core/types';
+import { TASK_KINDS as KINDS, type Task, type TaskKind, type TaskOp } from '../core/types';
 
 export interface TaskRowLike {
   question: unknown;
@@ -7,8 +7,6 @@ export interface TaskRowLike {
   kind: unknown;
   hints: unknown;
 }
-
-const KINDS: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
 
 export function taskFromRow(row: TaskRowLike, where = 'task row'): Task {
   const fail = (what: string): never => {
@@ -26,7 +24,7 @@ export function taskFromRow(row: TaskRowLike, where = 'task row'): Task {
     fail('"hints.facts" must be [entity, attribute] pairs');
   }
   const op = h!.op;
-  if (op !== null && op !== 'double' && op !== 'sum' && op !== 'compare') fail('"hints.op" must be null, double, sum or compare');
+  if (op !== null && op !== 'double' && op !== 'sum' && op !== 'compare' && op !== 'difference') fail('"hints.op" must be null, double, sum, compare or difference');
   const names = h!.names;
   return {
     question: row.question as string,

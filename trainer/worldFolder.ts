@@ -8,10 +8,11 @@ import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
 import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { type DerivedKind, deriveFacts } from '../core/derivedWorlds';
-import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate } from '../core/worldSource';
+import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { SEED_WORLD, WorldId, type WorldTask, registerCustomWorld } from '../core/worlds';
+import { SEED_WORLD, WorldId, type WorldTask, assertPoolApart, registerCustomWorld } from '../core/worlds';
+import { drawDifferenceTasks, splitPairs } from '../core/differenceTasks';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
 import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
@@ -404,7 +405,8 @@ export function derivedBuildOptions(w: LoadedWorld): FactWorldOptions {
  * build settings and tool list over the derived table), its held-out tasks, each world
  * registered with its parent's table so `memorised` can be judged in any thread.
  */
-export function freshWorldTasks(w: LoadedWorld, split: FreshName): { tasks: WorldTask[]; spec: FreshSpec } {
+export function freshWorldTasks(w: LoadedWorld, split: FreshName | 'fresh-differences'): { tasks: WorldTask[]; spec: FreshSpec } {
+  if (split === 'fresh-differences') return freshWorldDifferenceTasks(w);
   const spec = w.manifest?.fresh?.[split];
   if (!w.facts || !spec || !w.manifest) {
     throw new InputError(`the world in ${w.dir} has no ${split} split: it is not a fact table's world, or it was built before worlds had one (rebuild it with agent-lab world --facts ... --out ${w.dir})`);
@@ -431,6 +433,75 @@ export function freshWorldTasks(w: LoadedWorld, split: FreshName): { tasks: Worl
     for (const task of built.heldout.slice(0, spec.tasks_per_world)) tasks.push({ task, world: id });
   }
   return { tasks, spec };
+}
+
+/** Difference tasks of the fresh-differences split: about 500 over the fresh-values worlds (core/worlds.ts FRESH_SPLITS' rule). */
+const DIFFERENCE_SPLIT_TASKS = 500;
+
+/**
+ * A difference family's world derived from `w`'s table with new values (seed `seed`): its
+ * corpus rendered as the parent's build settings render it, registered with `tasks` (chosen
+ * from the derived table by `choose`) and the parent's table, so `memorised` is judged.
+ */
+function differenceWorld(w: LoadedWorld, seed: number, choose: (facts: Fact[]) => Task[], as: 'heldout' | 'train'): { id: WorldId; tasks: Task[] } {
+  const derived = deriveFacts(w.facts!, { kind: 'values', seed });
+  const tasks = choose(derived.facts);
+  const { corpus } = factWorldCorpus({ facts: derived.facts, lines: [], settings: {} }, derivedBuildOptions(w));
+  const id = registerCustomWorld({
+    corpus,
+    train: as === 'train' ? tasks : [],
+    heldout: as === 'heldout' ? tasks : [],
+    dev: [],
+    tools: w.tools,
+    parent: { kind: 'values', facts: w.facts!, renamed: [] },
+  });
+  return { id, tasks };
+}
+
+/**
+ * A fact world's fresh-differences split: its fresh-values worlds (the same reserved seeds,
+ * so values disjoint from training by construction) asked "by how much is A larger than B"
+ * over the evaluation's half of its pairs (core/differenceTasks.ts splitPairs), about 500.
+ */
+export function freshWorldDifferenceTasks(w: LoadedWorld): { tasks: WorldTask[]; spec: FreshSpec } {
+  const { items, spec } = differenceSplit(w);
+  return { tasks: items.map(({ task, world }) => ({ task, world })), spec };
+}
+
+/** The split's tasks, each with the seed of the derived world it lives in. */
+function differenceSplit(w: LoadedWorld): { items: (WorldTask & { seed: number })[]; spec: FreshSpec } {
+  const values = w.manifest?.fresh?.['fresh-values'];
+  if (!w.facts || !values || !w.manifest) {
+    throw new InputError(`the world in ${w.dir} has no fresh-differences split: it is not a fact table's world, or it was built before worlds had reading splits (rebuild it with agent-lab world --facts ... --out ${w.dir})`);
+  }
+  const pairs = splitPairs(w.facts).evaluation;
+  if (pairs.size === 0) throw new InputError(`the world in ${w.dir} has no fresh-differences split: no attribute of its table has numeric values of two entities`);
+  const spec: FreshSpec = { kind: 'values', seeds: values.seeds, tasks_per_world: Math.ceil(DIFFERENCE_SPLIT_TASKS / values.seeds.length) };
+  const items: (WorldTask & { seed: number })[] = [];
+  for (const seed of spec.seeds) {
+    const { id, tasks } = differenceWorld(w, seed, (facts) => drawDifferenceTasks(facts, pairs, spec.tasks_per_world, seed), 'heldout');
+    for (const task of tasks) items.push({ task, world: id, seed });
+  }
+  return { items: items.slice(0, DIFFERENCE_SPLIT_TASKS), spec };
+}
+
+/**
+ * RL's fresh-differences pool of a fact world: worlds derived from its table with the RL value
+ * seeds (`seeds`: the fresh-values pool's), `perWorld` difference tasks each over the training
+ * half of its pairs; asserted apart from the world's fresh-differences split (a seed, a task
+ * or an overlap key shared is an error naming it).
+ */
+export function worldDifferencePool(w: LoadedWorld, seeds: readonly number[], perWorld: number): WorldTask[] {
+  if (!w.facts || !w.manifest) throw new InputError(`--pool fresh-differences derives worlds from a fact table: ${w.manifest?.name ?? w.dir} has none (a documents world, or built before worlds kept facts.json): use --pool train`);
+  const pairs = splitPairs(w.facts).training;
+  if (pairs.size === 0) throw new InputError(`--pool fresh-differences: no attribute of ${w.manifest.name}'s table has numeric values of two entities, so there is no difference to ask`);
+  const out: (WorldTask & { seed: number })[] = [];
+  for (const seed of seeds) {
+    const { id, tasks } = differenceWorld(w, seed, (facts) => drawDifferenceTasks(facts, pairs, perWorld, seed), 'train');
+    for (const task of tasks) out.push({ task, world: id, seed });
+  }
+  assertPoolApart(out, differenceSplit(w).items, `RL pool fresh-differences of ${w.dir}`);
+  return out.map(({ task, world }) => ({ task, world }));
 }
 
 /** The tasks a run evaluates on and the world they live in: the run's own world, or the textbook's. */

@@ -8,8 +8,11 @@
 // The defaults are the Contract's (docs/architecture.md, "GRPO defaults"; trainer/grpo.ts).
 // Types, the table and pure helpers only: no Node, no DOM.
 
-/** The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled). */
-export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities'] as const;
+/**
+ * The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled);
+ * fresh-differences: the RL value worlds asked a family no teacher demonstrates.
+ */
+export const RL_POOLS = ['train', 'fresh-values', 'fresh-entities', 'fresh-differences'] as const;
 export type RlPool = (typeof RL_POOLS)[number];
 /**
  * What the update does with a step's scored rollouts: GRPO's clipped policy gradient with

@@ -28,9 +28,11 @@ export interface SftJobSpec {
 /**
  * Evaluation splits: the seed's 50 held-out tasks (reported first), the run's training
  * tasks, and fresh worlds of reserved seeds (core/worlds.ts): `dev` for choosing recipes,
- * `fresh-values` (values resampled) and `fresh-entities` (new names) for measuring reading.
+ * `fresh-values` (values resampled) and `fresh-entities` (new names) for measuring reading,
+ * and `fresh-differences` (fresh-values' worlds asked "by how much is A larger than B", a
+ * family no teacher demonstrates: what only RL's verifiable reward can teach).
  */
-export const EVAL_SPLITS = ['heldout', 'train', 'dev', 'fresh-values', 'fresh-entities'] as const;
+export const EVAL_SPLITS = ['heldout', 'train', 'dev', 'fresh-values', 'fresh-entities', 'fresh-differences'] as const;
 export type EvalSplit = (typeof EVAL_SPLITS)[number];
 
 export interface EvalJobSpec {

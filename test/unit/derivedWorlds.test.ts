@@ -46,6 +46,8 @@ function goldFromCorpus(task: Task, corpus: readonly { text: string }[]): string
       return String(BigInt(v[0]!) + BigInt(v[1]!));
     case 'compare':
       return BigInt(v[0]!) > BigInt(v[1]!) ? task.hints.facts[0]![0] : task.hints.facts[1]![0];
+    case 'difference':
+      return String(BigInt(v[0]!) - BigInt(v[1]!));
   }
 }
 

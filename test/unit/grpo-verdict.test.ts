@@ -59,6 +59,18 @@ describe('GRPO pre-screen verdict (issue 33)', () => {
     assert.match(v.next!, /`--pool fresh-values`/);
   });
 
+  it('the no-teacher pool fresh-differences: never suggests the teacher-guided groups, which have no teacher to join them', () => {
+    const hard = prescreenVerdict(screen(72, () => 0), { ...textbook, pool: 'fresh-differences' });
+    assert.equal(hard.cause, 'too-hard');
+    assert.match(hard.next!, /agent-lab train sft --from \/runs\/sft --steps N --run NEW_SFT_RUN/);
+    assert.match(hard.next!, /`--pool fresh-values`/);
+    assert.doesNotMatch(hard.next!, /--guide/);
+    assert.match(prescreenVerdict(screen(72, () => 0), { ...textbook, pool: 'fresh-entities' }).next!, /--guide on/, 'a pool the teacher can solve keeps it');
+    const solved = prescreenVerdict(screen(72, () => 8), { ...textbook, pool: 'fresh-entities' });
+    assert.match(solved.next!, /`--pool fresh-differences`/);
+    assert.match(prescreenVerdict(screen(72, () => 8), { ...textbook, pool: 'fresh-differences' }).next!, /--temperature 1\.2/);
+  });
+
   it('groups that differ only by step counts: the reward has nothing but its length term', () => {
     const v = prescreenVerdict(screen(72, () => 0, () => true), textbook);
     assert.equal(v.ok, false);
