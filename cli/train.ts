@@ -25,7 +25,7 @@ import { PreflightRefusal, runGrpo } from '../trainer/grpo';
 import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
 import type { EvalSplit } from '../core/protocol/worker';
 import { failureMeaning } from '../core/protocol/panels';
-import { evaluateFigure, figureText, shapeLine, trainingFigure } from '../core/figures';
+import { evaluateFigure, figureText, rlBaselineLines, shapeLine, trainingFigure } from '../core/figures';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
 
@@ -147,10 +147,11 @@ export async function runGrpoCommand(o: Options): Promise<void> {
   // A run that stopped itself on flat groups says why on stdout too (the warning went to stderr).
   if (s.stopped_flat) console.log(`stopped itself: ${s.stopped_flat}`);
   console.log(
-    `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} GRPO steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
+    `${result.cancelled ? 'stopped' : 'trained'}: ${s.steps} ${s.objective === 'rft' ? 'RFT' : 'GRPO'} steps in ${s.minutes.toFixed(1)} min on ${s.backend}` +
       (s.heldout_accuracy_before !== undefined ? `; held-out exact match before ${pct(s.heldout_accuracy_before)}` : '') +
       (s.heldout_accuracy !== undefined ? `, after ${pct(s.heldout_accuracy)}` : ''),
   );
+  if (!result.cancelled && s.steps > 0) for (const line of rlBaselineLines(s, path.basename(s.runDir))) console.log(line);
   console.log(JSON.stringify(s));
 }
 

@@ -99,6 +99,25 @@ export function trainingFinishMessage(kind: 'sft' | 'grpo', name: string, s: Sft
 }
 
 /** The message Evaluate ends with: the figure, its shapes and the failures by first mistake. */
+/**
+ * The closing lines of an RL run: its lift is only known against the baselines at equal
+ * compute, so they name the runs that measure them (the other objective on the same pool,
+ * steps and seed; continued SFT for the same minutes) and the evaluations to compare.
+ */
+export function rlBaselineLines(s: GrpoSummary, runName: string): string[] {
+  const objective = s.objective === 'rft' ? 'rft' : 'grpo';
+  const other = objective === 'rft' ? 'grpo' : 'rft';
+  const pool = s.pool ? ` --pool ${s.pool}` : '';
+  const seed = s.seed !== undefined ? ` --seed ${s.seed}` : '';
+  const splits = ['heldout', ...(s.pool && s.pool !== 'train' ? [s.pool] : [])].join(', ');
+  return [
+    `${objective === 'rft' ? 'RFT' : 'GRPO'}'s lift is only known against its baselines at equal compute; to measure them:`,
+    `  ${other === 'rft' ? 'no teacher (RFT: SFT on its own verified rollouts)' : 'GRPO'}: agent-lab train grpo --from ${s.from} --objective ${other}${pool} --steps ${s.steps}${seed} --run ${runName}-${other}`,
+    `  more SFT for the same minutes: agent-lab train sft --from ${s.from} --minutes ${s.minutes.toFixed(2)}${seed} --run ${runName}-sft`,
+    `  then \`agent-lab eval --run RUN --split S\` for each run and S in ${splits} (bench/grpo.ts does all of it over seeds)`,
+  ];
+}
+
 export function evaluateFinishMessage(name: string, s: EvalJobSummary): string {
   const f = evaluateFigure(s);
   const shapes = shapeLine(f.byKind);

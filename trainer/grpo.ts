@@ -973,6 +973,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     const summary: GrpoSummary = {
       runDir,
       from: fromRun,
+      objective,
+      pool,
+      seed,
       steps: step,
       minutes: elapsed() / 60,
       wallMinutes: clock.wallMinutes(),

@@ -117,6 +117,10 @@ export interface GrpoSummary {
   curve: AccuracyPoint[];
   /** Why the run stopped itself before its budget (every group flat for --stop-flat steps in a row). */
   stopped_flat?: string;
+  /** What the run learnt from (grpo or rft), its pool and seed: what its baselines must share. */
+  objective?: string;
+  pool?: string;
+  seed?: number;
 }
 
 /** How an evaluated split was made: world kind, world seeds, task count (and a user's world). */

@@ -215,6 +215,8 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
       assert.equal(typeof l['loss'], 'number');
     }
     assert.equal(JSON.parse(readFileSync(path.join(run, 'config.json'), 'utf8')).grpo.objective, 'rft');
+    // Its closing lines name the comparison it needs: GRPO on the same pool, steps and seed.
+    assert.match(r.stdout, /GRPO: agent-lab train grpo --from \S+ --objective grpo --pool train --steps 3 --seed 0 --run rft-grpo/);
     const g = spawnSync(process.execPath, [bin, 'train', 'grpo', '--from', sft, '--objective', 'rft', '--guide', 'on', '--steps', '1', '--run', path.join(tmp, 'rft-guide')], { encoding: 'utf8' });
     assert.notEqual(g.status, 0);
     assert.match(g.stderr, /--objective rft learns from the student's own verified rollouts only/);

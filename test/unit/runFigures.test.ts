@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { evaluateFinishMessage, figureShort, figureText, heldoutFigures, shapeLine, trainingFigure, trainingFinishMessage } from '../../core/figures';
+import { evaluateFinishMessage, figureShort, figureText, heldoutFigures, rlBaselineLines, shapeLine, trainingFigure, trainingFinishMessage } from '../../core/figures';
 import type { EvalJobSummary, SftSummary } from '../../core/protocol/worker';
 import { describeRun, evalDescription, readRun, runFigureLines } from '../../extension/runFolders';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
@@ -199,5 +199,21 @@ describe('an RL run beside its SFT start in the Runs view (issue 28)', () => {
     assert.equal(readRun(sft).rl, undefined);
     fs.rmSync(sft, { recursive: true });
     assert.deepEqual(readRun(rl).rl?.splits, [{ split: 'heldout', start: 0.88, after: 0.9 }]);
+  });
+});
+
+describe("an RL run's closing lines name its baselines (issue 28)", () => {
+  const s = { runDir: '/runs/g', from: '/runs/s0', objective: 'grpo', pool: 'fresh-entities', seed: 2, steps: 60, minutes: 25.79, wallMinutes: 30, backend: 'wasm', frac_reward_zero_std: [], curve: [] };
+  it('GRPO: RFT on the same pool, steps and seed; continued SFT for its minutes; the splits to compare', () => {
+    const lines = rlBaselineLines(s, 'g');
+    assert.equal(lines[1], '  no teacher (RFT: SFT on its own verified rollouts): agent-lab train grpo --from /runs/s0 --objective rft --pool fresh-entities --steps 60 --seed 2 --run g-rft');
+    assert.equal(lines[2], '  more SFT for the same minutes: agent-lab train sft --from /runs/s0 --minutes 25.79 --seed 2 --run g-sft');
+    assert.match(lines[3]!, /for each run and S in heldout, fresh-entities/);
+  });
+  it('RFT: GRPO is its comparison; a train pool adds no reading split', () => {
+    const lines = rlBaselineLines({ ...s, objective: 'rft', pool: 'train' }, 'r');
+    assert.match(lines[0]!, /^RFT's lift/);
+    assert.match(lines[1]!, /^ {2}GRPO: agent-lab train grpo --from \/runs\/s0 --objective grpo --pool train --steps 60 --seed 2 --run r-grpo$/);
+    assert.match(lines[3]!, /S in heldout \(/);
   });
 });
