@@ -22,6 +22,7 @@ import * as path from 'node:path';
 import Mocha from 'mocha';
 import type { BrowserContext } from 'playwright-core';
 import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
+import { attachDriver, reset, saveFailure } from './driver';
 import type { UiContext } from './harness';
 import { syntheticEvalRows, writeJsonl, writeSyntheticGrpoRun } from './fixtures';
 
@@ -138,8 +139,15 @@ async function main(): Promise<number> {
 
     const ctx: UiContext = { page, workspace: dirs.workspace, outDir, say, console: consoleLines };
     (globalThis as { __agentLabUi?: UiContext }).__agentLabUi = ctx;
+    attachDriver(page, { outDir, serverLog, logsDir: path.join(dirs.userData, 'logs'), say });
 
     const mocha = new Mocha({ ui: 'bdd', reporter: 'spec', timeout: 90_000, slow: 10_000, color: false, bail: false });
+    // Every test starts with no quick pick, hover, menu or toast left by the one before, and a
+    // failing test leaves its evidence in test-results/ui/failures/<test>/ (the driver's).
+    mocha.suite.beforeEach('driver: close what the test before left open', async () => reset(page));
+    mocha.suite.afterEach('driver: save the evidence of a failure', async function () {
+      if (this.currentTest?.state === 'failed') await saveFailure(page, this.currentTest.fullTitle());
+    });
     const grep = process.env['AGENT_LAB_UI_GREP'];
     if (grep) mocha.grep(grep);
     for (const f of fs.readdirSync(__dirname).filter((f) => f.endsWith('.ui.ts')).sort()) mocha.addFile(path.join(__dirname, f));
