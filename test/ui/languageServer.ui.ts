@@ -166,7 +166,8 @@ describe('Language server (UI, code-server + Chromium)', function () {
     assert.ok(squiggle.y < zero.y + zero.height && squiggle.y + squiggle.height > zero.y, `same line: ${JSON.stringify(squiggle)} vs ${JSON.stringify(zero)}`);
 
     // Hover over the 0: the diagnostic, and (the call is assistant text) `supervised`.
-    const onCall = await hoverOver(page, () => charBox(page, '"k": 0}}', 5), /expected a digit 1-9 for k/, 'the 0');
+    // The hover fills in parts (the diagnostic first, the language server's hover after it): wait for both.
+    const onCall = await hoverOver(page, () => charBox(page, '"k": 0}}', 5), /expected a digit 1-9 for k[\s\S]*assistant · step 1/, 'the 0');
     assert.ok(onCall.includes(REJECTED_MESSAGE), `the hover shows the diagnostic: ${onCall}`);
     assert.match(onCall, /assistant · step 1 · supervised/);
     assert.match(onCall, /grammar:/);

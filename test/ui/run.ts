@@ -152,7 +152,17 @@ async function main(): Promise<number> {
     if (grep) mocha.grep(grep);
     for (const f of fs.readdirSync(__dirname).filter((f) => f.endsWith('.ui.ts')).sort()) mocha.addFile(path.join(__dirname, f));
     await mocha.loadFilesAsync();
-    const failures = await new Promise<number>((resolve) => mocha.run(resolve));
+    // One line per test (title, state, duration) for scripts/flake-check.sh: test-results/ui/tests.json.
+    const results: { title: string; state: string; ms: number }[] = [];
+    const failures = await new Promise<number>((resolve) => {
+      const runner = mocha.run(resolve);
+      runner.on('test end', (t) => results.push({ title: t.fullTitle(), state: t.state ?? 'pending', ms: t.duration ?? 0 }));
+      // A hook that fails (before/after) fails the tests it stood for: recorded under the hook's title.
+      runner.on('fail', (r) => {
+        if ((r as { type?: string }).type === 'hook') results.push({ title: r.fullTitle(), state: 'failed', ms: 0 });
+      });
+    });
+    fs.writeFileSync(path.join(outDir, 'tests.json'), JSON.stringify(results, null, 1) + '\n');
     await page.screenshot({ path: path.join(outDir, 'final.png') }).catch(() => undefined);
     consoleStream.end();
     if (server.exitReason()) say(`${server.exitReason()} during the tests; log tail:\n${tail(serverLog)}`);

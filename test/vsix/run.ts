@@ -130,12 +130,15 @@ async function main(): Promise<number> {
 
   let passed = 0;
   let failed = 0;
+  // One line per step (title, state, duration) for scripts/flake-check.sh: test-results/vsix/tests.json.
+  const results: { title: string; state: string; ms: number }[] = [];
   let stop = false;
   const failures: string[] = [];
   const step = async (s: Step) => {
     if (stop) {
       failed++;
       failures.push(`${s.name}: not run (an earlier step failed)`);
+      results.push({ title: s.name, state: 'not run', ms: 0 });
       console.log(`    - ${s.name} (not run)`);
       return;
     }
@@ -145,10 +148,12 @@ async function main(): Promise<number> {
       if (page) await reset(page);
       await s.run();
       passed++;
+      results.push({ title: s.name, state: 'passed', ms: Date.now() - t });
       console.log(`    ✔ ${s.name} (${Date.now() - t}ms)`);
     } catch (err) {
       failed++;
       stop = true;
+      results.push({ title: s.name, state: 'failed', ms: Date.now() - t });
       failures.push(`${s.name}: ${(err as Error).stack ?? String(err)}`);
       console.log(`    ${failed}) ${s.name}`);
       // The driver's evidence: screenshot, DOM around the last target, actions, code-server logs.
@@ -402,6 +407,7 @@ async function main(): Promise<number> {
   } finally {
     clearTimeout(watchdog);
     await cleanup();
+    fs.writeFileSync(path.join(outDir, 'tests.json'), JSON.stringify(results, null, 1) + '\n');
   }
   console.log(`\n  ${passed} passing`);
   if (failed) {
