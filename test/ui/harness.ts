@@ -11,6 +11,8 @@ import { closeTransients, idle, openQuickInput, pickExact as driverPickExact, pr
 // library, so the browser globals they use are declared here, loosely.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 declare const document: any;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const window: any;
 
 export interface UiContext {
   page: Page;
@@ -35,6 +37,26 @@ export { waitFor } from './driver';
 export const runCommand = driverRunCommand;
 /** Takes the quick-pick row labelled exactly `label` (keyboard: arrows, then Enter). */
 export const pickExact = driverPickExact;
+
+/**
+ * Developer: Reload Window, then waits for the new workbench: the old page is marked first,
+ * since its status bar stays visible for a moment and a wait on it alone returns at once (the
+ * next step then ran in the page being torn down).
+ */
+export async function reloadWindow(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    window.__agentLabBeforeReload = true;
+  });
+  await driverRunCommand(page, 'Developer: Reload Window');
+  await waitFor(
+    'the reloaded workbench',
+    async () =>
+      (await page.evaluate(() => window.__agentLabBeforeReload !== true).catch(() => false)) &&
+      (await page.locator('.monaco-workbench .part.statusbar').isVisible().catch(() => false)),
+    60_000,
+    250,
+  );
+}
 
 /** The first editor group (the text editors; the panels open beside it) holds the focus. */
 async function firstGroupActive(page: Page): Promise<boolean> {

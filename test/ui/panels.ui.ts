@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame } from 'playwright-core';
 import { click, fill, focus, hover, press, select, type } from './driver';
-import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, pickExact, quickOpen, runCommand, setTheme, shot, statusLine, statusPosition, ui, waitFor } from './harness';
+import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, pickExact, quickOpen, reloadWindow, runCommand, setTheme, shot, statusLine, statusPosition, ui, waitFor } from './harness';
 
 // Callbacks of page.evaluate/frame.evaluate run in the browser; the Node tsconfig has no DOM
 // library, so the browser globals they use are declared here, loosely.
@@ -400,8 +400,7 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
         const saved = await lastSavedState(f);
         return saved?.filter?.kind === 'compare' && String(saved.selected) === selected;
       }, 10_000);
-      await runCommand(page, 'Developer: Reload Window');
-      await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+      await reloadWindow(page);
       f = await panelFrame(page, 'inspector', 60_000);
       await waitFor('the rows again', async () => (await frameText(f, '#count')) === count, 30_000);
       assert.equal(await f.locator('#kind').inputValue(), 'compare');
