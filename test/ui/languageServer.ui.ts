@@ -7,7 +7,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { goToLine, quickOpen, runCommand, shot, sleep, ui, waitFor } from './harness';
+import { click, closeTransients, hoverUntil, press, settled } from './driver';
+import { goToLine, quickOpen, runCommand, shot, ui, waitFor } from './harness';
 
 // Callbacks of page.evaluate run in the browser; the Node tsconfig has no DOM library, so the
 // browser globals they use are declared here, loosely.
@@ -90,23 +91,21 @@ async function hoverText(page: Page): Promise<string> {
   return ((await hover.first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
 }
 
-/** Moves the mouse off the editor and waits for any hover to go. */
+/** Moves the mouse off the editor and waits for any hover to go (the driver: mouse to a neutral spot, Escape if one stays). */
 async function dismissHover(page: Page): Promise<void> {
-  await page.keyboard.press('Escape');
-  await page.mouse.move(5, 500);
+  await closeTransients(page);
   await waitFor('the hover to close', async () => (await hoverText(page)) === '', 5_000).catch(() => undefined);
 }
 
-/** Hovers the mouse over the centre of a box (with a small move first: Monaco hovers on mousemove) and waits for the widget to say `want`. */
-async function hoverOver(page: Page, box: Box, want: RegExp, what: string): Promise<string> {
-  const cx = box.x + box.width / 2;
-  const cy = box.y + box.height / 2;
-  await page.mouse.move(cx - 3, cy);
-  await page.mouse.move(cx, cy, { steps: 3 });
-  return waitFor(`the hover over ${what} to say ${want}`, async () => {
+/**
+ * Hovers the mouse over the centre of a box (the driver's hoverUntil: measured until still, a
+ * small move first, moved again if Monaco dropped the hover) and waits for the widget to say `want`.
+ */
+async function hoverOver(page: Page, box: () => Promise<Box | null>, want: RegExp, what: string): Promise<string> {
+  return hoverUntil(page, `the hover over ${what} to say ${want}`, box, async () => {
     const text = await hoverText(page);
     return want.test(text) ? text : undefined;
-  }, 10_000, 200);
+  }, 20_000);
 }
 
 /** The rows of the Problems panel (each row's aria-label, which carries the severity, message and position). */
@@ -124,19 +123,12 @@ async function problemRows(page: Page): Promise<{ text: string; aria: string }[]
 describe('Language server (UI, code-server + Chromium)', function () {
   this.timeout(120_000);
 
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed') {
-      const name = `failed-${this.currentTest.title.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}`;
-      await shot(ui(), name).catch(() => undefined);
-    }
-  });
-
   after(async () => {
     // Leave the workbench as the next suite expects it: no bottom panel, no editors, nothing dirty.
     const { page, say } = ui();
     const step = async (what: string, run: () => Promise<void>) => run().catch((e: Error) => say(`after: ${what}: ${e.message.split('\n')[0]}`));
     await dismissHover(page);
-    await page.keyboard.press('Escape');
+    await closeTransients(page, { quickInput: true });
     await step('revert', () => runCommand(page, 'File: Revert File'));
     await step('close editors', () => runCommand(page, 'View: Close All Editors'));
     await step('hide the panel', async () => {
@@ -174,7 +166,8 @@ describe('Language server (UI, code-server + Chromium)', function () {
     assert.ok(squiggle.y < zero.y + zero.height && squiggle.y + squiggle.height > zero.y, `same line: ${JSON.stringify(squiggle)} vs ${JSON.stringify(zero)}`);
 
     // Hover over the 0: the diagnostic, and (the call is assistant text) `supervised`.
-    const onCall = await hoverOver(page, zero, /expected a digit 1-9 for k/, 'the 0');
+    // The hover fills in parts (the diagnostic first, the language server's hover after it): wait for both.
+    const onCall = await hoverOver(page, () => charBox(page, '"k": 0}}', 5), /expected a digit 1-9 for k[\s\S]*assistant · step 1/, 'the 0');
     assert.ok(onCall.includes(REJECTED_MESSAGE), `the hover shows the diagnostic: ${onCall}`);
     assert.match(onCall, /assistant · step 1 · supervised/);
     assert.match(onCall, /grammar:/);
@@ -182,8 +175,8 @@ describe('Language server (UI, code-server + Chromium)', function () {
 
     // Hover over the question: `masked`, and no diagnostic there.
     await dismissHover(page);
-    const question = await waitFor('the question in the rendered text', () => charBox(page, 'multiplied by 2', 3));
-    const onQuestion = await hoverOver(page, question, /masked/, 'the question');
+    await waitFor('the question in the rendered text', () => charBox(page, 'multiplied by 2', 3));
+    const onQuestion = await hoverOver(page, () => charBox(page, 'multiplied by 2', 3), /masked/, 'the question');
     assert.match(onQuestion, /user question · masked/);
     assert.match(onQuestion, /the user's question: masked \(context, never a target\)/);
     assert.ok(!onQuestion.includes('supervised ·') && !onQuestion.includes('rejected by the grammar'), `no diagnostic over the question: ${onQuestion}`);
@@ -199,7 +192,7 @@ describe('Language server (UI, code-server + Chromium)', function () {
     assert.deepEqual(want, { line: 2, col: 98 });
     // The cursor elsewhere first, so that the click has somewhere to move it.
     await goToLine(page, 1, 1);
-    await page.keyboard.press('Control+Shift+M');
+    await press(page, 'Control+Shift+M', { what: 'the Problems panel' });
     await page.locator('.markers-panel').waitFor({ state: 'visible', timeout: 10_000 });
     // broken-call.transcript shows one problem: the rejection (the file's trailing newline, which
     // editors add, is not "whitespace between turns").
@@ -224,7 +217,7 @@ describe('Language server (UI, code-server + Chromium)', function () {
 
     // A click on the problem: the editor (the focus stays in the panel) selects the rejected character
     // (the `0` at Col 98; the cursor ends after it).
-    await page.locator('.markers-panel .monaco-list-row', { hasText: REJECTED_MESSAGE }).first().click();
+    await click(page.locator('.markers-panel .monaco-list-row', { hasText: REJECTED_MESSAGE }).first(), { what: 'the problem row' });
     const where = `Ln ${want.line}, Col ${want.col + 1} (1 selected)`;
     await waitFor(`the status bar to say "${where}"`, async () => {
       const t = await page.locator('[id="status.editor.selection"]').first().textContent({ timeout: 1000 }).catch(() => null);
@@ -241,7 +234,7 @@ describe('Language server (UI, code-server + Chromium)', function () {
     await waitFor('the warning in the Problems panel', async () => (await problemRows(page)).some((r) => /not in the canonical form/.test(r.text)), 15_000, 250);
     // The call body with `args` first is on line 4, after `<|tool_call|>` (13 columns).
     await goToLine(page, 4, 20);
-    await page.keyboard.press('Control+.');
+    await press(page, 'Control+.', { what: 'the quick fixes' });
     const action = page.locator('.action-widget .monaco-list-row', { hasText: /canonical/i });
     await action.first().waitFor({ state: 'visible', timeout: 10_000 });
     assert.match((await action.first().textContent()) ?? '', /Canonicalise the tool call/);
@@ -249,15 +242,15 @@ describe('Language server (UI, code-server + Chromium)', function () {
     // The list blocks the pointer while it opens: pick with the keyboard, as a person may.
     await waitFor('the canonical action focused', async () => {
       if (/Canonicalise/.test((await page.locator('.action-widget .monaco-list-row.focused').first().getAttribute('aria-label', { timeout: 500 }).catch(() => '')) ?? '')) return true;
-      await page.keyboard.press('ArrowDown');
+      await press(page, 'ArrowDown', { what: 'towards the canonical action' });
       return false;
     }, 5_000, 200);
-    await page.keyboard.press('Enter');
+    await press(page, 'Enter', { what: 'apply the quick fix' });
     await waitFor('the canonical call in the editor', async () => (await charBox(page, '{"tool": "calc", "args": {"expr": "2019+10000"}}', 0)) !== null, 10_000);
     await waitFor('the warning squiggle to go', async () => (await squiggles(page, 'warning')).length === 0, 15_000, 250);
     await waitFor('the warning to leave the Problems panel', async () => !(await problemRows(page)).some((r) => /not in the canonical form/.test(r.text)), 15_000, 250);
     assert.equal((await squiggles(page, 'error')).length, 0, 'and no error instead');
-    await sleep(300);
+    await settled(page);
     await shot(ctx, 'lsp-quickfix-applied');
   });
 });

@@ -7,40 +7,73 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame } from 'playwright-core';
-import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, pickExact, quickOpen, runCommand, setTheme, shot, sleep, statusLine, statusPosition, ui, waitFor } from './harness';
+import { click, fill, focus, hover, press, select, type } from './driver';
+import { closeSideBar, focusEditor, frameText, goToLine, panelFrame, pickExact, quickOpen, reloadWindow, runCommand, setTheme, shot, statusLine, statusPosition, ui, waitFor } from './harness';
 
 // Callbacks of page.evaluate/frame.evaluate run in the browser; the Node tsconfig has no DOM
 // library, so the browser globals they use are declared here, loosely.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 declare const document: any;
 declare function getComputedStyle(el: unknown): { backgroundColor: string; color: string };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const window: any;
+declare const MessagePort: { prototype: unknown };
+declare function requestAnimationFrame(cb: () => void): number;
 
 const attr = (f: Frame, selector: string, name: string) => f.locator(selector).first().getAttribute(name, { timeout: 2000 }).catch(() => null);
 const bodyData = (f: Frame, key: string) => f.evaluate((k) => document.body.dataset[k] ?? null, key).catch(() => null);
 
+/** Two animation frames in a webview: what changed before has been painted. */
+async function painted(f: Frame): Promise<void> {
+  await f.evaluate(() => new Promise<void>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
+}
+
+/**
+ * Records the states a webview saves (vscode.setState): its host page (the parent frame) posts
+ * each to the workbench as a `do-update-state` message on a MessagePort; the recorder wraps
+ * MessagePort.prototype.postMessage in that page, so the test can wait for a save.
+ */
+async function recordSavedStates(f: Frame): Promise<void> {
+  const host = f.parentFrame();
+  if (!host) throw new Error('the webview has no host frame');
+  await host.evaluate(() => {
+    const w = window as unknown as { __agentLabStates?: string[] };
+    if (w.__agentLabStates) return;
+    w.__agentLabStates = [];
+    const proto = MessagePort.prototype as unknown as { postMessage(this: unknown, m: unknown, t?: unknown): void };
+    const original = proto.postMessage;
+    proto.postMessage = function (this: unknown, m: unknown, t?: unknown) {
+      const msg = m as { channel?: string; data?: unknown } | null;
+      if (msg && msg.channel === 'do-update-state' && typeof msg.data === 'string') w.__agentLabStates!.push(msg.data);
+      return original.call(this, m, t);
+    };
+  });
+}
+
+async function lastSavedState(f: Frame): Promise<{ filter?: { kind?: string }; selected?: unknown } | null> {
+  const last = await f.parentFrame()!.evaluate(() => {
+    const states = (window as unknown as { __agentLabStates?: string[] }).__agentLabStates ?? [];
+    return states[states.length - 1] ?? null;
+  });
+  return last ? (JSON.parse(last) as { filter?: { kind?: string }; selected?: unknown }) : null;
+}
+
 /** Add run… in the curves panel, every run the quick pick offers (not Browse…). */
 async function addAllRuns(f: Frame): Promise<void> {
   const { page } = ui();
-  await f.locator('#add-run').click();
+  await click(f.locator('#add-run'), { what: 'Add run…' });
   const rows = page.locator('.quick-input-list .monaco-list-row');
   await waitFor('the runs to pick', async () => (await rows.count()) > 1);
   for (let i = 0; i < (await rows.count()); i++) {
     const row = rows.nth(i);
     if (/Browse/.test((await row.textContent()) ?? '')) continue;
-    await row.locator('.monaco-checkbox, input[type=checkbox], .quick-input-list-checkbox').first().click();
+    await click(row.locator('.monaco-checkbox, input[type=checkbox], .quick-input-list-checkbox').first(), { what: `the checkbox of run ${i + 1}` });
   }
-  await page.keyboard.press('Enter');
+  await press(page, 'Enter', { what: 'add the ticked runs' });
 }
 
 describe('Agent Lab panels (UI, code-server + Chromium)', function () {
   this.timeout(120_000);
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed') {
-      const name = `failed-${this.currentTest.title.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60)}`;
-      await shot(ui(), name).catch(() => undefined);
-    }
-  });
 
   before(async () => {
     // Hide the side bar: the editor and the panel side by side get the width.
@@ -71,10 +104,10 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
     it('a click on a step card reveals its source line in the editor', async () => {
       const { page } = ui();
       const f = await panelFrame(page, 'inspector');
-      await f.locator('.card[data-step="2"]').click();
+      await click(f.locator('.card[data-step="2"]'));
       // Step 2 (<|assistant|> of the second search) starts on line 2 of compare.transcript.
       await waitFor('the cursor on line 2', async () => (await statusLine(page)) === 2);
-      await f.locator('.card[data-step="4"]').click();
+      await click(f.locator('.card[data-step="4"]'));
       await waitFor('the cursor on line 4', async () => (await statusLine(page)) === 4);
     });
 
@@ -84,20 +117,20 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await runCommand(page, 'Agent Lab: Inspect Trajectories');
       const f = await panelFrame(page, 'inspector');
       await waitFor('90 rows', async () => (await frameText(f, '#count')) === '90 trajectories');
-      await f.locator('#outcome').selectOption('failed');
+      await select(f.locator('#outcome'), 'failed');
       const failed = Number(/^(\d+) of 90/.exec(await frameText(f, '#count'))?.[1]);
       assert.ok(failed > 20 && failed < 70, `failed rows: ${failed}`);
-      await f.locator('#guard').selectOption('RepeatedCall');
-      await f.locator('#outcome').selectOption('all');
+      await select(f.locator('#guard'), 'RepeatedCall');
+      await select(f.locator('#outcome'), 'all');
       const repeated = Number(/^(\d+) of 90/.exec(await frameText(f, '#count'))?.[1]);
       assert.ok(repeated >= 5, `rows with a RepeatedCall: ${repeated}`);
-      await f.locator('.row').first().click();
+      await click(f.locator('.row').first());
       await waitFor('a card with the RepeatedCall guard', async () => (await f.locator('.card .guard', { hasText: 'RepeatedCall' }).count()) > 0);
       // Text search narrows further; the count says so.
-      await f.locator('#guard').selectOption('');
-      await f.locator('#q').fill('"out_of_steps"');
+      await select(f.locator('#guard'), '');
+      await fill(f.locator('#q'), '"out_of_steps"');
       await waitFor('the out_of_steps rows', async () => /^\d+ of 90/.test(await frameText(f, '#count')));
-      await f.locator('.row').first().click();
+      await click(f.locator('.row').first());
       await waitFor('the harness card (forced answer)', async () => (await f.locator('.card.harness .badge.harness').count()) === 1);
       assert.match(await frameText(f, '.detail .verdict'), /Answer\s*unknown/);
     });
@@ -105,19 +138,19 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
     it('is keyboard-driven: / searches, ↓ selects the next row, Enter goes to the cards, Enter reveals', async () => {
       const { page } = ui();
       const f = await panelFrame(page, 'inspector');
-      await f.locator('#q').fill('');
-      await f.locator('#outcome').selectOption('all');
+      await fill(f.locator('#q'), '');
+      await select(f.locator('#outcome'), 'all');
       await waitFor('all rows', async () => (await frameText(f, '#count')) === '90 trajectories');
-      await f.locator('#list').focus();
-      await page.keyboard.press('Home');
+      await focus(f.locator('#list'));
+      await press(page, 'Home');
       await waitFor('row 1 selected', async () => (await attr(f, '.row[aria-selected="true"]', 'data-index')) === '0');
-      await page.keyboard.press('ArrowDown');
-      await page.keyboard.press('ArrowDown');
+      await press(page, 'ArrowDown');
+      await press(page, 'ArrowDown');
       await waitFor('row 3 selected', async () => (await attr(f, '.row[aria-selected="true"]', 'data-index')) === '2');
       await waitFor('its cards', async () => (await f.locator('.detail[data-index="2"] .card').count()) > 0);
-      await page.keyboard.press('Enter');
+      await press(page, 'Enter');
       await waitFor('the first card focused', () => f.evaluate(() => document.activeElement?.getAttribute('data-step') === '1'));
-      await page.keyboard.press('Enter');
+      await press(page, 'Enter');
       // Row 3 sits on line 3 of the file: the editor shows it.
       await waitFor('the cursor on line 3', async () => (await statusLine(page)) === 3);
     });
@@ -129,7 +162,7 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       const f = await panelFrame(page, 'inspector');
       await waitFor('5 rows', async () => (await frameText(f, '#count')) === '5 trajectories');
       assert.match(await frameText(f, '#source'), /runs\/short\/eval\/heldout\.jsonl/);
-      await f.locator('.row').first().click();
+      await click(f.locator('.row').first());
       await waitFor('the detail', async () => (await f.locator('.detail .question').count()) === 1);
     });
 
@@ -181,7 +214,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       assert.equal(await f.locator('.tokens .tok.sup').count(), sup);
       assert.match(await frameText(f, '[data-stat="share"]'), new RegExp(`${((100 * sup) / tokens).toFixed(1)}%`));
       // Hover a token: its id and offsets.
-      await thought.hover();
+      await hover(thought, { what: 'a supervised "Thought" token' });
+      // The panel writes #info on mouseover: wait for it to have done so, then the same assertion.
+      await waitFor('the token info', async () => /supervised/.test(await frameText(f, '#info')), 10_000).catch(() => undefined);
       assert.match(await frameText(f, '#info'), /token \d+ · id \d+ · offset \d+–\d+ · supervised/);
     });
 
@@ -191,9 +226,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       const before = Number(await bodyData(f, 'tokens'));
       await focusEditor(page);
       await goToLine(page, 2, 1);
-      await page.keyboard.type('Noted. ');
+      await type(page, 'Noted. ');
       await waitFor('more tokens', async () => Number(await bodyData((await panelFrame(page, 'lossMask')), 'tokens')) > before, 15_000);
-      for (let i = 0; i < 'Noted. '.length; i++) await page.keyboard.press('Backspace');
+      for (let i = 0; i < 'Noted. '.length; i++) await press(page, 'Backspace');
       await waitFor('the tokens back', async () => Number(await bodyData(await panelFrame(page, 'lossMask'), 'tokens')) === before, 15_000);
     });
 
@@ -231,12 +266,12 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       assert.match(await frameText(f, '#verdict'), /rejected at character \d+/);
       assert.match(await frameText(f, '#verdict'), /search: k, 0 chars \(exactly 1\).*allows 1-9/);
       assert.match(await frameText(f, '#source'), /broken-call\.transcript:2/);
-      await f.locator('#strip').focus();
-      await page.keyboard.press('End');
+      await focus(f.locator('#strip'));
+      await press(page, 'End');
       // The step's position and its text render in turn: wait for both (under load they were read in between).
       await waitFor('the rejection step', async () => (await bodyData(f, 'pos')) === String(at) && (await frameText(f, '#step .chips')) === '1-9');
       assert.match(await frameText(f, '#step'), /Rejected/);
-      await page.keyboard.press('ArrowLeft');
+      await press(page, 'ArrowLeft');
       await waitFor('one step back', async () => (await bodyData(f, 'pos')) === String(at - 1) && (await frameText(f, '#step .chips')) === 'space');
       // In editor mode the editor's cursor follows the step: line 2, after `<|tool_call|>` (13 columns) and `at - 1` characters.
       // Ctrl+1 from inside a webview is forwarded to the workbench asynchronously and can be
@@ -251,10 +286,10 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
     it('checks a call typed in the panel', async () => {
       const { page } = ui();
       const f = await panelFrame(page, 'grammar');
-      await f.locator('#body').fill('{"tool": "calc", "args": {"expr": "2048*2"}}');
+      await fill(f.locator('#body'), '{"tool": "calc", "args": {"expr": "2048*2"}}');
       await waitFor('complete', async () => (await bodyData(f, 'verdict')) === 'complete');
       assert.match(await frameText(f, '#source'), /typed in the panel/);
-      await f.locator('#body').fill('{"tool": "calc", "args": {"expr": "2048*2');
+      await fill(f.locator('#body'), '{"tool": "calc", "args": {"expr": "2048*2');
       await waitFor('incomplete', async () => (await bodyData(f, 'verdict')) === 'incomplete');
       assert.match(await frameText(f, '#verdict'), /incomplete/);
     });
@@ -278,10 +313,10 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
     it('overlays a second run picked with Add run… (GRPO: reward band, no-gradient region)', async () => {
       const { page } = ui();
       const f = await panelFrame(page, 'curves');
-      await f.locator('#add-run').click();
+      await click(f.locator('#add-run'));
       const input = page.locator('.quick-input-widget .quick-input-box input');
       await input.waitFor({ state: 'visible', timeout: 10_000 });
-      await input.fill('synthetic-grpo');
+      await fill(input, 'synthetic-grpo');
       // Tick the run's checkbox until the picker counts it: on a loaded machine a click can land
       // while the row's hover tooltip appears and be lost (seen once in CI: "0 Selected").
       const checkbox = page
@@ -291,10 +326,10 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
         .first();
       await waitFor('the run ticked in the picker', async () => {
         if (/\b1 Selected\b/.test(await page.locator('.quick-input-widget').innerText())) return true;
-        await checkbox.click();
+        await click(checkbox, { what: 'the checkbox of synthetic-grpo', timeoutMs: 10_000 });
         return false;
-      }, 15_000, 700);
-      await page.keyboard.press('Enter');
+      }, 30_000, 700);
+      await press(page, 'Enter');
       await waitFor('the GRPO charts', async () => (await attr(f, '.chart[data-chart="grpo-zero-std"]', 'data-regions')) === '1', 15_000);
       assert.equal(await attr(f, '.chart[data-chart="grpo-reward"]', 'data-series'), '1');
       // The SFT run's held-out and dev lines, and the GRPO run's held-out line.
@@ -305,11 +340,11 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
     it('saves a chart as PNG', async () => {
       const { page, workspace } = ui();
       const f = await panelFrame(page, 'curves');
-      await f.locator('.chart[data-chart="sft-loss"] .save').click();
+      await click(f.locator('.chart[data-chart="sft-loss"] .save'));
       const input = page.locator('.quick-input-widget .quick-input-box input');
       await input.waitFor({ state: 'visible', timeout: 10_000 });
       await waitFor('the default file name', async () => /sft-loss\.png$/.test(await input.inputValue()));
-      await page.keyboard.press('Enter');
+      await press(page, 'Enter');
       const file = path.join(workspace, 'runs', 'short', 'sft-loss.png');
       await waitFor('the PNG file', () => fs.existsSync(file) && fs.statSync(file).size > 1000, 15_000);
       assert.equal(fs.readFileSync(file).subarray(0, 8).toString('hex'), '89504e470d0a1a0a');
@@ -354,14 +389,18 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await runCommand(page, 'Agent Lab: Inspect Trajectories');
       let f = await panelFrame(page, 'inspector');
       await waitFor('90 rows', async () => /90/.test(await frameText(f, '#count')));
-      await f.locator('#kind').selectOption('compare');
-      await f.locator('.row').nth(2).click();
+      await recordSavedStates(f);
+      await select(f.locator('#kind'), 'compare');
+      await click(f.locator('.row').nth(2));
       const selected = await waitFor('a selected row', () => attr(f, '.row[aria-selected="true"]', 'data-index'));
       await waitFor('the detail', async () => (await f.locator('.card').count()) > 0);
       const count = await frameText(f, '#count');
-      await sleep(500); // the state is saved 150 ms after a change
-      await runCommand(page, 'Developer: Reload Window');
-      await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+      // The panel saves its state 150 ms after a change: wait for the save that carries both.
+      await waitFor('the filter and the selection saved', async () => {
+        const saved = await lastSavedState(f);
+        return saved?.filter?.kind === 'compare' && String(saved.selected) === selected;
+      }, 10_000);
+      await reloadWindow(page);
       f = await panelFrame(page, 'inspector', 60_000);
       await waitFor('the rows again', async () => (await frameText(f, '#count')) === count, 30_000);
       assert.equal(await f.locator('#kind').inputValue(), 'compare');
@@ -389,7 +428,7 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
           const f = await panelFrame(page, kind as 'inspector');
           if (kind === 'inspector') {
             await waitFor('rows', async () => Number(await bodyData(f, 'rows')) > 0);
-            if ((await f.locator('.row[aria-selected="true"]').count()) === 0) await f.locator('.row').nth(3).click();
+            if ((await f.locator('.row[aria-selected="true"]').count()) === 0) await click(f.locator('.row').nth(3));
             await waitFor('cards', async () => (await f.locator('.card').count()) > 0);
           }
           if (kind === 'lossMask') await waitFor('tokens', async () => Number(await bodyData(f, 'tokens')) > 0, 20_000);
@@ -407,7 +446,8 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
           // The theme reached the webview (VS Code sets the body class).
           const cls = theme === 'light' ? 'vscode-light' : theme === 'dark' ? 'vscode-dark' : 'vscode-high-contrast';
           await waitFor(`the webview in ${theme}`, () => f.evaluate((c) => document.body.classList.contains(c), cls));
-          await sleep(500);
+          // The webview has painted since the class changed (its charts redraw on the next frames).
+          await painted(f);
           await shot(ctx, `${kind}-${theme}`);
         }
       });

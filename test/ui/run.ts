@@ -22,6 +22,7 @@ import * as path from 'node:path';
 import Mocha from 'mocha';
 import type { BrowserContext } from 'playwright-core';
 import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
+import { attachDriver, reset, saveFailure } from './driver';
 import type { UiContext } from './harness';
 import { syntheticEvalRows, writeJsonl, writeSyntheticGrpoRun } from './fixtures';
 
@@ -138,13 +139,30 @@ async function main(): Promise<number> {
 
     const ctx: UiContext = { page, workspace: dirs.workspace, outDir, say, console: consoleLines };
     (globalThis as { __agentLabUi?: UiContext }).__agentLabUi = ctx;
+    attachDriver(page, { outDir, serverLog, logsDir: path.join(dirs.userData, 'logs'), say });
 
     const mocha = new Mocha({ ui: 'bdd', reporter: 'spec', timeout: 90_000, slow: 10_000, color: false, bail: false });
+    // Every test starts with no quick pick, hover, menu or toast left by the one before, and a
+    // failing test leaves its evidence in test-results/ui/failures/<test>/ (the driver's).
+    mocha.suite.beforeEach('driver: close what the test before left open', async () => reset(page));
+    mocha.suite.afterEach('driver: save the evidence of a failure', async function () {
+      if (this.currentTest?.state === 'failed') await saveFailure(page, this.currentTest.fullTitle());
+    });
     const grep = process.env['AGENT_LAB_UI_GREP'];
     if (grep) mocha.grep(grep);
     for (const f of fs.readdirSync(__dirname).filter((f) => f.endsWith('.ui.ts')).sort()) mocha.addFile(path.join(__dirname, f));
     await mocha.loadFilesAsync();
-    const failures = await new Promise<number>((resolve) => mocha.run(resolve));
+    // One line per test (title, state, duration) for scripts/flake-check.sh: test-results/ui/tests.json.
+    const results: { title: string; state: string; ms: number }[] = [];
+    const failures = await new Promise<number>((resolve) => {
+      const runner = mocha.run(resolve);
+      runner.on('test end', (t) => results.push({ title: t.fullTitle(), state: t.state ?? 'pending', ms: t.duration ?? 0 }));
+      // A hook that fails (before/after) fails the tests it stood for: recorded under the hook's title.
+      runner.on('fail', (r) => {
+        if ((r as { type?: string }).type === 'hook') results.push({ title: r.fullTitle(), state: 'failed', ms: 0 });
+      });
+    });
+    fs.writeFileSync(path.join(outDir, 'tests.json'), JSON.stringify(results, null, 1) + '\n');
     await page.screenshot({ path: path.join(outDir, 'final.png') }).catch(() => undefined);
     consoleStream.end();
     if (server.exitReason()) say(`${server.exitReason()} during the tests; log tail:\n${tail(serverLog)}`);

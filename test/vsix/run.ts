@@ -24,6 +24,7 @@ import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { overlapKey } from '../../core/overlap';
 import { makeTaskPool } from '../../core/world';
 import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
+import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, press, reset, saveFailure, settled } from '../ui/driver';
 import { type UiContext, panelFrame, pickExact, quickOpen, runCommand, setTheme, waitFor } from '../ui/harness';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
@@ -89,11 +90,12 @@ async function toast(page: Page, re: RegExp, timeoutMs = 30_000): Promise<Locato
 }
 
 async function clickButton(t: Locator, label: string): Promise<void> {
-  await t.locator('.monaco-button', { hasText: label }).first().click();
+  await click(t.locator('.monaco-button', { hasText: label }).first(), { what: `the toast's "${label}" button` });
 }
 
 async function shot(ctx: UiContext, name: string): Promise<string> {
   const file = path.join(ctx.outDir, `${name}.png`);
+  await idle(ctx.page);
   await ctx.page.screenshot({ path: file });
   say(`screenshot: ${path.relative(repoRoot, file)}`);
   return file;
@@ -128,26 +130,34 @@ async function main(): Promise<number> {
 
   let passed = 0;
   let failed = 0;
+  // One line per step (title, state, duration) for scripts/flake-check.sh: test-results/vsix/tests.json.
+  const results: { title: string; state: string; ms: number }[] = [];
   let stop = false;
   const failures: string[] = [];
   const step = async (s: Step) => {
     if (stop) {
       failed++;
       failures.push(`${s.name}: not run (an earlier step failed)`);
+      results.push({ title: s.name, state: 'not run', ms: 0 });
       console.log(`    - ${s.name} (not run)`);
       return;
     }
     const t = Date.now();
     try {
+      // The driver: no quick pick, hover, menu or toast left by the step before.
+      if (page) await reset(page);
       await s.run();
       passed++;
+      results.push({ title: s.name, state: 'passed', ms: Date.now() - t });
       console.log(`    ✔ ${s.name} (${Date.now() - t}ms)`);
     } catch (err) {
       failed++;
       stop = true;
+      results.push({ title: s.name, state: 'failed', ms: Date.now() - t });
       failures.push(`${s.name}: ${(err as Error).stack ?? String(err)}`);
       console.log(`    ${failed}) ${s.name}`);
-      if (context) await context.pages()[0]?.screenshot({ path: path.join(outDir, `failure-${failed}.png`) }).catch(() => undefined);
+      // The driver's evidence: screenshot, DOM around the last target, actions, code-server logs.
+      if (page) await saveFailure(page, s.name);
     }
   };
 
@@ -225,49 +235,33 @@ async function main(): Promise<number> {
         server = await startCodeServer({ entry, scratch, dirs, serverLog: path.join(outDir, 'code-server.log'), say });
         context = await launchChromium(dirs.chromeProfile, { width: 1500, height: 950 });
         page = context.pages()[0] ?? (await context.newPage());
+        attachDriver(page, { outDir, serverLog: path.join(outDir, 'code-server.log'), logsDir: path.join(dirs.userData, 'logs'), say });
         const consoleLog = fs.createWriteStream(path.join(outDir, 'browser-console.log'));
         page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
         ctx = { page, workspace: dirs.workspace, outDir, say, console: [] };
         await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
         await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
         await quickOpen(page, 'broken-call.transcript');
-        const squiggleCentre = () =>
+        const squiggleBox = () =>
           page!.evaluate(() => {
             const el = document.querySelector('.editor-group-container.active .monaco-editor .squiggly-error');
             if (!el) return null;
             const r = el.getBoundingClientRect();
-            return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+            return { x: r.left, y: r.top, width: r.width, height: r.height };
           });
-        const hoverSquiggle = async () => {
-          const box = await waitFor('the squiggle of the grammar rejection', squiggleCentre, 60_000);
-          await page!.mouse.move(box.x - 3, box.y);
-          await page!.mouse.move(box.x, box.y, { steps: 3 });
-        };
-        await hoverSquiggle();
-        // Monaco drops a hover whose line moved under the mouse (a toast or the layout settling
-        // after start-up: one CI run in ~20 timed out here), so the mouse moves again every 3 s.
-        let movedAt = Date.now();
-        const hover = await waitFor(
-          'the hover over the rejected character',
-          async () => {
-            const t = ((await page!.locator('.monaco-hover:visible').first().textContent({ timeout: 500 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
-            if (/rejected at character \d+/.test(t)) return t;
-            if (Date.now() - movedAt > 3_000) {
-              await page!.mouse.move(5, 500);
-              await hoverSquiggle();
-              movedAt = Date.now();
-            }
-            return undefined;
-          },
-          30_000,
-        );
+        await waitFor('the squiggle of the grammar rejection', squiggleBox, 60_000);
+        // The driver hovers the squiggle once its box is still, and again if Monaco dropped the
+        // hover (its line moved under the mouse: a toast, the layout settling after start-up).
+        const hover = await hoverUntil(page, 'the hover over the rejected character', squiggleBox, async () => {
+          const t = ((await page!.locator('.monaco-hover:visible').first().textContent({ timeout: 500 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
+          return /rejected at character \d+/.test(t) ? t : undefined;
+        });
         const at = Number(/rejected at character (\d+)/.exec(hover)![1]);
         const body = fs.readFileSync(path.join(dirs.workspace, 'broken-call.transcript'), 'utf8').split('<|tool_call|>')[1]!.split('<|end|>')[0]!;
         // The rejected byte is the 0 of "k": 0 (the body is ASCII: code points are characters).
         const zero = body.indexOf('"k": 0') + '"k": '.length + 1;
         if (zero !== at) throw new Error(`the hover says character ${at}; the 0 is character ${zero} (1-based)`);
-        await page.mouse.move(5, 400);
-        await page.keyboard.press('Escape');
+        await closeTransients(page);
       },
     });
 
@@ -289,8 +283,8 @@ async function main(): Promise<number> {
         await pickExact(p, 'A number of steps…');
         const input = p.locator('.quick-input-widget .quick-input-box input');
         await input.waitFor({ state: 'visible', timeout: 10_000 });
-        await input.fill('4');
-        await p.keyboard.press('Enter');
+        await fill(input, '4');
+        await press(p, 'Enter', { what: 'train for 4 steps' });
         const done = await toast(p, /SFT sft-\S+ finished: 4 steps/, 240_000);
         await shot(ctx!, 'finish-message');
         const name = /SFT (sft-\S+) finished/.exec((await done.textContent()) ?? '')![1]!;
@@ -310,21 +304,25 @@ async function main(): Promise<number> {
       name: 'the Runs view shows the world, its dataset and the run with its held-out figure (light and dark)',
       run: async () => {
         const p = page!;
-        await p.locator('.activitybar .action-item a[aria-label^="Agent Lab"]').first().click();
+        await runCommand(p, 'Agent Lab: Focus on Runs View');
         const row = p.locator('.monaco-list-row', { hasText: path.basename(runDir) });
         await waitFor('the run in the Runs view', async () => /held-out [\d.]+%/.test((await row.first().textContent({ timeout: 500 }).catch(() => '')) ?? ''), 30_000);
         await p.locator('.monaco-list-row', { hasText: 'train.traces.jsonl' }).first().waitFor({ timeout: 10_000 });
         // A wider side bar for the screenshots: the run's description (status, figure) in full.
+        // (The mouse is the point here: a person drags the sash; the driver first closes what could lie over it.)
+        await closeTransients(p);
+        await idle(p, p.locator('.part.sidebar').first());
         const bar = await p.locator('.part.sidebar').first().boundingBox();
         if (bar) {
           await p.mouse.move(bar.x + bar.width + 1, bar.y + 300);
           await p.mouse.down();
           await p.mouse.move(bar.x + 560, bar.y + 300, { steps: 8 });
           await p.mouse.up();
+          await neutralMouse(p);
         }
-        await row.first().click();
-        await p.keyboard.press('ArrowRight');
-        await sleep(800);
+        await click(row.first(), { what: 'the run in the Runs view' });
+        await press(p, 'ArrowRight', { what: 'expand the run' });
+        await settled(p);
         await shot(ctx!, 'runs-view-light');
         await setTheme(ctx!, 'dark');
         await shot(ctx!, 'runs-view-dark');
@@ -339,7 +337,7 @@ async function main(): Promise<number> {
         await runCommand(p, 'Agent Lab: Ask the Student');
         const input = p.locator('.quick-input-widget .quick-input-box input');
         await input.waitFor({ state: 'visible', timeout: 10_000 });
-        await p.keyboard.press('Enter');
+        await press(p, 'Enter', { what: 'ask the suggested question' });
         await toast(p, /the student answered/, 120_000);
         const frame = await panelFrame(p, 'inspector', 30_000);
         await waitFor('a trajectory in the inspector', async () => ((await frame.locator('body').textContent({ timeout: 500 }).catch(() => '')) ?? '').length > 50, 20_000);
@@ -359,10 +357,12 @@ async function main(): Promise<number> {
         await runCommand(p, 'Welcome: Open Walkthrough...');
         const input = p.locator('.quick-input-widget .quick-input-box input');
         await input.waitFor({ state: 'visible', timeout: 10_000 });
-        await input.fill('Agent Lab');
+        await fill(input, 'Agent Lab');
         await pickExact(p, 'Get started with Agent Lab');
         await waitFor('the walkthrough page', async () => /Open the samples/.test((await p.locator('.gettingStartedContainer').first().textContent({ timeout: 500 }).catch(() => '')) ?? ''), 20_000);
-        await sleep(1000);
+        // Its pictures loaded and its layout still: what the screenshot shows is finished.
+        await waitFor('the walkthrough images loaded', () => p.evaluate(() => (Array.from(document.querySelectorAll('.gettingStartedContainer img')) as { complete: boolean }[]).every((i) => i.complete)), 20_000);
+        await settled(p);
         await shot(ctx!, 'walkthrough-light');
         await setTheme(ctx!, 'dark');
         await shot(ctx!, 'walkthrough-dark');
@@ -377,7 +377,9 @@ async function main(): Promise<number> {
         await runCommand(p, 'Extensions: Show Enabled Extensions');
         const item = p.locator('.extension-list-item', { hasText: 'Agent Lab' }).first();
         await item.waitFor({ timeout: 20_000 });
-        await item.click();
+        // The driver moves the mouse off the list after the click: the extension's hover, which
+        // grew under the resting mouse and lay over the theme picker (issue 34), has no cause.
+        await click(item, { what: 'Agent Lab in the extensions list' });
         await p.locator('.extension-editor').first().waitFor({ timeout: 20_000 });
         await waitFor(
           'the README in the details page',
@@ -390,7 +392,13 @@ async function main(): Promise<number> {
           },
           30_000,
         );
-        await sleep(1000);
+        // The icon in the page's header has loaded (instead of a second's sleep before the picture).
+        await waitFor(
+          'the icon in the details page',
+          () => p.evaluate(() => (Array.from(document.querySelectorAll('.extension-editor .header img.icon')) as { complete: boolean; naturalWidth: number }[]).some((i) => i.complete && i.naturalWidth > 0)),
+          20_000,
+        );
+        await settled(p);
         await shot(ctx!, 'details-light');
         await setTheme(ctx!, 'dark');
         await shot(ctx!, 'details-dark');
@@ -399,6 +407,7 @@ async function main(): Promise<number> {
   } finally {
     clearTimeout(watchdog);
     await cleanup();
+    fs.writeFileSync(path.join(outDir, 'tests.json'), JSON.stringify(results, null, 1) + '\n');
   }
   console.log(`\n  ${passed} passing`);
   if (failed) {
