@@ -23,7 +23,7 @@ import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
 import { evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
-import { CONFIG_FILE, CORPUS_FILE, EVAL_DIR, TRAIN_TRACES_FILE } from '../core/protocol/folders';
+import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
 interface ActiveJob {
   spec: JobSpec;
@@ -143,7 +143,7 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   for (const w of listWorlds(runs)) for (const d of w.datasets) found.set(d.file, d.rows);
   for (const uri of await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*.traces.jsonl'), '**/node_modules/**', 200)) {
     const parent = path.basename(path.dirname(uri.fsPath));
-    const inRun = (parent === 'data' || parent === 'eval') && fs.existsSync(path.join(path.dirname(path.dirname(uri.fsPath)), CONFIG_FILE));
+    const inRun = (parent === DATA_DIR || parent === EVAL_DIR) && fs.existsSync(path.join(path.dirname(path.dirname(uri.fsPath)), CONFIG_FILE));
     if (!inRun && !found.has(uri.fsPath)) found.set(uri.fsPath, datasetsIn(path.dirname(uri.fsPath)).find((d) => d.file === uri.fsPath)?.rows ?? 0);
   }
   // A held-out split is never training data.
