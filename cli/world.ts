@@ -25,9 +25,9 @@ import { findOverlaps } from '../core/overlap';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { McpTool, toolsLine } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
-import { WorldManifest, checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../trainer/worldFolder';
+import { checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../trainer/worldFolder';
 import type { Fact } from '../core/world';
-import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE, WORLD_FORMAT } from '../core/protocol/folders';
+import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE, WORLD_FORMAT, type WorldManifest } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;
 

@@ -6,8 +6,7 @@
 // test/unit/worldSources.test.ts).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { WorldManifest } from '../trainer/worldFolder';
-import { CORPUS_FILE, FACTS_CSV_SOURCE_FILE, TASKS_SOURCE_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
+import { CORPUS_FILE, FACTS_CSV_SOURCE_FILE, TASKS_SOURCE_FILE, WORLD_MANIFEST, type WorldManifest } from '../core/protocol/folders';
 
 /** A world the editor's commands can use. */
 export type WorldRef =

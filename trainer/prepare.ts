@@ -19,9 +19,9 @@ import { rowToPassage } from '../core/worldRows';
 import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
 import { buildFactWorld, isHinted } from '../core/worldSource';
-import { LoadedWorld, WorldManifest, derivedBuildOptions, runWorld, sha256File, writeWorldFiles } from './worldFolder';
+import { LoadedWorld, derivedBuildOptions, runWorld, sha256File, writeWorldFiles } from './worldFolder';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
-import { CORPUS_FILE, DATA_DIR, DEV_FILE, HELDOUT_FILE, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_FORMAT, WORLD_MANIFEST } from '../core/protocol/folders';
+import { CORPUS_FILE, DATA_DIR, DEV_FILE, HELDOUT_FILE, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_FORMAT, WORLD_MANIFEST, type WorldManifest } from '../core/protocol/folders';
 
 export const WORLD_SEED = 0;
 export const SAMPLES_PER_TASK = 4;

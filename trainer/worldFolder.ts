@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
 import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { type DerivedKind, deriveFacts } from '../core/derivedWorlds';
+import { deriveFacts } from '../core/derivedWorlds';
 import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
@@ -16,41 +16,7 @@ import { drawDifferenceTasks, splitPairs } from '../core/differenceTasks';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
 import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, readJsonlRows, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
-import { CONFIG_FILE, CORPUS_FILE, DEV_FILE, FACTS_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOOLS_FILE, TRAIN_FILE, WORLD_FILES, WORLD_FORMAT, WORLD_MANIFEST, type RunConfigView } from '../core/protocol/folders';
-
-/** world.json: what the world was made from and how. */
-export interface WorldManifest {
-  format: typeof WORLD_FORMAT;
-  name: string;
-  source: { kind: 'facts' | 'docs' | 'folder'; files: { path: string; sha256: string }[] };
-  made: {
-    by: string;
-    seed: number;
-    distractors?: number;
-    shapes?: string[];
-    /** A fact world's surface forms (the user's, or the plain defaults); absent: the textbook's (a world built before worlds had their own). */
-    templates?: string[];
-    split: { train: number; heldout: number; dev: number };
-    created: string;
-  };
-  counts: { passages: number; facts?: number; tasks: Record<string, Record<string, number>> };
-  overlap: { excluded: number; exact: number; swapped: number };
-  /** Tasks the stub teacher cannot solve, by reason (no_hints, fact_not_in_corpus, gold_differs, outside_grammar). */
-  unsolvable: Record<string, number>;
-  /** With a tool list (tools.json): its tool line and the system prompt it makes. */
-  tools?: { line: string; system_prompt: string };
-  /** sha256 of each world file as written (worlds written before this field have none). */
-  files?: Record<string, string>;
-  /** A fact world's reading splits: derived worlds from reserved seeds (docs/worlds.md). */
-  fresh?: Record<FreshName, FreshSpec>;
-}
-
-export type FreshName = 'fresh-values' | 'fresh-entities';
-export interface FreshSpec {
-  kind: DerivedKind;
-  seeds: number[];
-  tasks_per_world: number;
-}
+import { CONFIG_FILE, CORPUS_FILE, DEV_FILE, FACTS_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOOLS_FILE, TRAIN_FILE, WORLD_FILES, WORLD_FORMAT, WORLD_MANIFEST, type FreshName, type FreshSpec, type RunConfigView, type WorldManifest } from '../core/protocol/folders';
 
 /** A world read back from a folder, registered as a custom world of this thread. */
 export interface LoadedWorld {

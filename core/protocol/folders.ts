@@ -17,7 +17,7 @@ export const DEV_FILE = 'dev.jsonl';
 export const TOOLS_FILE = 'tools.json';
 /** A fact world's table as built (its fresh splits are derived from it). */
 export const FACTS_FILE = 'facts.json';
-/** The world's manifest: what it was made from and how (`WorldManifest` in trainer/worldFolder.ts). */
+/** The world's manifest: what it was made from and how (`WorldManifest` below). */
 export const WORLD_MANIFEST = 'world.json';
 /** world.json's "format". */
 export const WORLD_FORMAT = 'agent-lab-world/1';
@@ -97,6 +97,41 @@ export interface RunConfigView {
   model?: { maxSeq?: unknown };
   sftMaxLen?: unknown;
   data?: { names?: unknown };
+}
+
+/** world.json (WORLD_MANIFEST): what the world was made from and how; trainer/worldFolder.ts writes and checks it. */
+export interface WorldManifest {
+  format: typeof WORLD_FORMAT;
+  name: string;
+  source: { kind: 'facts' | 'docs' | 'folder'; files: { path: string; sha256: string }[] };
+  made: {
+    by: string;
+    seed: number;
+    distractors?: number;
+    shapes?: string[];
+    /** A fact world's surface forms (the user's, or the plain defaults); absent: the textbook's (a world built before worlds had their own). */
+    templates?: string[];
+    split: { train: number; heldout: number; dev: number };
+    created: string;
+  };
+  counts: { passages: number; facts?: number; tasks: Record<string, Record<string, number>> };
+  overlap: { excluded: number; exact: number; swapped: number };
+  /** Tasks the stub teacher cannot solve, by reason (no_hints, fact_not_in_corpus, gold_differs, outside_grammar). */
+  unsolvable: Record<string, number>;
+  /** With a tool list (tools.json): its tool line and the system prompt it makes. */
+  tools?: { line: string; system_prompt: string };
+  /** sha256 of each world file as written (worlds written before this field have none). */
+  files?: Record<string, string>;
+  /** A fact world's reading splits: derived worlds from reserved seeds (docs/worlds.md). */
+  fresh?: Record<FreshName, FreshSpec>;
+}
+
+export type FreshName = 'fresh-values' | 'fresh-entities';
+export interface FreshSpec {
+  /** core/derivedWorlds.ts DerivedKind: which world a reserved seed derives. */
+  kind: 'values' | 'entities';
+  seeds: number[];
+  tasks_per_world: number;
 }
 
 /** data/source.json as the editor writes it: the traces a run was trained on. */
