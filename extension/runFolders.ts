@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseMetricsText } from '../core/protocol/metrics';
 import { type Figure, figureShort, figureTooltip, heldoutFigures } from '../core/figures';
-import { CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, LATEST_POINTER, METRICS_FILE, SOURCE_FILE, TRACES_SUFFIX } from '../core/protocol/folders';
+import { CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, LATEST_POINTER, METRICS_FILE, SOURCE_FILE, TRACES_SUFFIX } from '../core/protocol/folders';
 
 export type RunStatus = 'live' | 'finished' | 'cancelled' | 'failed' | 'stopped' | 'new';
 
@@ -100,7 +100,7 @@ function evalsOf(dir: string): EvalInfo[] {
     for (const n of fs.readdirSync(path.join(dir, EVAL_DIR)).filter((f) => f.endsWith('.json')).sort()) {
       const s = readJson(path.join(dir, EVAL_DIR, n));
       const split = n.slice(0, -'.json'.length);
-      const rowsFile = path.join(dir, EVAL_DIR, `${split}.jsonl`);
+      const rowsFile = path.join(dir, EVAL_DIR, evalRowsFile(split));
       evals.push({
         split,
         file: path.join(dir, EVAL_DIR, n),

@@ -23,7 +23,7 @@ import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
 import { evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
-import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, TRAIN_TRACES_FILE } from '../core/protocol/folders';
+import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
 interface ActiveJob {
   spec: JobSpec;
@@ -523,7 +523,7 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     if (choice === 'Evaluate') void vscode.commands.executeCommand('agentLab.evaluate', { runDir: spec.runDir, split: 'heldout' });
     if (choice === 'Train (GRPO)') void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: spec.runDir });
     if (choice === 'Inspect Evaluation' && spec.kind === 'eval') {
-      void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, `${spec.split}.jsonl`)));
+      void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, evalRowsFile(spec.split))));
     }
   });
   return result;
