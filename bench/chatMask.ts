@@ -85,6 +85,8 @@ export async function runChatMaskBench(opts: { rows?: number; hovers?: number; t
   const text = chatDatasetText(rows);
   const lines = text.slice(0, -1).split('\n');
   const tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-chat-bench-'));
+  // A chat dataset's usual name (a TRL dataset, not a world's split).
+  // eslint-disable-next-line agent-lab/folder-names
   const file = path.join(tmp, 'train.jsonl');
   writeFileSync(file, text);
   const uri = pathToFileURL(file).toString();

@@ -20,6 +20,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseMetricsText, type MetricRecord } from '../core/protocol/metrics';
+import { CONFIG_FILE, METRICS_FILE } from '../core/protocol/folders';
 
 const repoRoot = path.resolve(__dirname, '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -54,7 +55,7 @@ function evaluate(run: string, split: string): Summary {
 }
 
 function records(run: string, phase: string): MetricRecord[] {
-  const { lines } = parseMetricsText(fs.readFileSync(path.join(run, 'metrics.jsonl'), 'utf8'));
+  const { lines } = parseMetricsText(fs.readFileSync(path.join(run, METRICS_FILE), 'utf8'));
   return lines.filter((l): l is MetricRecord => 'phase' in l && l.phase === phase);
 }
 
@@ -136,7 +137,7 @@ froms.forEach((from, i) => {
     const c = rlCompute(run);
     compute[arm]!.push(c);
     if (arm === 'grpo') grpoMinutes = c.minutes;
-    names ??= (JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8')) as { data: { names?: unknown } }).data.names;
+    names ??= (JSON.parse(fs.readFileSync(path.join(run, CONFIG_FILE), 'utf8')) as { data: { names?: unknown } }).data.names;
     const evals = Object.fromEntries(splits.map((s) => [s, evaluate(run, s)]));
     for (const s of splits) record(arm, s, evals[s]!);
     row[arm] = { evals, compute: c };

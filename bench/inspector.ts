@@ -24,6 +24,7 @@ import { parseSource } from '../core/transcript/trajectories';
 import { syntheticEvalRows, writeJsonl } from '../test/ui/fixtures';
 import { quickOpen, runCommand } from '../test/ui/harness';
 import { BASE_SETTINGS, checkTools, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, writeUserSettings } from '../test/vscode/codeServer';
+import { EVAL_DIR, evalRowsFile } from '../core/protocol/folders';
 
 // Browser globals used inside evaluate callbacks (the Node tsconfig has no DOM library).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
     // ---- data and the Node-side parse -----------------------------------------------------
     const t = Date.now();
     const rows = syntheticEvalRows(N);
-    const file = path.join(dirs.workspace, 'big', 'eval', 'heldout.jsonl');
+    const file = path.join(dirs.workspace, 'big', EVAL_DIR, evalRowsFile('heldout'));
     writeJsonl(file, rows);
     fs.copyFileSync(path.join(repoRoot, 'samples', 'lookup.transcript'), path.join(dirs.workspace, 'lookup.transcript'));
     const fileMB = fs.statSync(file).size / 1e6;
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
 
       // ---- open ------------------------------------------------------------------------------
       await runCommand(page, 'Agent Lab: Inspect Trajectories');
-      const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: 'big/eval/heldout.jsonl' }).first();
+      const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: `big/${EVAL_DIR}/${evalRowsFile('heldout')}` }).first();
       await pick.waitFor({ state: 'visible', timeout: 15_000 });
       const t0 = Date.now();
       await pick.click();

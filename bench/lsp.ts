@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import type { Hover, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { DistillStats, ToolEnv, distill, makeStubTeacher } from '../core/distill';
 import { buildCorpus, makeTaskPool } from '../core/world';
-import { DEFAULT_TUNING } from '../language-server/lspServer';
+import { DEFAULT_TUNING } from '../language-server/tuning';
 import { analyseRow, placeRowDiagnostics, DocDiagnostic, rowUnit } from '../language-server/documents';
 import { hoverAt } from '../language-server/features/hover';
 import { TokenizerStore } from '../language-server/tokenizers';

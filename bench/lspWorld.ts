@@ -22,6 +22,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Hover } from 'vscode-languageserver-protocol';
 import { LspClient, repoRootFrom } from './lspClient';
+import { FACTS_CSV_SOURCE_FILE, TASKS_SOURCE_FILE } from '../core/protocol/folders';
 
 /** About `chars` characters of a facts.csv, every 1/`badShare`-th value a decimal (refused: '.' ends the corpus sentence). */
 export function badFacts(chars: number, badShare: number): { text: string; rows: number; bad: number } {
@@ -138,19 +139,19 @@ export async function runLspWorldBench(opts: WorldBenchOptions = {}): Promise<Wo
   let peak = NaN;
   try {
     const smallFacts = fs.readFileSync(path.join(root, 'samples', 'worlds', 'elements', 'elements.csv'), 'utf8');
-    const smallTasks = fs.readFileSync(path.join(root, 'samples', 'worlds', 'planets-notes', 'tasks.jsonl'), 'utf8');
-    await client.open(uriOf('small/facts.csv'), smallFacts, 'csv');
-    await client.open(uriOf('small/tasks.jsonl'), smallTasks, 'jsonl');
+    const smallTasks = fs.readFileSync(path.join(root, 'samples', 'worlds', 'planets-notes', TASKS_SOURCE_FILE), 'utf8');
+    await client.open(uriOf(`small/${FACTS_CSV_SOURCE_FILE}`), smallFacts, 'csv');
+    await client.open(uriOf(`small/${TASKS_SOURCE_FILE}`), smallTasks, 'jsonl');
     const others = [
-      { uri: uriOf('small/facts.csv'), line: smallFacts.split('\n').indexOf('Iron,atomic number,26') },
-      { uri: uriOf('small/tasks.jsonl'), line: 1 },
+      { uri: uriOf(`small/${FACTS_CSV_SOURCE_FILE}`), line: smallFacts.split('\n').indexOf('Iron,atomic number,26') },
+      { uri: uriOf(`small/${TASKS_SOURCE_FILE}`), line: 1 },
     ];
     const hover = (uri: string, line: number) => client.request<Hover | null>('textDocument/hover', { textDocument: { uri }, position: { line, character: 2 } });
     for (let i = 0; i < 20; i++) for (const o of others) await hover(o.uri, o.line);
     for (const kind of ['facts', 'tasks'] as const) {
       if (opts.only && opts.only !== kind) continue;
       const { text, rows, bad } = kind === 'facts' ? badFacts(chars, badShare) : badTasks(chars, badShare);
-      const name = kind === 'facts' ? 'large/facts.csv' : 'large/tasks.jsonl';
+      const name = kind === 'facts' ? `large/${FACTS_CSV_SOURCE_FILE}` : `large/${TASKS_SOURCE_FILE}`;
       const uri = uriOf(name);
       log(`${name}: ${(text.length / 1048576).toFixed(1)} MB, ${rows} rows, ${bad} bad`);
       const t0 = performance.now();
@@ -212,7 +213,7 @@ export function formatWorldBench(f: WorldBenchFigures): string[] {
   const out = ['file                  MB      rows  bad rows  diagnostics ms  published  first hover  hover other p50 / p95 / max (n)   hover self'];
   for (const x of f.files) {
     out.push(
-      `${(x.kind === 'facts' ? 'facts.csv' : 'tasks.jsonl').padEnd(18)} ${x.mb.toFixed(1).padStart(5)} ${String(x.rows).padStart(9)} ${String(x.bad_rows).padStart(9)} ${String(x.diagnostics_ms).padStart(15)} ${String(x.published).padStart(10)} ${x.first_hover_other_ms.toFixed(1).padStart(9)} ms  ${x.hover_other_ms.p50.toFixed(1)} / ${x.hover_other_ms.p95.toFixed(1)} / ${x.hover_other_ms.max.toFixed(1)} ms (${x.hover_other_ms.n})`.padEnd(123) +
+      `${(x.kind === 'facts' ? FACTS_CSV_SOURCE_FILE : TASKS_SOURCE_FILE).padEnd(18)} ${x.mb.toFixed(1).padStart(5)} ${String(x.rows).padStart(9)} ${String(x.bad_rows).padStart(9)} ${String(x.diagnostics_ms).padStart(15)} ${String(x.published).padStart(10)} ${x.first_hover_other_ms.toFixed(1).padStart(9)} ms  ${x.hover_other_ms.p50.toFixed(1)} / ${x.hover_other_ms.p95.toFixed(1)} / ${x.hover_other_ms.max.toFixed(1)} ms (${x.hover_other_ms.n})`.padEnd(123) +
         `${x.hover_self_ms.toFixed(1)} ms`,
     );
     out.push(`  last diagnostic: ${x.last_message}`);

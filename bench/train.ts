@@ -29,6 +29,7 @@ import { encodeSafetensors, SafeTensor } from '../trainer/checkpoint';
 import { Batch, IGNORE, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model';
 import { Trainer, effectiveTokens } from '../trainer/optim';
 import { autoThreads } from '../trainer/parallel';
+import { HF_WEIGHTS_FILE } from '../core/protocol/folders';
 
 export interface TrainBenchOptions {
   backend?: BackendAsk;
@@ -217,7 +218,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
             batches: batches.map((b) => ({ batch: b.batch, seq: b.seq, inputIds: Array.from(b.inputIds), labels: Array.from(b.labels) })),
           }),
         );
-        const weightsFile = path.join(tmp, 'model.safetensors');
+        const weightsFile = path.join(tmp, HF_WEIGHTS_FILE);
         const w = await model.exportWeightsAsync();
         const st: Record<string, SafeTensor> = {};
         for (const s of paramSpecs(cfg)) st[s.name] = { dtype: 'F32', shape: s.shape, data: w[s.name]! };

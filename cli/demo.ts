@@ -12,6 +12,7 @@ import { PRESETS } from '../trainer/model';
 import { defaultRecipeName, getRecipe } from '../trainer/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
+import { CONFIG_FILE, REPORT_FILE } from '../core/protocol/folders';
 
 export interface DemoOptions {
   runDir?: string | undefined;
@@ -106,11 +107,11 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
     seconds: (Date.now() - started) / 1000,
   };
   if ((options.minutes ?? DEMO_MINUTES) > 0) {
-    writeJsonAtomic(path.join(runDir, 'report.json'), report);
+    writeJsonAtomic(path.join(runDir, REPORT_FILE), report);
     for (const line of formatReport(report)) log(line);
     return report;
   }
-  writeJsonAtomic(path.join(runDir, 'config.json'), {
+  writeJsonAtomic(path.join(runDir, CONFIG_FILE), {
     kind: 'demo',
     seeds: { world: WORLD_SEED, tasks: WORLD_SEED },
     distractors: 120,
@@ -122,7 +123,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
     sftMaxLen: DEFAULT_MAX_LEN,
     codeVersion: codeVersion(),
   });
-  writeJsonAtomic(path.join(runDir, 'report.json'), report);
+  writeJsonAtomic(path.join(runDir, REPORT_FILE), report);
   for (const line of formatReport(report)) log(line);
   return report;
 }

@@ -14,11 +14,11 @@ import { rowToPassage, rowToTask } from '../core/worldRows';
 import { isHinted } from '../core/worldSource';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, transcriptToolViolation } from '../core/worldTools';
-import { TOOLS_FILE } from '../trainer/worldFolder';
 import { splitRoles } from '../core/roles';
 import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
 import type { BackendAsk } from '../trainer/backend';
 import { makeStudentTeacher } from '../trainer/studentTeacher';
+import { CORPUS_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -306,7 +306,7 @@ function readWorld(dir: string, split: 'train' | 'heldout' | 'dev'): { corpus: P
     }
   }
   return {
-    corpus: parse(path.join(dir, 'corpus.jsonl'), rowToPassage),
+    corpus: parse(path.join(dir, CORPUS_FILE), rowToPassage),
     tasks: parse(path.join(dir, `${split}.jsonl`), rowToTask),
     ...(tools ? { tools } : {}),
   };

@@ -9,11 +9,11 @@ import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer
 import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
 import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../trainer/files';
 import { dataFiles } from '../trainer/prepare';
-import { TOOLS_FILE } from '../trainer/worldFolder';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { WorldFileError } from '../core/worldSource';
 import { loadCheckpoint } from '../trainer/checkpoint';
 import { HfExportResult, writeHfFolder } from '../trainer/hfExport';
+import { CONFIG_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 export interface ExportOptions {
   format: ExportFormat;
@@ -127,7 +127,7 @@ function fromRun(o: ExportOptions, runDir: string): ExportResult {
     return exportSft({ ...base, traces: readRows(traces, 'the transcripts'), maxLen: runMaxLen(runDir) });
   }
   // The training pool (overlaps with held-out excluded) or the held-out split, with gold.
-  const tasks = split === 'train' ? files.trainTasks : path.join(runDir, 'world', 'heldout.jsonl');
+  const tasks = split === 'train' ? files.trainTasks : path.join(runDir, RUN_WORLD_DIR, HELDOUT_FILE);
   const sft = fs.existsSync(files.trainTraces) ? readRows(files.trainTraces, 'the transcripts') : [];
   return exportGrpo({ ...base, tasks: readRows(tasks, 'the tasks'), systemPrompt: systemPromptOf(sft) });
 }
@@ -147,7 +147,7 @@ function fromData(o: ExportOptions, file: string, systemPrompt?: { text: string;
  * report), else the lab's default.
  */
 export function runMaxLen(runDir: string): number {
-  const file = path.join(runDir, 'config.json');
+  const file = path.join(runDir, CONFIG_FILE);
   if (!fs.existsSync(file)) return DEFAULT_MAX_LEN;
   let config: Record<string, unknown>;
   try {
@@ -179,9 +179,9 @@ function exportHf(options: Record<string, string | number | boolean | undefined>
     const files = dataFiles(run);
     const extra: Record<string, string> = {};
     if (!fs.existsSync(files.tokenizer)) throw new InputError(`${run} has no tokenizer.json: the exported model would have no tokenizer`);
-    extra['tokenizer.json'] = readInputText(files.tokenizer, 'the tokenizer', INPUT_LIMITS.tokenizer);
-    const tc = path.join(run, 'tokenizer_config.json');
-    if (fs.existsSync(tc)) extra['tokenizer_config.json'] = readInputText(tc, 'the tokenizer config', INPUT_LIMITS.json);
+    extra[TOKENIZER_FILE] = readInputText(files.tokenizer, 'the tokenizer', INPUT_LIMITS.tokenizer);
+    const tc = path.join(run, TOKENIZER_CONFIG_FILE);
+    if (fs.existsSync(tc)) extra[TOKENIZER_CONFIG_FILE] = readInputText(tc, 'the tokenizer config', INPUT_LIMITS.json);
     const r = writeHfFolder(out, ck.config, ck.weights, extra, { agent_lab_run: path.resolve(run), agent_lab_checkpoint: ck.name });
     log(`wrote ${r.dir} (${r.architecture} from ${run} ${ck.name}, ${(r.bytes / 1e6).toFixed(1)} MB): ${r.files.join(', ')}`);
     return r;

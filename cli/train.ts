@@ -28,6 +28,7 @@ import { failureMeaning } from '../core/protocol/panels';
 import { evaluateFigure, figureText, rlBaselineLines, shapeLine, trainingFigure } from '../core/figures';
 import { worldEnv, worldTemplates } from '../core/worlds';
 import { readWorldFolder, runWorld } from '../trainer/worldFolder';
+import { CONFIG_FILE } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -205,7 +206,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
 /** `agent-lab run --run DIR QUESTION`: the student answers one question through the real loop. */
 export async function runAskCommand(o: Options, question: string): Promise<void> {
   const runDir = path.resolve(o['run'] as string);
-  const configFile = path.join(runDir, 'config.json');
+  const configFile = path.join(runDir, CONFIG_FILE);
   const run = readRunConfig(runDir);
   if (!run) throw new UsageError(`${runDir} is not a run folder (no config.json)`);
   const configured = configModel(run.config, configFile);

@@ -25,8 +25,9 @@ import { findOverlaps } from '../core/overlap';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { McpTool, toolsLine } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
-import { WORLD_FORMAT, WorldManifest, checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../trainer/worldFolder';
+import { checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../trainer/worldFolder';
 import type { Fact } from '../core/world';
+import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE, WORLD_FORMAT, type WorldManifest } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -213,9 +214,9 @@ export function cmdWorld(a: ParsedArgs): void {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  writeJsonlAtomic(path.join(out, 'corpus.jsonl'), corpus.map(passageToRow));
-  writeJsonlAtomic(path.join(out, 'train.jsonl'), pool.train.map(taskToRow));
-  writeJsonlAtomic(path.join(out, 'heldout.jsonl'), pool.heldout.map(taskToRow));
+  writeJsonlAtomic(path.join(out, CORPUS_FILE), corpus.map(passageToRow));
+  writeJsonlAtomic(path.join(out, TRAIN_FILE), pool.train.map(taskToRow));
+  writeJsonlAtomic(path.join(out, HELDOUT_FILE), pool.heldout.map(taskToRow));
   const overlap = findOverlaps(pool.train, pool.heldout);
   console.log(
     `wrote ${out}: ${corpus.length} passages, ${pool.train.length} train and ${pool.heldout.length} held-out tasks; ` +

@@ -8,6 +8,7 @@ import { normalize } from '../core/distill';
 import type { Task } from '../core/types';
 import { makeTaskPool, makeTasks } from '../core/world';
 import { rowToTask } from '../core/worldRows';
+import { RUN_WORLD_DIR, WORLD_MANIFEST } from '../core/protocol/folders';
 
 /** The textbook world's question (a run without a world of its own). */
 export const TEXTBOOK_QUESTION = 'What is the RoPE base of Stack-100M? Use the corpus.';
@@ -43,8 +44,8 @@ function readTasks(file: string): Task[] {
  * textbook world's seed-0 pool.
  */
 export function runWorldTasks(runDir: string): SplitTask[] {
-  const world = path.join(runDir, 'world');
-  if (fs.existsSync(path.join(world, 'world.json'))) {
+  const world = path.join(runDir, RUN_WORLD_DIR);
+  if (fs.existsSync(path.join(world, WORLD_MANIFEST))) {
     return (['heldout', 'train', 'dev'] as const).flatMap((split) => readTasks(path.join(world, `${split}.jsonl`)).map((task) => ({ split, task })));
   }
   const pool = makeTaskPool(0);
@@ -60,7 +61,7 @@ export function runWorldTasks(runDir: string): SplitTask[] {
 export function questionToAsk(runDir: string, last?: string): string {
   if (last !== undefined && last.trim() !== '') return last;
   const tasks = runWorldTasks(runDir);
-  if (!fs.existsSync(path.join(runDir, 'world', 'world.json'))) return TEXTBOOK_QUESTION;
+  if (!fs.existsSync(path.join(runDir, RUN_WORLD_DIR, WORLD_MANIFEST))) return TEXTBOOK_QUESTION;
   const held = tasks.filter((t) => t.split === 'heldout');
   return (held.find((t) => t.task.kind === 'lookup') ?? held[0] ?? tasks[0])?.task.question ?? TEXTBOOK_QUESTION;
 }

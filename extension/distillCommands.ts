@@ -14,12 +14,12 @@ import { API_KEY_ENV, makeHttpTeacher } from '../core/teachers/http';
 import type { McpTool } from '../core/tools/schemas';
 import type { Task } from '../core/types';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
-import { TOOLS_FILE } from '../trainer/worldFolder';
 import { log, reportError } from './log';
 import { notifyRunsChanged } from './training';
 import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
 import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
+import { CHECKPOINTS_DIR, CORPUS_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 export const SAMPLES_PER_TASK = 4;
 /** Tasks per synchronous chunk: the notification repaints and cancellation is checked between chunks. */
@@ -92,7 +92,7 @@ async function distillCommand(
 ): Promise<DistillResult | undefined> {
   const folder = typeof folderArg === 'string' ? vscode.Uri.file(folderArg) : folderArg ?? (await pickWorldFolder());
   if (!folder) return undefined;
-  if (!(await exists(vscode.Uri.joinPath(folder, 'corpus.jsonl')))) {
+  if (!(await exists(vscode.Uri.joinPath(folder, CORPUS_FILE)))) {
     throw new Error(`${folder.fsPath} has no corpus.jsonl; run "Agent Lab: Build World" first`);
   }
   let split: Split | undefined = splitArg;
@@ -274,7 +274,7 @@ async function pickStudentRun(): Promise<string | undefined> {
   const candidates: vscode.Uri[] = [];
   for (const [name, type] of entries) {
     const uri = vscode.Uri.joinPath(runs, name);
-    if (type === vscode.FileType.Directory && (await exists(vscode.Uri.joinPath(uri, 'checkpoints')))) candidates.push(uri);
+    if (type === vscode.FileType.Directory && (await exists(vscode.Uri.joinPath(uri, CHECKPOINTS_DIR)))) candidates.push(uri);
   }
   if (candidates.length === 0) {
     void vscode.window.showWarningMessage('Agent Lab: the student teacher needs a trained run (Agent Lab: Train (SFT)); none has a checkpoint yet.');

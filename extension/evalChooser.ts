@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import type { RunInfo } from './runFolders';
 import { heldoutShort, readJson } from './runFolders';
+import { CONFIG_FILE, RUN_WORLD_DIR, WORLD_MANIFEST, type RunConfigView } from '../core/protocol/folders';
 
 export interface EvalChoice {
   label: string;
@@ -22,7 +23,7 @@ export type EvalRow = { separator: string } | EvalChoice;
 
 /** What a run's world is: its name, its split sizes, whether it has fresh splits and a dev split. */
 export function runWorldFacts(runDir: string): { name: string; heldout: number; dev: number; train: number; fresh: boolean } {
-  const m = readJson(path.join(runDir, 'world', 'world.json'));
+  const m = readJson(path.join(runDir, RUN_WORLD_DIR, WORLD_MANIFEST));
   if (!m) return { name: 'the textbook world', heldout: 50, dev: 0, train: 200, fresh: true };
   const split = (m['made'] as { split?: Record<string, unknown> } | undefined)?.split ?? {};
   const n = (k: string) => (typeof split[k] === 'number' ? (split[k] as number) : 0);
@@ -43,7 +44,7 @@ export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; 
     out.push({ separator: `${r.name} · ${r.kind} · step ${r.step ?? 0}${figure ? ` · ${figure}` : ''}` });
     out.push({ label: `${r.name}: held-out`, description: `${count(w.heldout, limit)} of ${w.name} (the figure every run reports)`, runDir: r.dir, split: 'heldout' });
     // The world the run was made from (config.json's world.dir): agentLab.world naming it is no other world.
-    const made = (readJson(path.join(r.dir, 'config.json'))?.['world'] as { dir?: unknown } | undefined)?.dir;
+    const made = (readJson(path.join(r.dir, CONFIG_FILE)) as RunConfigView | null)?.world?.dir;
     if (other && (typeof made !== 'string' || path.resolve(other.dir) !== path.resolve(made))) {
       out.push({ label: `${r.name}: held-out of ${other.name}`, description: `another world (agentLab.world): the student on tasks it never saw`, runDir: r.dir, split: 'heldout', world: other.dir });
     }

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseMetricsText } from '../core/protocol/metrics';
 import { type Figure, figureShort, figureTooltip, heldoutFigures } from '../core/figures';
+import { CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, LATEST_POINTER, METRICS_FILE, SOURCE_FILE, TRACES_SUFFIX } from '../core/protocol/folders';
 
 export type RunStatus = 'live' | 'finished' | 'cancelled' | 'failed' | 'stopped' | 'new';
 
@@ -96,13 +97,13 @@ export function rlComparison(config: Record<string, unknown>, lines: readonly Re
 function evalsOf(dir: string): EvalInfo[] {
   const evals: EvalInfo[] = [];
   try {
-    for (const n of fs.readdirSync(path.join(dir, 'eval')).filter((f) => f.endsWith('.json')).sort()) {
-      const s = readJson(path.join(dir, 'eval', n));
+    for (const n of fs.readdirSync(path.join(dir, EVAL_DIR)).filter((f) => f.endsWith('.json')).sort()) {
+      const s = readJson(path.join(dir, EVAL_DIR, n));
       const split = n.slice(0, -'.json'.length);
-      const rowsFile = path.join(dir, 'eval', `${split}.jsonl`);
+      const rowsFile = path.join(dir, EVAL_DIR, evalRowsFile(split));
       evals.push({
         split,
-        file: path.join(dir, 'eval', n),
+        file: path.join(dir, EVAL_DIR, n),
         rowsFile: fs.existsSync(rowsFile) ? rowsFile : null,
         accuracy: typeof s?.['accuracy'] === 'number' ? s['accuracy'] : null,
         n: typeof s?.['n'] === 'number' ? s['n'] : null,
@@ -148,8 +149,8 @@ export function countRows(file: string): number {
   }
 }
 
-export const isWorldFolder = (dir: string): boolean => fs.existsSync(path.join(dir, 'corpus.jsonl'));
-export const isRunFolder = (dir: string): boolean => fs.existsSync(path.join(dir, 'config.json'));
+export const isWorldFolder = (dir: string): boolean => fs.existsSync(path.join(dir, CORPUS_FILE));
+export const isRunFolder = (dir: string): boolean => fs.existsSync(path.join(dir, CONFIG_FILE));
 
 export function listWorlds(runsDir: string): WorldInfo[] {
   return dirs(runsDir)
@@ -163,7 +164,7 @@ export function listWorlds(runsDir: string): WorldInfo[] {
 export function datasetsIn(dir: string): DatasetInfo[] {
   let names: string[] = [];
   try {
-    names = fs.readdirSync(dir).filter((n) => n.endsWith('.traces.jsonl'));
+    names = fs.readdirSync(dir).filter((n) => n.endsWith(TRACES_SUFFIX));
   } catch {
     /* gone */
   }
@@ -172,13 +173,13 @@ export function datasetsIn(dir: string): DatasetInfo[] {
 
 /** Checkpoint names, oldest first ("step-12", ...; "latest" is a pointer, left out). */
 export function checkpointsOf(runDir: string): string[] {
-  return dirs(path.join(runDir, 'checkpoints'))
+  return dirs(path.join(runDir, CHECKPOINTS_DIR))
     .filter((n) => /^step-\d+$/.test(n))
     .sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)));
 }
 
 export const hasCheckpoint = (runDir: string): boolean =>
-  fs.existsSync(path.join(runDir, 'checkpoints', 'latest')) || checkpointsOf(runDir).length > 0;
+  fs.existsSync(path.join(runDir, CHECKPOINTS_DIR, LATEST_POINTER)) || checkpointsOf(runDir).length > 0;
 
 /**
  * One run folder. `outcome` is how a job the editor ran on it ended (remembered by the
@@ -186,7 +187,7 @@ export const hasCheckpoint = (runDir: string): boolean =>
  * step budget reached is finished, a checkpoint without either is stopped.
  */
 export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo {
-  const config = readJson(path.join(dir, 'config.json')) ?? {};
+  const config = readJson(path.join(dir, CONFIG_FILE)) ?? {};
   const kind = typeof config['kind'] === 'string' ? config['kind'] : 'run';
   const backendRec = config['backend'];
   const backend =
@@ -203,7 +204,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
   let current: Figure | null = null;
   let metricLines: Record<string, unknown>[] = [];
   try {
-    const { lines } = parseMetricsText(fs.readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8'));
+    const { lines } = parseMetricsText(fs.readFileSync(path.join(dir, METRICS_FILE), 'utf8'));
     metricLines = lines as Record<string, unknown>[];
     figures = heldoutFigures(lines as Record<string, unknown>[]);
     for (const l of lines) {
@@ -239,7 +240,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
   else if (outcome && outcome !== 'live') status = outcome;
   else if (finalEval || budgetDone) status = 'finished';
   else status = checkpoints.length > 0 || hasCheckpoint(dir) ? 'stopped' : 'new';
-  const source = readJson(path.join(dir, 'data', 'source.json'));
+  const source = readJson(path.join(dir, DATA_DIR, SOURCE_FILE));
   return {
     dir,
     name: path.basename(dir),

@@ -12,6 +12,7 @@ import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, describeRun, evalDescription
 import { liveRunDirs, onRunsChanged, runOutcome } from './training';
 import { runsFolderUri } from './workspace';
 import { diffTargets, isRunsViewFile, targetKey, watchTargets } from './runsWatch';
+import { CHECKPOINTS_DIR } from '../core/protocol/folders';
 
 type Node =
   | { type: 'group'; group: 'worlds' | 'runs'; root: string }
@@ -200,7 +201,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
       case 'checkpoint': {
         const item = new vscode.TreeItem(node.name, C.None);
         item.id = `checkpoint:${node.run.dir}:${node.name}`;
-        item.resourceUri = vscode.Uri.file(path.join(node.run.dir, 'checkpoints', node.name));
+        item.resourceUri = vscode.Uri.file(path.join(node.run.dir, CHECKPOINTS_DIR, node.name));
         item.iconPath = new vscode.ThemeIcon('save');
         item.contextValue = 'checkpoint';
         return item;
@@ -237,7 +238,7 @@ function pathOfNode(n: Node): string | undefined {
   if (n.type === 'world') return n.world.dir;
   if (n.type === 'dataset') return n.dataset.file;
   if (n.type === 'run') return n.run.dir;
-  if (n.type === 'checkpoint') return path.join(n.run.dir, 'checkpoints', n.name);
+  if (n.type === 'checkpoint') return path.join(n.run.dir, CHECKPOINTS_DIR, n.name);
   if (n.type === 'eval') return n.eval.rowsFile ?? n.eval.file;
   return undefined;
 }

@@ -6,6 +6,10 @@
 // watcher would not, and a Distill or a training job writes only these files. Pure (no
 // vscode): the view creates and disposes watchers to match `watchTargets`.
 import * as path from 'node:path';
+import { CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, METRICS_FILE, RUN_WORLD_DIR, SOURCE_FILE, TRACES_SUFFIX, WORLD_MANIFEST } from '../core/protocol/folders';
+
+/** A world or run folder's entries whose change the Runs view shows. */
+const WATCHED_ENTRIES: ReadonlySet<string> = new Set([WORLD_MANIFEST, CORPUS_FILE, CONFIG_FILE, METRICS_FILE, EVAL_DIR, CHECKPOINTS_DIR, DATA_DIR, RUN_WORLD_DIR]);
 
 /** A folder to watch and the pattern of its direct children that matter. */
 export interface WatchTarget {
@@ -20,9 +24,9 @@ export function watchTargets(roots: readonly string[], worldDirs: readonly strin
   for (const w of worldDirs) out.push({ base: w, pattern: '{world.json,corpus.jsonl,*.traces.jsonl}' });
   for (const r of runDirs) {
     out.push({ base: r, pattern: '{config.json,metrics.jsonl,world,eval,checkpoints,data}' });
-    out.push({ base: path.join(r, 'eval'), pattern: '*.{json,jsonl}' });
-    out.push({ base: path.join(r, 'checkpoints'), pattern: '*' });
-    out.push({ base: path.join(r, 'data'), pattern: 'source.json' });
+    out.push({ base: path.join(r, EVAL_DIR), pattern: '*.{json,jsonl}' });
+    out.push({ base: path.join(r, CHECKPOINTS_DIR), pattern: '*' });
+    out.push({ base: path.join(r, DATA_DIR), pattern: SOURCE_FILE });
   }
   return out;
 }
@@ -55,12 +59,12 @@ export function isRunsViewFile(file: string, roots: readonly string[]): boolean 
     const parts = rel.split(path.sep);
     if (parts.length === 1) return true; // a world or run folder made or removed
     const name = parts.at(-1)!;
-    if (parts.length === 2) return /^(world\.json|corpus\.jsonl|config\.json|metrics\.jsonl|eval|checkpoints|data|world)$/.test(name) || name.endsWith('.traces.jsonl');
+    if (parts.length === 2) return WATCHED_ENTRIES.has(name) || name.endsWith(TRACES_SUFFIX);
     if (parts.length === 3) {
       const folder = parts[1]!;
-      if (folder === 'eval') return /\.(json|jsonl)$/.test(name);
-      if (folder === 'checkpoints') return true;
-      if (folder === 'data') return name === 'source.json';
+      if (folder === EVAL_DIR) return /\.(json|jsonl)$/.test(name);
+      if (folder === CHECKPOINTS_DIR) return true;
+      if (folder === DATA_DIR) return name === SOURCE_FILE;
     }
   }
   return false;

@@ -19,7 +19,8 @@ import { rowToPassage, rowToTask } from '../core/worldRows';
 import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
 import { prepareWorldRunData } from '../trainer/prepare';
 import { DEFAULT_WORLD_RECIPE, RECIPES } from '../trainer/recipes';
-import { WORLD_MANIFEST, readWorldFolder } from '../trainer/worldFolder';
+import { readWorldFolder } from '../trainer/worldFolder';
+import { CORPUS_FILE, DATA_DIR, HELDOUT_FILE, HELDOUT_TRACES_FILE, RUN_WORLD_DIR, SOURCE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
 const HELDOUT_SAMPLES = 4;
@@ -96,7 +97,7 @@ interface World {
 /** The world beside a traces file (a world folder), else the default world. */
 export function worldOf(tracesFile: string): World {
   const dir = path.dirname(tracesFile);
-  const corpusFile = path.join(dir, 'corpus.jsonl');
+  const corpusFile = path.join(dir, CORPUS_FILE);
   if (fs.existsSync(corpusFile)) {
     const tasks = (split: string) => {
       const f = path.join(dir, `${split}.jsonl`);
@@ -116,7 +117,7 @@ function prepareUserWorldRun(runDir: string, tracesFile: string, worldDir: strin
   } catch (err) {
     throw new Error((err as Error).message);
   }
-  writeJsonAtomic(path.join(runDir, 'data', 'source.json'), {
+  writeJsonAtomic(path.join(runDir, DATA_DIR, SOURCE_FILE), {
     traces: path.resolve(tracesFile),
     rows,
     kept: prepared.train.rows.length,
@@ -176,20 +177,20 @@ export function prepareSftRunData(runDir: string, tracesFile: string): PreparedS
     throw new Error(`every one of the ${rows.length} trajectories in ${tracesFile} overlaps the held-out split; training on them would contaminate evaluation`);
   }
 
-  const heldoutFile = path.join(path.dirname(tracesFile), 'heldout.traces.jsonl');
+  const heldoutFile = path.join(path.dirname(tracesFile), HELDOUT_TRACES_FILE);
   const useFolderHeldout = world.source === 'folder' && fs.existsSync(heldoutFile) && path.resolve(heldoutFile) !== path.resolve(tracesFile);
   const heldoutRows = useFolderHeldout
     ? readTraceRows(heldoutFile)
     : distill(evalHeldout, makeStubTeacher(evalHeldout), new ToolEnv(world.corpus), HELDOUT_SAMPLES);
 
   const tokenizer = trainBpe([...world.corpus.map((p) => p.text), ...kept.map((r) => r.text), ...heldoutRows.map((r) => r.text)]);
-  writeJsonlAtomic(path.join(runDir, 'world', 'corpus.jsonl'), world.corpus.map(passageToRow));
-  writeJsonlAtomic(path.join(runDir, 'world', 'train.jsonl'), world.train.map(taskToRow));
-  writeJsonlAtomic(path.join(runDir, 'world', 'heldout.jsonl'), evalHeldout.map(taskToRow));
-  writeJsonlAtomic(path.join(runDir, 'data', 'train.traces.jsonl'), kept);
-  writeJsonlAtomic(path.join(runDir, 'data', 'heldout.traces.jsonl'), heldoutRows);
-  writeJsonlAtomic(path.join(runDir, 'data', 'train.tasks.jsonl'), [...trainTasks.values()].map(taskToRow));
-  writeJsonAtomic(path.join(runDir, 'data', 'source.json'), {
+  writeJsonlAtomic(path.join(runDir, RUN_WORLD_DIR, CORPUS_FILE), world.corpus.map(passageToRow));
+  writeJsonlAtomic(path.join(runDir, RUN_WORLD_DIR, TRAIN_FILE), world.train.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, RUN_WORLD_DIR, HELDOUT_FILE), evalHeldout.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, DATA_DIR, TRAIN_TRACES_FILE), kept);
+  writeJsonlAtomic(path.join(runDir, DATA_DIR, HELDOUT_TRACES_FILE), heldoutRows);
+  writeJsonlAtomic(path.join(runDir, DATA_DIR, TRAIN_TASKS_FILE), [...trainTasks.values()].map(taskToRow));
+  writeJsonAtomic(path.join(runDir, DATA_DIR, SOURCE_FILE), {
     traces: path.resolve(tracesFile),
     rows: rows.length,
     kept: kept.length,
@@ -199,9 +200,9 @@ export function prepareSftRunData(runDir: string, tracesFile: string): PreparedS
     heldout_traces: useFolderHeldout ? path.resolve(heldoutFile) : 'stub teacher on the default held-out split',
     created: new Date().toISOString(),
   });
-  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig());
   // Last: the trainer takes the data as given only when tokenizer.json is there too.
-  writeFileAtomic(path.join(runDir, 'tokenizer.json'), canonicalTokenizerJson(tokenizer));
+  writeFileAtomic(path.join(runDir, TOKENIZER_FILE), canonicalTokenizerJson(tokenizer));
   return {
     runDir,
     tracesFile,

@@ -23,6 +23,7 @@ import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
 import { evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
+import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
 interface ActiveJob {
   spec: JobSpec;
@@ -142,7 +143,7 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   for (const w of listWorlds(runs)) for (const d of w.datasets) found.set(d.file, d.rows);
   for (const uri of await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*.traces.jsonl'), '**/node_modules/**', 200)) {
     const parent = path.basename(path.dirname(uri.fsPath));
-    const inRun = (parent === 'data' || parent === 'eval') && fs.existsSync(path.join(path.dirname(path.dirname(uri.fsPath)), 'config.json'));
+    const inRun = (parent === DATA_DIR || parent === EVAL_DIR) && fs.existsSync(path.join(path.dirname(path.dirname(uri.fsPath)), CONFIG_FILE));
     if (!inRun && !found.has(uri.fsPath)) found.set(uri.fsPath, datasetsIn(path.dirname(uri.fsPath)).find((d) => d.file === uri.fsPath)?.rows ?? 0);
   }
   // A held-out split is never training data.
@@ -161,7 +162,7 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   const items: Item[] = files.map(([file, rows]) => ({
     label: vscode.workspace.asRelativePath(file, false),
     description: `${rows} trajectories${file === last ? ' · last used' : ''}`,
-    detail: fs.existsSync(path.join(path.dirname(file), 'corpus.jsonl')) ? `distilled in world ${path.basename(path.dirname(file))}` : undefined,
+    detail: fs.existsSync(path.join(path.dirname(file), CORPUS_FILE)) ? `distilled in world ${path.basename(path.dirname(file))}` : undefined,
     choice: { traces: file },
   }));
   items.unshift(
@@ -222,7 +223,7 @@ async function pickBudget(folder: vscode.WorkspaceFolder): Promise<Budget | unde
 async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs | vscode.Uri | RunRef): Promise<JobReport | undefined> {
   // From the Explorer or the Runs view: a traces file (or a world folder with one).
   if (arg instanceof vscode.Uri) {
-    const file = fs.statSync(arg.fsPath).isDirectory() ? path.join(arg.fsPath, 'train.traces.jsonl') : arg.fsPath;
+    const file = fs.statSync(arg.fsPath).isDirectory() ? path.join(arg.fsPath, TRAIN_TRACES_FILE) : arg.fsPath;
     if (!fs.existsSync(file)) {
       const choice = await vscode.window.showWarningMessage(`Agent Lab: ${vscode.workspace.asRelativePath(arg, false)} has no train.traces.jsonl yet.`, 'Distill');
       if (choice === 'Distill') void vscode.commands.executeCommand('agentLab.distill', arg, 'train');
@@ -522,7 +523,7 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     if (choice === 'Evaluate') void vscode.commands.executeCommand('agentLab.evaluate', { runDir: spec.runDir, split: 'heldout' });
     if (choice === 'Train (GRPO)') void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: spec.runDir });
     if (choice === 'Inspect Evaluation' && spec.kind === 'eval') {
-      void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, 'eval', `${spec.split}.jsonl`)));
+      void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, evalRowsFile(spec.split))));
     }
   });
   return result;

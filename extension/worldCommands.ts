@@ -15,6 +15,7 @@ import { notifyRunsChanged } from './training';
 import { WorldChoice, configuredWorld, describeWorld, pickWorld, saveWorldSetting, worldToUse } from './worldPicker';
 import { NewWorldKind, WorldRef, builtCounts, existingTemplateFiles, worldName, worldTemplate } from './worldSources';
 import { WORLD_PREFIX, exists, pickWorkspaceFolder, runsFolderUri, timestamp, toJsonl, writeText, yieldToUi } from './workspace';
+import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE } from '../core/protocol/folders';
 
 export interface BuildWorldResult {
   folder: vscode.Uri;
@@ -106,9 +107,9 @@ async function buildWorldCommand(context: vscode.ExtensionContext): Promise<Buil
       if (token.isCancellationRequested) return undefined;
       progress.report({ message: 'writing files', increment: 40 });
       await vscode.workspace.fs.createDirectory(folder);
-      await writeText(vscode.Uri.joinPath(folder, 'corpus.jsonl'), toJsonl(corpus.map(passageToRow)));
-      await writeText(vscode.Uri.joinPath(folder, 'train.jsonl'), toJsonl(pool.train.map(taskToRow)));
-      await writeText(vscode.Uri.joinPath(folder, 'heldout.jsonl'), toJsonl(pool.heldout.map(taskToRow)));
+      await writeText(vscode.Uri.joinPath(folder, CORPUS_FILE), toJsonl(corpus.map(passageToRow)));
+      await writeText(vscode.Uri.joinPath(folder, TRAIN_FILE), toJsonl(pool.train.map(taskToRow)));
+      await writeText(vscode.Uri.joinPath(folder, HELDOUT_FILE), toJsonl(pool.heldout.map(taskToRow)));
       progress.report({ increment: 20 });
       log.info(
         `built world in ${folder.fsPath}: ${corpus.length} passages, ${pool.train.length} train + ` +
@@ -157,7 +158,7 @@ function announce(result: BuildWorldResult | undefined): BuildWorldResult | unde
     )
     .then((choice) => {
       if (choice === 'Distill') void vscode.commands.executeCommand('agentLab.distill', result.folder);
-      if (choice === 'Reveal') void vscode.commands.executeCommand('revealInExplorer', vscode.Uri.joinPath(result.folder, 'corpus.jsonl'));
+      if (choice === 'Reveal') void vscode.commands.executeCommand('revealInExplorer', vscode.Uri.joinPath(result.folder, CORPUS_FILE));
     });
   return result;
 }

@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Passage, Task } from '../core/types';
 import { rowToPassage, rowToTask } from '../core/worldRows';
 import { readJsonl } from './workspace';
+import { CORPUS_FILE } from '../core/protocol/folders';
 
 export type Split = 'train' | 'heldout';
 export const SPLITS: readonly Split[] = ['train', 'heldout'];
@@ -11,7 +12,7 @@ export const SPLITS: readonly Split[] = ['train', 'heldout'];
 export { rowToPassage, rowToTask } from '../core/worldRows';
 
 export async function readCorpus(folder: vscode.Uri): Promise<Passage[]> {
-  const uri = vscode.Uri.joinPath(folder, 'corpus.jsonl');
+  const uri = vscode.Uri.joinPath(folder, CORPUS_FILE);
   return (await readJsonl(uri)).map((r, i) => rowToPassage(r, `${uri.fsPath} row ${i + 1}`));
 }
 

@@ -9,8 +9,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { log } from './log';
 import { listWorlds } from './runFolders';
-import { WORLD_MANIFEST } from '../trainer/worldFolder';
-import { TASKS_FILE, WorldRef, classifyWorldPath, foldersBuiltFrom, looksLikeFactTable, worldName } from './worldSources';
+import { TASKS_SOURCE_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
+import { WorldRef, classifyWorldPath, foldersBuiltFrom, looksLikeFactTable, worldName } from './worldSources';
 import { runsFolderUri } from './workspace';
 
 export const WORLD_SETTING = 'world';
@@ -51,7 +51,7 @@ export async function findWorldSources(ws: vscode.WorkspaceFolder): Promise<Worl
     if (file.startsWith(runs)) continue;
     let ref: WorldRef | undefined;
     if (looksLikeFactTable(file)) ref = { kind: 'facts', file };
-    else if (path.basename(file) === TASKS_FILE) {
+    else if (path.basename(file) === TASKS_SOURCE_FILE) {
       try {
         const r = classifyWorldPath(file);
         if (r.kind === 'docs') ref = r;

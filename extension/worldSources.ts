@@ -6,7 +6,7 @@
 // test/unit/worldSources.test.ts).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WORLD_MANIFEST, type WorldManifest } from '../trainer/worldFolder';
+import { CORPUS_FILE, FACTS_CSV_SOURCE_FILE, TASKS_SOURCE_FILE, WORLD_MANIFEST, type WorldManifest } from '../core/protocol/folders';
 
 /** A world the editor's commands can use. */
 export type WorldRef =
@@ -16,9 +16,7 @@ export type WorldRef =
 
 /** The CSV header a fact table starts with (after comment lines). */
 export const FACT_HEADER = 'entity,attribute,value';
-/** The file names New World writes and the language server recognises (docs/worlds.md, "In the editor"). */
-export const FACTS_FILE = 'facts.csv';
-export const TASKS_FILE = 'tasks.jsonl';
+/** The folder of a documents world's sources beside its tasks file (docs/worlds.md, "In the editor"). */
 export const DOCS_FOLDER = 'docs';
 
 const firstDataLine = (text: string): string | undefined =>
@@ -78,9 +76,9 @@ export function classifyWorldPath(abs: string): WorldRef {
       `${abs} is neither a fact table (a CSV starting "${FACT_HEADER}", or JSONL rows with those keys) nor a tasks file beside a ${DOCS_FOLDER}/ folder`,
     );
   }
-  if (isFile(path.join(abs, 'corpus.jsonl'))) return { kind: 'folder', dir: abs };
-  if (isFile(path.join(abs, TASKS_FILE)) && isDir(path.join(abs, DOCS_FOLDER))) {
-    return { kind: 'docs', docsDir: path.join(abs, DOCS_FOLDER), tasksFile: path.join(abs, TASKS_FILE) };
+  if (isFile(path.join(abs, CORPUS_FILE))) return { kind: 'folder', dir: abs };
+  if (isFile(path.join(abs, TASKS_SOURCE_FILE)) && isDir(path.join(abs, DOCS_FOLDER))) {
+    return { kind: 'docs', docsDir: path.join(abs, DOCS_FOLDER), tasksFile: path.join(abs, TASKS_SOURCE_FILE) };
   }
   const tables = fs
     .readdirSync(abs)
@@ -89,7 +87,7 @@ export function classifyWorldPath(abs: string): WorldRef {
     .filter(looksLikeFactTable);
   if (tables.length === 1) return { kind: 'facts', file: tables[0]! };
   if (tables.length > 1) throw new Error(`${abs} holds ${tables.length} fact tables (${tables.map((t) => path.basename(t)).join(', ')}): name one of them`);
-  throw new Error(`${abs} is not a world: no corpus.jsonl (a built world), no fact table, no ${TASKS_FILE} with a ${DOCS_FOLDER}/ folder`);
+  throw new Error(`${abs} is not a world: no corpus.jsonl (a built world), no fact table, no ${TASKS_SOURCE_FILE} with a ${DOCS_FOLDER}/ folder`);
 }
 
 /** The source files of a world source, as world.json records them (absolute paths). */
@@ -151,10 +149,10 @@ export type NewWorldKind = 'facts' | 'docs';
 export function worldTemplate(kind: NewWorldKind): { files: { rel: string; text: string }[]; main: string } {
   if (kind === 'facts') {
     return {
-      main: FACTS_FILE,
+      main: FACTS_CSV_SOURCE_FILE,
       files: [
         {
-          rel: FACTS_FILE,
+          rel: FACTS_CSV_SOURCE_FILE,
           text:
             '# A fact table (docs/worlds.md): one fact per row, "the {attribute} of {entity} is {value}".\n' +
             '# A numeric value is an integer; no value may contain "." "," or ";". Replace these rows with your own.\n' +
@@ -178,7 +176,7 @@ export function worldTemplate(kind: NewWorldKind): { files: { rel: string; text:
   const task = (question: string, gold: string, kind: string, facts: string[][], op: string | null, queries: string[]) =>
     JSON.stringify({ question, gold, kind, hints: { queries, facts, op } });
   return {
-    main: TASKS_FILE,
+    main: TASKS_SOURCE_FILE,
     files: [
       {
         rel: `${DOCS_FOLDER}/notes.md`,
@@ -191,7 +189,7 @@ export function worldTemplate(kind: NewWorldKind): { files: { rel: string; text:
           'Lhotse neighbours Everest; the height in metres of Lhotse is 8516.\n',
       },
       {
-        rel: TASKS_FILE,
+        rel: TASKS_SOURCE_FILE,
         text:
           [
             task('What is the height in metres of Everest? Use the corpus.', '8849', 'lookup', [['Everest', 'height in metres']], null, ['Everest height in metres']),

@@ -15,6 +15,7 @@ import { ChatModel, ChatTemplateError, RowError, RowMask, computeRowMask, parseC
 import { readTemplateFolder, templateFolderStamp } from './chatTemplateFolder';
 import { yieldNow } from './datasetPass';
 import { lineText } from './textDocument';
+import { TOKENIZER_FILE } from '../core/protocol/folders';
 
 export interface ResolvedTemplate {
   /** The folder, or null when none is set or found. */
@@ -73,7 +74,7 @@ export class ChatTemplateStore {
     const stopAt = roots.find((r) => dir === r || dir.startsWith(r + path.sep));
     let found: string | null = null;
     for (let d = dir; ; d = path.dirname(d)) {
-      if (fs.existsSync(path.join(d, 'tokenizer.json'))) {
+      if (fs.existsSync(path.join(d, TOKENIZER_FILE))) {
         found = d;
         break;
       }

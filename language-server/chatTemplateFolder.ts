@@ -6,12 +6,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChatModel, ChatTemplateError, loadChatModel } from '../core/chatTemplate';
 import { MAX_TOKENIZER_BYTES, readRegularFile } from './tokenizers';
+import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 const MAX_SMALL_BYTES = 16 * 1024 * 1024;
 
 /** The files of a template folder, for a cache key: each file's mtime and size, '' when absent. */
 export function templateFolderStamp(dir: string): string {
-  return ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja']
+  return [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, 'chat_template.jinja']
     .map((f) => {
       try {
         const st = fs.statSync(path.join(dir, f));
@@ -43,8 +44,8 @@ export function readTemplateFolder(dir: string): ChatModel {
       throw new ChatTemplateError(`${file} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
     }
   };
-  const tokenizerJson = read('tokenizer.json', MAX_TOKENIZER_BYTES, true)!;
-  const tokenizerConfigJson = read('tokenizer_config.json', MAX_SMALL_BYTES, false);
+  const tokenizerJson = read(TOKENIZER_FILE, MAX_TOKENIZER_BYTES, true)!;
+  const tokenizerConfigJson = read(TOKENIZER_CONFIG_FILE, MAX_SMALL_BYTES, false);
   const chatTemplateJinja = read('chat_template.jinja', MAX_SMALL_BYTES, false);
   try {
     return loadChatModel({ tokenizerJson, ...(tokenizerConfigJson !== undefined ? { tokenizerConfigJson } : {}), ...(chatTemplateJinja !== undefined ? { chatTemplateJinja } : {}) });

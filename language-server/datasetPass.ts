@@ -6,7 +6,7 @@ import { Diagnostic, DiagnosticSeverity } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { Severity } from './analysis/transcript';
 import { DocDiagnostic, RowResult, analyseRow, placeRowDiagnostics } from './documents';
-import type { ServerTuning } from './lspServer';
+import type { ServerTuning } from './tuning';
 import { documentLength, lineText } from './textDocument';
 import type { ResolvedTokenizer } from './tokenizers';
 

@@ -15,6 +15,7 @@ import { looksConversational } from '../core/chatTemplate/row';
 import { matchesAnyGlob } from './globs';
 import { worldFileKind } from './worldFiles';
 import type { ResolvedTokenizer } from './tokenizers';
+import { CONFIG_FILE, DATA_DIR, EVAL_DIR } from '../core/protocol/folders';
 
 /** `facts` and `tasks`: a user's world files (language-server/worldFiles.ts, docs/worlds.md). */
 /** `chat`: a TRL conversational dataset, masked under a Hugging Face chat template (chatDataset.ts, issue 30). */
@@ -104,7 +105,7 @@ export function detectKind(
   if (fsPath) {
     const dir = path.dirname(fsPath);
     const folder = path.basename(dir);
-    if ((folder === 'data' || folder === 'eval') && exists(path.join(path.dirname(dir), 'config.json'))) {
+    if ((folder === DATA_DIR || folder === EVAL_DIR) && exists(path.join(path.dirname(dir), CONFIG_FILE))) {
       return { kind: 'dataset', reason: 'run-folder' };
     }
   }

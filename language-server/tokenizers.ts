@@ -11,9 +11,8 @@ import { DEFAULT_MAX_LEN } from '../core/sftFormat';
 import { BpeTokenizer, tokenizerFromJsonText, trainDefaultTokenizer } from '../core/tokenizer';
 import { TEMPLATES, type Template } from '../core/grammar';
 import { parseToolList, templatesFor } from '../core/worldTools';
+import { CONFIG_FILE, RUN_WORLD_DIR, TOKENIZER_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
-/** A run's copy of its world's tool list (trainer/worldFolder.ts TOOLS_FILE; the server may not import trainer/). */
-const TOOLS_FILE = 'tools.json';
 
 export interface ResolvedTokenizer {
   tok: BpeTokenizer;
@@ -106,7 +105,7 @@ export class TokenizerStore {
       return this.fallback(`agentLab.tokenizerPath ${settingPath}: ${loaded.error}`, run.runDir, run.maxLen);
     }
     if (run.runDir) {
-      const file = path.join(run.runDir, 'tokenizer.json');
+      const file = path.join(run.runDir, TOKENIZER_FILE);
       if (fs.existsSync(file)) {
         const loaded = this.load(file);
         if (loaded.tok) return this.make(loaded.tok, 'run', file, run.runDir, run.maxLen, null);
@@ -136,7 +135,7 @@ export class TokenizerStore {
 
   /** The run's world grammar (world/tools.json, re-read when it changes); a bad list is logged and the textbook's is used. */
   private grammarOf(runDir: string | null): { templates: readonly Template[]; key: string } {
-    const file = runDir ? path.join(runDir, 'world', TOOLS_FILE) : null;
+    const file = runDir ? path.join(runDir, RUN_WORLD_DIR, TOOLS_FILE) : null;
     let st: fs.Stats | null = null;
     try {
       st = file ? fs.statSync(file) : null;
@@ -188,13 +187,13 @@ export class TokenizerStore {
     if (hit && now - hit.at < RECHECK_MS) return hit;
     let runDir: string | null = null;
     for (let d = dir; ; d = path.dirname(d)) {
-      if (fs.existsSync(path.join(d, 'config.json'))) {
+      if (fs.existsSync(path.join(d, CONFIG_FILE))) {
         runDir = d;
         break;
       }
       if (path.dirname(d) === d) break;
     }
-    const maxLen = runDir ? readMaxLen(path.join(runDir, 'config.json')) : DEFAULT_MAX_LEN;
+    const maxLen = runDir ? readMaxLen(path.join(runDir, CONFIG_FILE)) : DEFAULT_MAX_LEN;
     const entry = { at: now, runDir, maxLen };
     this.runDirOf.set(dir, entry);
     return entry;

@@ -25,6 +25,7 @@ import {
   corpusProblem,
   statedFact,
 } from '../core/worldSource';
+import { FACTS_CSV_SOURCE_FILE, FACTS_SOURCE_FILE, TASKS_SOURCE_FILE } from '../core/protocol/folders';
 
 export type WorldFileKind = 'facts' | 'tasks';
 
@@ -41,8 +42,8 @@ const DOCS_LIMIT_BYTES = 20 * 1024 * 1024;
 /** Whether a file is a world file, by name first, then by its first row. */
 export function worldFileKind(filePath: string, firstLine: string): WorldFileKind | null {
   const base = path.basename(filePath).toLowerCase();
-  if (base === 'facts.csv' || base.endsWith('.facts.csv') || base === 'facts.jsonl' || base.endsWith('.facts.jsonl')) return 'facts';
-  if (base === 'tasks.jsonl' || base.endsWith('.tasks.jsonl')) return 'tasks';
+  if (base === FACTS_CSV_SOURCE_FILE || base.endsWith('.facts.csv') || base === FACTS_SOURCE_FILE || base.endsWith('.facts.jsonl')) return 'facts';
+  if (base === TASKS_SOURCE_FILE || base.endsWith('.tasks.jsonl')) return 'tasks';
   if (base.endsWith('.csv')) return firstLine.trim().toLowerCase() === FACT_HEADER ? 'facts' : null;
   if (base.endsWith('.jsonl')) {
     try {

@@ -25,6 +25,7 @@ import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writ
 import { ModelConfig, StackModel, paramSpecs, validateConfig } from './model';
 import type { AdamState, OptimConfig, ResolvedOptim, Trainer } from './optim';
 import { isObj } from '../core/protocol/isObj';
+import { CHECKPOINT_INFO_FILE, CHECKPOINTS_DIR, LATEST_POINTER, OPTIMIZER_FILE, WEIGHTS_FILE } from '../core/protocol/folders';
 
 export const CHECKPOINT_FORMAT = 'agent-lab-stack/1';
 
@@ -164,7 +165,7 @@ export interface LoadedCheckpoint {
 }
 
 export function checkpointsDir(runDir: string): string {
-  return path.join(runDir, 'checkpoints');
+  return path.join(runDir, CHECKPOINTS_DIR);
 }
 
 function fsyncPath(p: string): void {
@@ -220,8 +221,8 @@ export async function saveCheckpoint(
   const wt: Record<string, SafeTensor> = {};
   for (const s of paramSpecs(cfg)) wt[s.name] = { dtype: 'F32', shape: s.shape, data: weights[s.name]! };
   const meta = { format: CHECKPOINT_FORMAT, step: String(step), model: JSON.stringify(cfg) };
-  writeSynced(path.join(tmp, 'model.safetensors'), encodeSafetensors(wt, meta));
-  checkpointHooks.afterFile?.(path.join(tmp, 'model.safetensors'));
+  writeSynced(path.join(tmp, WEIGHTS_FILE), encodeSafetensors(wt, meta));
+  checkpointHooks.afterFile?.(path.join(tmp, WEIGHTS_FILE));
   let optimizer: CheckpointInfo['optimizer'] = null;
   if (trainer) {
     const st = await trainer.exportStateAsync();
@@ -230,13 +231,13 @@ export async function saveCheckpoint(
       ot[`m.${s.name}`] = { dtype: 'F32', shape: s.shape, data: st.m[s.name]! };
       ot[`v.${s.name}`] = { dtype: 'F32', shape: s.shape, data: st.v[s.name]! };
     }
-    writeSynced(path.join(tmp, 'optimizer.safetensors'), encodeSafetensors(ot, { format: CHECKPOINT_FORMAT, t: String(st.t) }));
-    checkpointHooks.afterFile?.(path.join(tmp, 'optimizer.safetensors'));
+    writeSynced(path.join(tmp, OPTIMIZER_FILE), encodeSafetensors(ot, { format: CHECKPOINT_FORMAT, t: String(st.t) }));
+    checkpointHooks.afterFile?.(path.join(tmp, OPTIMIZER_FILE));
     optimizer = { ...trainer.optim, t: st.t };
   }
   const info: CheckpointInfo = { format: CHECKPOINT_FORMAT, step, model: cfg, optimizer, extra, savedAt: new Date().toISOString() };
-  writeSynced(path.join(tmp, 'checkpoint.json'), JSON.stringify(info, null, 2) + '\n');
-  checkpointHooks.afterFile?.(path.join(tmp, 'checkpoint.json'));
+  writeSynced(path.join(tmp, CHECKPOINT_INFO_FILE), JSON.stringify(info, null, 2) + '\n');
+  checkpointHooks.afterFile?.(path.join(tmp, CHECKPOINT_INFO_FILE));
   fsyncPath(tmp);
   const final = path.join(root, name);
   if (fs.existsSync(final)) {
@@ -250,7 +251,7 @@ export async function saveCheckpoint(
   }
   fsyncPath(root);
   checkpointHooks.afterFile?.(final);
-  writeFileAtomic(path.join(root, 'latest'), `${name}\n`);
+  writeFileAtomic(path.join(root, LATEST_POINTER), `${name}\n`);
   return final;
 }
 
@@ -265,7 +266,7 @@ function completeCheckpoints(runDir: string): { name: string; step: number }[] {
   }
   return names
     .map((n) => /^step-(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null && exists(path.join(root, m[0], 'checkpoint.json')))
+    .filter((m): m is RegExpExecArray => m !== null && exists(path.join(root, m[0], CHECKPOINT_INFO_FILE)))
     .map((m) => ({ name: m[0], step: Number(m[1]) }))
     .sort((a, b) => a.step - b.step);
 }
@@ -275,11 +276,11 @@ function committedLatest(runDir: string): { name: string; step: number } | null 
   const root = checkpointsDir(runDir);
   let name: string;
   try {
-    name = readInputBytes(path.join(root, 'latest'), 'the latest pointer', 4096).toString('utf8').trim();
+    name = readInputBytes(path.join(root, LATEST_POINTER), 'the latest pointer', 4096).toString('utf8').trim();
   } catch {
     return null; // no pointer yet, or not a readable file
   }
-  if (/^step-\d+$/.test(name) && exists(path.join(root, name, 'checkpoint.json'))) return { name, step: Number(name.slice(5)) };
+  if (/^step-\d+$/.test(name) && exists(path.join(root, name, CHECKPOINT_INFO_FILE))) return { name, step: Number(name.slice(5)) };
   return null;
 }
 
@@ -309,7 +310,7 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
   if (!name) throw new InputError(`no checkpoint in ${checkpointsDir(runDir)}`);
   if (!/^step-\d+$/.test(name)) throw new InputError(`checkpoint name must be 'latest' or 'step-N' (got '${name}')`);
   const dir = path.join(checkpointsDir(runDir), name);
-  const infoFile = path.join(dir, 'checkpoint.json');
+  const infoFile = path.join(dir, CHECKPOINT_INFO_FILE);
   if (!exists(infoFile)) {
     const have = listCheckpoints(runDir).map((c) => c.name);
     throw new InputError(`checkpoint ${dir}: missing checkpoint.json${have.length ? ` (this run has ${have.join(', ')})` : ''}`);
@@ -337,14 +338,14 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
   }
   const specs = paramSpecs(info.model);
   const tensorsOf = (file: string): ReturnType<typeof decodeSafetensors> => {
-    const bytes = readInputBytes(path.join(dir, file), `the ${file === 'model.safetensors' ? 'weights' : 'optimizer state'}`, INPUT_LIMITS.tensors);
+    const bytes = readInputBytes(path.join(dir, file), `the ${file === WEIGHTS_FILE ? 'weights' : 'optimizer state'}`, INPUT_LIMITS.tensors);
     try {
       return decodeSafetensors(bytes);
     } catch (err) {
       return fail(`${file}: ${(err as Error).message}`);
     }
   };
-  const w = tensorsOf('model.safetensors');
+  const w = tensorsOf(WEIGHTS_FILE);
   const weights: Record<string, Float32Array> = {};
   for (const s of specs) {
     const t = w.tensors[s.name];
@@ -371,7 +372,7 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
     if (betas !== undefined && !(Array.isArray(betas) && betas.length === 2 && betas.every((b) => typeof b === 'number' && Number.isFinite(b)))) {
       fail(`checkpoint.json: optimizer.betas must be two numbers (got ${JSON.stringify(betas)})`);
     }
-    const o = tensorsOf('optimizer.safetensors');
+    const o = tensorsOf(OPTIMIZER_FILE);
     const m: Record<string, Float32Array> = {};
     const v: Record<string, Float32Array> = {};
     for (const s of specs) {

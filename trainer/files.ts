@@ -381,3 +381,26 @@ export function processAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** JSONL rows of a data file with where each came from ("file:line"); damage is an InputError. */
+export function readJsonlRows(file: string): { value: unknown; where: string }[] {
+  const text = readInputText(file, 'the data file', INPUT_LIMITS.data);
+  const out: { value: unknown; where: string }[] = [];
+  let at = 0;
+  let line = 0;
+  while (at <= text.length) {
+    let nl = text.indexOf('\n', at);
+    if (nl === -1) nl = text.length;
+    line++;
+    const s = text.slice(at, nl);
+    if (s.trim() !== '') {
+      try {
+        out.push({ value: JSON.parse(s) as unknown, where: `${file}:${line}` });
+      } catch (err) {
+        throw new InputError(`${file}:${line}: not JSON (${(err as Error).message.split('\n')[0]})`);
+      }
+    }
+    at = nl + 1;
+  }
+  return out;
+}

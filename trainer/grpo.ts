@@ -36,7 +36,7 @@ import { modelPolicy, tokenizerCallMask } from './policy';
 import { formatPreflight, runPreflight } from './preflight';
 import { Stopped, dataFiles, derivedWorldTasks, loadTokenizer, readTraceRows, worldEvaluationNames } from './prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
-import { CONFIG_FILE, METRICS_FILE, type MetricsWriter } from './runStore';
+import type { MetricsWriter } from './runStore';
 import { RL_OBJECTIVES, RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlObjective, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
@@ -57,6 +57,7 @@ import {
 } from './prescreen';
 import { RevisitQueue, drawRound, revisitStateProblem } from './revisit';
 import { teacherEpisode } from './guide';
+import { CONFIG_FILE, METRICS_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
 export const GRPO_DEFAULTS = {
@@ -408,12 +409,12 @@ function copySftRunFiles(fromRun: string, runDir: string): void {
   const files = dataFiles(runDir);
   const copies = (
     [
-      ...['tokenizer.json', 'tokenizer_config.json'].map((f) => [path.join(fromRun, f), path.join(runDir, f)]),
+      ...[TOKENIZER_FILE, TOKENIZER_CONFIG_FILE].map((f) => [path.join(fromRun, f), path.join(runDir, f)]),
       [fromFiles.trainTasks, files.trainTasks],
       [fromFiles.trainTraces, files.trainTraces],
       [fromFiles.heldoutTraces, files.heldoutTraces],
       // A user's world (docs/worlds.md) travels with the run, so eval finds it again.
-      ...(hasRunWorld(fromRun) ? WORLD_COPY.map((f) => [path.join(fromRun, 'world', f), path.join(runDir, 'world', f)]) : []),
+      ...(hasRunWorld(fromRun) ? WORLD_COPY.map((f) => [path.join(fromRun, RUN_WORLD_DIR, f), path.join(runDir, RUN_WORLD_DIR, f)]) : []),
     ] as [string, string][]
   )
     .filter(([src]) => fs.existsSync(src))

@@ -13,6 +13,7 @@ import { InputError, checkDirCreatable, ensureDir, errnoText } from './files';
 import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
 import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
+import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from '../core/protocol/folders';
 
 /** Presets whose students export (no previous-token tables): named when one does not. */
 export const EXPORTABLE_HINT = 'tiny-plain, small, long and stack-100m export (tiny and tiny-deep add previous-token tables)';
@@ -128,12 +129,12 @@ export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<
   try {
     fs.mkdirSync(staging);
     const files: Record<string, string> = {
-      'config.json': JSON.stringify(hfConfigOf(cfg, arch.architecture), null, 2) + '\n',
+      [HF_CONFIG_FILE]: JSON.stringify(hfConfigOf(cfg, arch.architecture), null, 2) + '\n',
       'generation_config.json': JSON.stringify({ bos_token_id: 0, eos_token_id: 1, pad_token_id: 2 }, null, 2) + '\n',
       ...extraFiles,
     };
     for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(staging, name), text);
-    writeSafetensorsFile(path.join(staging, 'model.safetensors'), hfTensorsOf(cfg, weights), { format: 'pt', ...metadata });
+    writeSafetensorsFile(path.join(staging, HF_WEIGHTS_FILE), hfTensorsOf(cfg, weights), { format: 'pt', ...metadata });
     fs.renameSync(staging, dir);
   } catch (err) {
     fs.rmSync(staging, { recursive: true, force: true });

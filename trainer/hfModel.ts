@@ -27,6 +27,7 @@ import { type BpeTokenizer, tokenizerFromJsonText, tokenizerHash } from '../core
 import { INPUT_LIMITS, InputError, readInputObject, readInputText } from './files';
 import { ModelConfig, RopeScaling, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from './model';
 import { SafetensorsModel, StDtype } from './safetensorsFile';
+import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** The q, k and v projections in the order the lab's fused wqkv (and bqkv) holds them, with their widths. */
 export function qkvProjections(cfg: ModelConfig): readonly (readonly ['q_proj' | 'k_proj' | 'v_proj', number])[] {
@@ -69,7 +70,7 @@ function checkFolder(dir: string): string {
     throw new InputError(`${dir}: no such folder (a Hugging Face model folder: config.json and model.safetensors)`);
   }
   if (!st.isDirectory()) throw new InputError(`${dir} is not a folder (a Hugging Face model folder: config.json and model.safetensors)`);
-  const file = path.join(dir, 'config.json');
+  const file = path.join(dir, HF_CONFIG_FILE);
   if (!fs.existsSync(file)) throw new InputError(`${dir}: no config.json (not a Hugging Face model folder)`);
   return file;
 }
@@ -224,7 +225,7 @@ function readHfFolder(dir: string, readData: boolean): HfModelFolder {
   const cfg = readHfConfig(dir);
   const { model, architecture } = cfg;
   const st = SafetensorsModel.open(dir);
-  const where = st.index ?? path.join(dir, 'model.safetensors');
+  const where = st.index ?? path.join(dir, HF_WEIGHTS_FILE);
   try {
     const H = model.heads;
     const K = model.kvHeads;
@@ -306,7 +307,7 @@ export type HfTokenizerKind =
 
 /** Classify `dir/tokenizer.json`: absent, the lab's own, or a foreign one. */
 export function hfTokenizerKind(dir: string): HfTokenizerKind {
-  const file = path.join(dir, 'tokenizer.json');
+  const file = path.join(dir, TOKENIZER_FILE);
   if (!fs.existsSync(file)) return { kind: 'absent', file };
   const text = readInputText(file, 'the tokenizer', INPUT_LIMITS.tokenizer);
   try {

@@ -14,12 +14,13 @@ import { StackModel } from './model';
 import { dataFiles, loadTokenizer, readTraceRows } from './prepare';
 import { type TeacherKnobs, stubTeacherOptions, teacherKnobsOf } from './recipes';
 import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from './runGuards';
-import { CONFIG_FILE, METRICS_FILE, MetricsWriter } from './runStore';
+import { MetricsWriter } from './runStore';
 import { type JobHooks, UserError } from './jobRun';
 import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
 import { runSft } from './sft';
 import { runGrpo } from './grpo';
 import { readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
+import { CONFIG_FILE, EVAL_DIR, evalRowsFile, evalSummaryFile, METRICS_FILE } from '../core/protocol/folders';
 
 export type { JobHooks } from './jobRun';
 export type { JobResult } from '../core/protocol/worker';
@@ -139,9 +140,9 @@ export async function runEval(
           : splitManifest()[split];
     // `of`: the split's size, so a limited evaluation says "20 of the 55" wherever it is shown.
     const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), of: splitAll.length, ...(cfg.copyBias ? { copy_bias: cfg.copyBias } : {}) };
-    writeFileAtomic(path.join(runDir, 'eval', `${split}.jsonl`), toJsonl(rows));
+    writeFileAtomic(path.join(runDir, EVAL_DIR, evalRowsFile(split)), toJsonl(rows));
     // The file names its checkpoint too: a figure read back later says what it was measured on.
-    writeJsonAtomic(path.join(runDir, 'eval', `${split}.json`), { ...summary, checkpoint: which, step: ck.step });
+    writeJsonAtomic(path.join(runDir, EVAL_DIR, evalSummaryFile(split)), { ...summary, checkpoint: which, step: ck.step });
     const metrics = new MetricsWriter(path.join(runDir, METRICS_FILE));
     const rec = {
       phase: 'eval' as const,

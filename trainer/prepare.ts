@@ -19,8 +19,9 @@ import { rowToPassage } from '../core/worldRows';
 import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
 import { buildFactWorld, isHinted } from '../core/worldSource';
-import { LoadedWorld, WORLD_FORMAT, WorldManifest, derivedBuildOptions, runWorld, sha256File, writeWorldFiles } from './worldFolder';
-import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { LoadedWorld, derivedBuildOptions, runWorld, sha256File, writeWorldFiles } from './worldFolder';
+import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { CORPUS_FILE, DATA_DIR, DEV_FILE, HELDOUT_FILE, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_FORMAT, WORLD_MANIFEST, type WorldManifest } from '../core/protocol/folders';
 
 export const WORLD_SEED = 0;
 export const SAMPLES_PER_TASK = 4;
@@ -78,16 +79,21 @@ function ownNameCopies(
 }
 
 export const dataFiles = (runDir: string) => ({
-  trainTraces: path.join(runDir, 'data', 'train.traces.jsonl'),
-  heldoutTraces: path.join(runDir, 'data', 'heldout.traces.jsonl'),
-  trainTasks: path.join(runDir, 'data', 'train.tasks.jsonl'),
-  tokenizer: path.join(runDir, 'tokenizer.json'),
+  trainTraces: path.join(runDir, DATA_DIR, TRAIN_TRACES_FILE),
+  heldoutTraces: path.join(runDir, DATA_DIR, HELDOUT_TRACES_FILE),
+  trainTasks: path.join(runDir, DATA_DIR, TRAIN_TASKS_FILE),
+  tokenizer: path.join(runDir, TOKENIZER_FILE),
   /** How the data and tokenizer were made (TOKENIZER_DATA, the augmentation drawn); absent in older runs. */
-  prepared: path.join(runDir, 'data', 'prepared.json'),
+  prepared: path.join(runDir, DATA_DIR, PREPARED_FILE),
 });
 
 /** The files prepareRunData writes, relative to the run folder. */
-const PREPARED_FILES = ['world/corpus.jsonl', 'world/train.jsonl', 'world/heldout.jsonl', 'world/dev.jsonl', 'world/world.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'data/prepared.json', 'tokenizer.json'];
+const PREPARED_FILES = [
+  ...[CORPUS_FILE, TRAIN_FILE, HELDOUT_FILE, DEV_FILE, WORLD_MANIFEST].map((f) => `${RUN_WORLD_DIR}/${f}`),
+  ...[TRAIN_TRACES_FILE, HELDOUT_TRACES_FILE, TRAIN_TASKS_FILE, PREPARED_FILE].map((f) => `${DATA_DIR}/${f}`),
+  TOKENIZER_FILE,
+];
+const TRAIN_TRACES_PATH = `${DATA_DIR}/${TRAIN_TRACES_FILE}`;
 
 /** Throws (naming what is there and what is missing) when any file prepareRunData writes exists. */
 function refuseToOverwriteData(runDir: string): void {
@@ -95,7 +101,7 @@ function refuseToOverwriteData(runDir: string): void {
   if (present.length === 0) return;
   throw new InputError(
     `${runDir} already holds ${present.join(', ')}: refusing to build the default data over it` +
-      (present.includes('data/train.traces.jsonl') ? '' : ' (it has no data/train.traces.jsonl, the transcripts to train on: add it, or use an empty folder)'),
+      (present.includes(TRAIN_TRACES_PATH) ? '' : ` (it has no ${TRAIN_TRACES_PATH}, the transcripts to train on: add it, or use an empty folder)`),
   );
 }
 
@@ -155,9 +161,9 @@ export function prepareRunData(
   log(`building the world (seed ${WORLD_SEED})`);
   const corpus = buildCorpus(WORLD_SEED);
   const split = makeTaskPool(WORLD_SEED);
-  writeJsonlAtomic(path.join(runDir, 'world', 'corpus.jsonl'), corpus.map(passageToRow));
-  writeJsonlAtomic(path.join(runDir, 'world', 'train.jsonl'), split.train.map(taskToRow));
-  writeJsonlAtomic(path.join(runDir, 'world', 'heldout.jsonl'), split.heldout.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, RUN_WORLD_DIR, CORPUS_FILE), corpus.map(passageToRow));
+  writeJsonlAtomic(path.join(runDir, RUN_WORLD_DIR, TRAIN_FILE), split.train.map(taskToRow));
+  writeJsonlAtomic(path.join(runDir, RUN_WORLD_DIR, HELDOUT_FILE), split.heldout.map(taskToRow));
 
   const training = trainingPool(pool, split.train, split.heldout);
   log(`distilling with the stub teacher: ${training.tasks.length} training tasks (${pool} pool, ${training.excluded.length} overlapping held-out excluded), ${split.heldout.length} held-out`);
@@ -235,7 +241,7 @@ export function prepareRunData(
   const tokenizer = trainBpe(tokenizerText(corpus.map((p) => p.text), tr.rows, augRows), { vocabSize: RUN_VOCAB_CAP });
   const tokenizerSeconds = (Date.now() - t0) / 1000;
   writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
-  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig());
   writeJsonAtomic(files.prepared, preparedRecord(augmentInfo));
   const overlaps = findOverlaps(split.train, split.heldout);
   return {
@@ -295,7 +301,7 @@ export async function ensureRunData(
  */
 export function trainTokenizerFromRunData(runDir: string, log: (line: string) => void = () => {}): BpeTokenizer {
   const files = dataFiles(runDir);
-  const corpusFile = path.join(runDir, 'world', 'corpus.jsonl');
+  const corpusFile = path.join(runDir, RUN_WORLD_DIR, CORPUS_FILE);
   const passages = exists(corpusFile)
     ? readJsonlRows(corpusFile).map(({ value, where }) => {
         try {
@@ -311,31 +317,8 @@ export function trainTokenizerFromRunData(runDir: string, log: (line: string) =>
   const tokenizer = trainBpe([...passages, ...traces.map((r) => r.text)], { vocabSize: RUN_VOCAB_CAP });
   log(`trained the tokenizer on ${passages.length} passages and ${traces.length} training transcripts (no held-out text) in ${((Date.now() - t0) / 1000).toFixed(1)} s (${tokenizer.vocabSize} tokens)`);
   writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
-  writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig());
+  writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig());
   return tokenizer;
-}
-
-/** JSONL rows of a data file with where each came from ("file:line"); damage is an InputError. */
-export function readJsonlRows(file: string): { value: unknown; where: string }[] {
-  const text = readInputText(file, 'the data file', INPUT_LIMITS.data);
-  const out: { value: unknown; where: string }[] = [];
-  let at = 0;
-  let line = 0;
-  while (at <= text.length) {
-    let nl = text.indexOf('\n', at);
-    if (nl === -1) nl = text.length;
-    line++;
-    const s = text.slice(at, nl);
-    if (s.trim() !== '') {
-      try {
-        out.push({ value: JSON.parse(s) as unknown, where: `${file}:${line}` });
-      } catch (err) {
-        throw new InputError(`${file}:${line}: not JSON (${(err as Error).message.split('\n')[0]})`);
-      }
-    }
-    at = nl + 1;
-  }
-  return out;
 }
 
 export function readJsonl<T>(file: string): T[] {
@@ -452,7 +435,7 @@ function* worldRunData(
   const manifest: WorldManifest = w.manifest ?? {
     format: WORLD_FORMAT,
     name: path.basename(w.dir),
-    source: { kind: 'folder', files: ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl'].map((f) => ({ path: path.join(w.dir, f), sha256: sha256File(path.join(w.dir, f)) })) },
+    source: { kind: 'folder', files: [CORPUS_FILE, TRAIN_FILE, HELDOUT_FILE].map((f) => ({ path: path.join(w.dir, f), sha256: sha256File(path.join(w.dir, f)) })) },
     made: { by: 'a world folder without world.json', seed: 0, split: { train: w.train.length, heldout: w.heldout.length, dev: w.dev.length }, created: new Date().toISOString() },
     counts: { passages: w.corpus.length, tasks: {} },
     overlap: { excluded: 0, exact: 0, swapped: 0 },
@@ -523,14 +506,14 @@ function* worldRunData(
     if (fresh) made.push(target);
   };
   try {
-    write(path.join(runDir, 'world'), () => writeWorldFiles(path.join(runDir, 'world'), w, manifest, w.tools));
+    write(path.join(runDir, RUN_WORLD_DIR), () => writeWorldFiles(path.join(runDir, RUN_WORLD_DIR), w, manifest, w.tools));
     write(files.trainTraces, () => writeJsonlAtomic(files.trainTraces, [...trainRows, ...(aug?.rows ?? [])]));
     write(files.heldoutTraces, () => writeJsonlAtomic(files.heldoutTraces, he.rows));
     // Rows carry the world's id, so contamination is counted in this world (trainer/sft.ts trainingKeysOf).
     const taskRows = [...trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) })), ...(aug?.tasks ?? [])];
     write(files.trainTasks, () => writeJsonlAtomic(files.trainTasks, taskRows));
     write(files.tokenizer, () => writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer)));
-    write(path.join(runDir, 'tokenizer_config.json'), () => writeJsonAtomic(path.join(runDir, 'tokenizer_config.json'), tokenizerConfig()));
+    write(path.join(runDir, TOKENIZER_CONFIG_FILE), () => writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig()));
     write(files.prepared, () => writeJsonAtomic(files.prepared, preparedRecord(aug?.info)));
   } catch (err) {
     for (const f of made) fs.rmSync(f, { recursive: true, force: true });

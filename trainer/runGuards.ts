@@ -9,8 +9,9 @@ import { LoadedCheckpoint, NonFiniteWeightsError, latestCheckpoint, pruneCheckpo
 import { InputError, exists, readInputObject, readInputText } from './files';
 import { DataOrderState, dataOrderStateProblem } from './dataOrder';
 import { ModelConfig, StackModel, validateConfig } from './model';
-import { METRICS_FILE, parseMetrics } from './runStore';
+import { parseMetrics } from './runStore';
 import { isObj } from '../core/protocol/isObj';
+import { CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** Consecutive steps with a non-finite loss or gradient after which a run stops. */
 export const MAX_NONFINITE_STEPS = 10;
@@ -30,7 +31,7 @@ export class TrainingDiverged extends InputError {
 
 /** config.json of a run folder, or null when there is none; a damaged one is an InputError. */
 export function readRunConfig(runDir: string): { file: string; config: Record<string, unknown> } | null {
-  const file = path.join(runDir, 'config.json');
+  const file = path.join(runDir, CONFIG_FILE);
   if (!exists(file)) return null;
   return { file, config: readInputObject(file, 'the run config') };
 }
@@ -44,7 +45,7 @@ export function checkRunTokenizer(config: Record<string, unknown>, file: string,
   if (typeof recorded !== 'string') return; // runs from before the record
   const actual = tokenizerHash(tokenizer);
   if (actual !== recorded) {
-    throw new InputError(`${path.join(path.dirname(file), 'tokenizer.json')} is not the tokenizer this run was trained with (${path.basename(file)} records sha256 ${recorded.slice(0, 12)}..., the file has ${actual.slice(0, 12)}...): restore the run's own tokenizer.json`);
+    throw new InputError(`${path.join(path.dirname(file), TOKENIZER_FILE)} is not the tokenizer this run was trained with (${path.basename(file)} records sha256 ${recorded.slice(0, 12)}..., the file has ${actual.slice(0, 12)}...): restore the run's own tokenizer.json`);
   }
 }
 

@@ -5,6 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InputError, checkWritableTarget, ensureDir, errnoText, exists, processAlive, readInputText } from './files';
+import { RUN_LOCK_FILE } from '../core/protocol/folders';
 
 // The line types and the tolerant parsing are shared with the panels (no Node there).
 import { MetricRecord, MetricsLine, latestRecords, parseMetricsText } from '../core/protocol/metrics';
@@ -12,9 +13,6 @@ export type { MetricRecord, MetricsLine, Phase, ResumeEvent } from '../core/prot
 export { latestRecords };
 /** Parses metrics text; a last line without its newline that does not parse is ignored. */
 export const parseMetrics = parseMetricsText;
-
-export const METRICS_FILE = 'metrics.jsonl';
-export const CONFIG_FILE = 'config.json';
 
 export class MetricsWriter {
   private fd: number;
@@ -52,8 +50,6 @@ export class MetricsWriter {
     this.fd = -1;
   }
 }
-
-export const RUN_LOCK_FILE = 'run.lock';
 
 /**
  * Holds a run folder for one training job: two jobs (two `--resume`s) would interleave the

@@ -35,8 +35,9 @@ import { Trainer } from './optim';
 import { OWN_NAMES_SUFFIX, type PreparedRecord, dataFiles, ensureRunData, loadTokenizer, readPreparedRecord, readTraceRows } from './prepare';
 import { Recipe, defaultRecipeName, getRecipe, phaseAt } from './recipes';
 import { DivergenceGuard, checkRunTokenizer, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
-import { CONFIG_FILE, type MetricsWriter } from './runStore';
+import { type MetricsWriter } from './runStore';
 import { hasRunWorld, readWorldFolder, runSplits, worldRecord } from './worldFolder';
+import { CONFIG_FILE, DATA_DIR, HELDOUT_TRACES_FILE, PREPARED_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
 export interface SftOptions {
   runDir: string;
@@ -133,7 +134,7 @@ function continuedFrom(runDir: string, previous: RunConfig | null, from: string 
   const parsed = fs.existsSync(fc) ? (JSON.parse(fs.readFileSync(fc, 'utf8')) as Partial<RunConfig>) : null;
   if (!parsed || parsed.kind !== 'sft') throw new UserError(`--from ${fromDir}: not an SFT run folder (no ${CONFIG_FILE} of kind sft)`);
   if (!previous) {
-    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'data/train.traces.jsonl', 'data/heldout.traces.jsonl', 'data/train.tasks.jsonl', 'data/prepared.json']) {
+    for (const f of [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, ...[TRAIN_TRACES_FILE, HELDOUT_TRACES_FILE, TRAIN_TASKS_FILE, PREPARED_FILE].map((f) => path.join(DATA_DIR, f))]) {
       const src = path.join(fromDir, f);
       const dst = path.join(runDir, f);
       if (!fs.existsSync(src)) continue;

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Passage, Task } from '../core/types';
 import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { type DerivedKind, deriveFacts } from '../core/derivedWorlds';
+import { deriveFacts } from '../core/derivedWorlds';
 import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
@@ -15,46 +15,8 @@ import { SEED_WORLD, WorldId, type WorldTask, assertPoolApart, registerCustomWor
 import { drawDifferenceTasks, splitPairs } from '../core/differenceTasks';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
-import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
-import { CONFIG_FILE } from './runStore';
-import { readJsonlRows } from './prepare';
-
-export const WORLD_MANIFEST = 'world.json';
-export const WORLD_FORMAT = 'agent-lab-world/1';
-
-/** world.json: what the world was made from and how. */
-export interface WorldManifest {
-  format: typeof WORLD_FORMAT;
-  name: string;
-  source: { kind: 'facts' | 'docs' | 'folder'; files: { path: string; sha256: string }[] };
-  made: {
-    by: string;
-    seed: number;
-    distractors?: number;
-    shapes?: string[];
-    /** A fact world's surface forms (the user's, or the plain defaults); absent: the textbook's (a world built before worlds had their own). */
-    templates?: string[];
-    split: { train: number; heldout: number; dev: number };
-    created: string;
-  };
-  counts: { passages: number; facts?: number; tasks: Record<string, Record<string, number>> };
-  overlap: { excluded: number; exact: number; swapped: number };
-  /** Tasks the stub teacher cannot solve, by reason (no_hints, fact_not_in_corpus, gold_differs, outside_grammar). */
-  unsolvable: Record<string, number>;
-  /** With a tool list (tools.json): its tool line and the system prompt it makes. */
-  tools?: { line: string; system_prompt: string };
-  /** sha256 of each world file as written (worlds written before this field have none). */
-  files?: Record<string, string>;
-  /** A fact world's reading splits: derived worlds from reserved seeds (docs/worlds.md). */
-  fresh?: Record<FreshName, FreshSpec>;
-}
-
-export type FreshName = 'fresh-values' | 'fresh-entities';
-export interface FreshSpec {
-  kind: DerivedKind;
-  seeds: number[];
-  tasks_per_world: number;
-}
+import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, readJsonlRows, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { CONFIG_FILE, CORPUS_FILE, DEV_FILE, FACTS_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOOLS_FILE, TRAIN_FILE, WORLD_FILES, WORLD_FORMAT, WORLD_MANIFEST, type FreshName, type FreshSpec, type RunConfigView, type WorldManifest } from '../core/protocol/folders';
 
 /** A world read back from a folder, registered as a custom world of this thread. */
 export interface LoadedWorld {
@@ -93,13 +55,13 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
     if (!exists(f)) throw new InputError(`${f} is missing (is ${dir} a world folder? agent-lab world --out DIR writes one)`);
     return f;
   };
-  const corpus = parseRows(need('corpus.jsonl'), rowToPassage);
-  const train = parseRows(need('train.jsonl'), rowToTask);
-  const heldout = parseRows(need('heldout.jsonl'), rowToTask);
-  const devFile = path.join(dir, 'dev.jsonl');
+  const corpus = parseRows(need(CORPUS_FILE), rowToPassage);
+  const train = parseRows(need(TRAIN_FILE), rowToTask);
+  const heldout = parseRows(need(HELDOUT_FILE), rowToTask);
+  const devFile = path.join(dir, DEV_FILE);
   const dev = exists(devFile) ? parseRows(devFile, rowToTask) : [];
-  if (corpus.length === 0) throw new InputError(`${path.join(dir, 'corpus.jsonl')} holds no passage`);
-  if (heldout.length === 0) throw new InputError(`${path.join(dir, 'heldout.jsonl')} holds no task: eval reports on it`);
+  if (corpus.length === 0) throw new InputError(`${path.join(dir, CORPUS_FILE)} holds no passage`);
+  if (heldout.length === 0) throw new InputError(`${path.join(dir, HELDOUT_FILE)} holds no task: eval reports on it`);
   const manifestFile = path.join(dir, WORLD_MANIFEST);
   let manifest: WorldManifest | null = null;
   if (exists(manifestFile)) {
@@ -190,11 +152,6 @@ function readFactsFile(file: string): Fact[] {
   return v as Fact[];
 }
 
-/** The world files a folder holds; writing a world refuses a folder holding anything else. */
-export const TOOLS_FILE = 'tools.json';
-/** A fact world's table as built (its fresh splits are derived from it). */
-export const FACTS_FILE = 'facts.json';
-const WORLD_FILES = ['corpus.jsonl', 'train.jsonl', 'heldout.jsonl', 'dev.jsonl', TOOLS_FILE, FACTS_FILE, WORLD_MANIFEST];
 /** What a run folder's world/ holds, copied with the run (train grpo --from). */
 export const WORLD_COPY: readonly string[] = WORLD_FILES;
 /** The world files whose sha256 world.json records (`files`), so a mixed or edited world is named on read. */
@@ -232,7 +189,7 @@ const list = (names: string[]): string => `${names.slice(0, 3).join(', ')}${name
  */
 export function checkWorldTarget(dirArg: string): void {
   const dir = path.resolve(dirArg);
-  if (path.basename(dir) === 'world' && exists(path.join(path.dirname(dir), CONFIG_FILE))) {
+  if (path.basename(dir) === RUN_WORLD_DIR && exists(path.join(path.dirname(dir), CONFIG_FILE))) {
     throw new InputError(`${dir} is the world of the run ${path.dirname(dir)} (it has a ${CONFIG_FILE}): a run's world is never replaced, its evaluations would report on another world; choose a new folder for --out`);
   }
   if (!exists(dir)) return;
@@ -289,10 +246,10 @@ export function writeWorldFiles(
   const staging = path.join(path.dirname(dir), `.${path.basename(dir)}.building-${stamp}`);
   try {
     fs.mkdirSync(staging, { recursive: true });
-    writeJsonlAtomic(path.join(staging, 'corpus.jsonl'), w.corpus.map(passageToRow));
-    writeJsonlAtomic(path.join(staging, 'train.jsonl'), w.train.map(taskToRow));
-    writeJsonlAtomic(path.join(staging, 'heldout.jsonl'), w.heldout.map(taskToRow));
-    writeJsonlAtomic(path.join(staging, 'dev.jsonl'), w.dev.map(taskToRow));
+    writeJsonlAtomic(path.join(staging, CORPUS_FILE), w.corpus.map(passageToRow));
+    writeJsonlAtomic(path.join(staging, TRAIN_FILE), w.train.map(taskToRow));
+    writeJsonlAtomic(path.join(staging, HELDOUT_FILE), w.heldout.map(taskToRow));
+    writeJsonlAtomic(path.join(staging, DEV_FILE), w.dev.map(taskToRow));
     if (tools) writeJsonAtomic(path.join(staging, TOOLS_FILE), tools);
     if (w.facts) writeFileAtomicText(path.join(staging, FACTS_FILE), `[\n${w.facts.map((f) => JSON.stringify(f)).join(',\n')}\n]\n`);
     const files: Record<string, string> = {};
@@ -330,13 +287,13 @@ function swapIn(staging: string, dir: string, stamp: string): void {
 
 /** Whether a run folder holds a user's world (world/ with a world.json); else it is the textbook's. */
 export function hasRunWorld(runDir: string): boolean {
-  return exists(path.join(runDir, 'world', WORLD_MANIFEST));
+  return exists(path.join(runDir, RUN_WORLD_DIR, WORLD_MANIFEST));
 }
 
 /** A run folder's own world: its world/ copy when that has a world.json, else null (the textbook world). */
 export function runWorld(runDir: string): LoadedWorld | null {
   if (!hasRunWorld(runDir)) return null;
-  const w = readWorldFolder(path.join(runDir, 'world'));
+  const w = readWorldFolder(path.join(runDir, RUN_WORLD_DIR));
   checkRunWorldIsTrained(runDir, w);
   return w;
 }
@@ -347,7 +304,7 @@ function checkRunWorldIsTrained(runDir: string, w: LoadedWorld): void {
   if (!exists(configFile)) return;
   let recorded: unknown;
   try {
-    recorded = (JSON.parse(fs.readFileSync(configFile, 'utf8')) as { world?: { source?: unknown } }).world?.source;
+    recorded = (JSON.parse(fs.readFileSync(configFile, 'utf8')) as RunConfigView).world?.source;
   } catch {
     return; // the run's own readers name a damaged config.json
   }

@@ -4,6 +4,7 @@
 import { Tokenizer } from '@huggingface/tokenizers';
 import { isObj } from '../protocol/isObj';
 import { ChatTemplateError, CompiledTemplate, compileChatTemplate, pickTemplate } from './template';
+import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../protocol/folders';
 
 export interface TokenizerFolderTexts {
   /** tokenizer.json's text (required). */
@@ -45,9 +46,9 @@ function tokenText(v: unknown): string | undefined {
 }
 
 export function loadChatModel(files: TokenizerFolderTexts): ChatModel {
-  const tj = parseJson(files.tokenizerJson, 'tokenizer.json');
+  const tj = parseJson(files.tokenizerJson, TOKENIZER_FILE);
   if (!isObj(tj) || !isObj(tj['model'])) throw new ChatTemplateError('tokenizer.json has no "model" object: not a Hugging Face tokenizer.json');
-  const config = files.tokenizerConfigJson !== undefined ? parseJson(files.tokenizerConfigJson, 'tokenizer_config.json') : {};
+  const config = files.tokenizerConfigJson !== undefined ? parseJson(files.tokenizerConfigJson, TOKENIZER_CONFIG_FILE) : {};
   if (!isObj(config)) throw new ChatTemplateError('tokenizer_config.json is not a JSON object');
   let tokenizer: Tokenizer;
   try {

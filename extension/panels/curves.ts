@@ -12,6 +12,7 @@ import { runsFolderUri } from '../workspace';
 import { PanelController, PanelHost, createPanel } from './host';
 import { liveRuns, onLiveMetrics } from './liveMetrics';
 import { MetricsTail } from './metricsTail';
+import { CONFIG_FILE, METRICS_FILE } from '../../core/protocol/folders';
 
 const POLL_MS = 1000;
 const MEMENTO_KEY = 'agentLab.curves.runs';
@@ -21,7 +22,6 @@ let memento: vscode.Memento | undefined;
 export function setCurvesMemento(m: vscode.Memento): void {
   memento = m;
 }
-const METRICS = 'metrics.jsonl';
 
 interface TrackedRun {
   ref: RunRef;
@@ -65,7 +65,7 @@ export class CurvesPanel implements PanelController {
       return current;
     }
     // The runs the last panel showed come back (a panel replacing a tab that was not revived).
-    const remembered = (memento?.get<string[]>(MEMENTO_KEY) ?? []).filter((d) => typeof d === 'string' && fs.existsSync(path.join(d, METRICS)));
+    const remembered = (memento?.get<string[]>(MEMENTO_KEY) ?? []).filter((d) => typeof d === 'string' && fs.existsSync(path.join(d, METRICS_FILE)));
     const all = [...new Set([...remembered, ...dirs])];
     const panel = createPanel('curves', 'Training Curves', extensionUri, true);
     return (CurvesPanel.current = new CurvesPanel(new PanelHost('curves', panel, extensionUri, 'Training Curves'), all));
@@ -92,7 +92,7 @@ export class CurvesPanel implements PanelController {
   private addRun(dir: string, post: boolean): void {
     if (this.runs.has(dir)) return;
     const ref: RunRef = { id: dir, label: runLabel(dir), dir };
-    const run: TrackedRun = { ref, tail: new MetricsTail(path.join(dir, METRICS)), records: new Map(), problems: [] };
+    const run: TrackedRun = { ref, tail: new MetricsTail(path.join(dir, METRICS_FILE)), records: new Map(), problems: [] };
     this.runs.set(dir, run);
     void memento?.update(MEMENTO_KEY, this.runDirs);
     this.read(run);
@@ -192,7 +192,7 @@ export async function listRuns(): Promise<string[]> {
     }
     for (const [name, type] of entries) {
       if (type !== vscode.FileType.Directory) continue;
-      const file = path.join(root.fsPath, name, METRICS);
+      const file = path.join(root.fsPath, name, METRICS_FILE);
       try {
         out.push({ dir: path.join(root.fsPath, name), mtime: fs.statSync(file).mtimeMs });
       } catch {
@@ -207,7 +207,7 @@ export async function listRuns(): Promise<string[]> {
 export function runDirOf(file: string): string | null {
   let dir = fs.existsSync(file) && fs.statSync(file).isDirectory() ? file : path.dirname(file);
   for (let i = 0; i < 6; i++) {
-    if (fs.existsSync(path.join(dir, METRICS)) || fs.existsSync(path.join(dir, 'config.json'))) return dir;
+    if (fs.existsSync(path.join(dir, METRICS_FILE)) || fs.existsSync(path.join(dir, CONFIG_FILE))) return dir;
     const up = path.dirname(dir);
     if (up === dir) break;
     dir = up;

@@ -9,8 +9,9 @@ import * as path from 'node:path';
 import { main } from '../../cli/main';
 import { tokenizerFromJsonText, tokenizerHash } from '../../core/tokenizer';
 import { checkRunTokenizer } from '../../trainer/runGuards';
-import { MetricsWriter, RUN_LOCK_FILE, lockRun } from '../../trainer/runStore';
+import { MetricsWriter, lockRun } from '../../trainer/runStore';
 import { capture } from '../support/capture';
+import { RUN_LOCK_FILE } from '../../core/protocol/folders';
 
 /** The same tokenizer with the ids of two ordinary tokens swapped: same size, other meaning. */
 function permuted(text: string): string {
