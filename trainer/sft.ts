@@ -36,8 +36,8 @@ import { OWN_NAMES_SUFFIX, type PreparedRecord, dataFiles, ensureRunData, loadTo
 import { Recipe, defaultRecipeName, getRecipe, phaseAt } from './recipes';
 import { DivergenceGuard, checkRunTokenizer, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from './runGuards';
 import { type MetricsWriter } from './runStore';
-import { hasRunWorld, readWorldFolder, runSplits, worldRecord } from './worldFolder';
-import { CONFIG_FILE, DATA_DIR, HELDOUT_TRACES_FILE, PREPARED_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE } from '../core/protocol/folders';
+import { WORLD_COPY, hasRunWorld, readWorldFolder, runSplits, worldRecord } from './worldFolder';
+import { CONFIG_FILE, DATA_DIR, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
 export interface SftOptions {
   runDir: string;
@@ -134,7 +134,10 @@ function continuedFrom(runDir: string, previous: RunConfig | null, from: string 
   const parsed = fs.existsSync(fc) ? (JSON.parse(fs.readFileSync(fc, 'utf8')) as Partial<RunConfig>) : null;
   if (!parsed || parsed.kind !== 'sft') throw new UserError(`--from ${fromDir}: not an SFT run folder (no ${CONFIG_FILE} of kind sft)`);
   if (!previous) {
-    for (const f of [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, ...[TRAIN_TRACES_FILE, HELDOUT_TRACES_FILE, TRAIN_TASKS_FILE, PREPARED_FILE].map((f) => path.join(DATA_DIR, f))]) {
+    // A user's world travels with the run too: without it the run's splits would be the
+    // textbook's, and its evaluations would ask another world's questions.
+    const world = hasRunWorld(fromDir) ? WORLD_COPY.map((f) => path.join(RUN_WORLD_DIR, f)) : [];
+    for (const f of [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, ...[TRAIN_TRACES_FILE, HELDOUT_TRACES_FILE, TRAIN_TASKS_FILE, PREPARED_FILE].map((f) => path.join(DATA_DIR, f)), ...world]) {
       const src = path.join(fromDir, f);
       const dst = path.join(runDir, f);
       if (!fs.existsSync(src)) continue;
@@ -424,7 +427,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
           }
         : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
       // The folder the world came from (its copy is the run's world/).
-      ...(split.world ? { world: worldRecord(source?.world ?? split.world) } : {}),
+      // A continued run names the folder its start came from, not the copy it was handed.
+      ...(split.world ? { world: source ? worldRecord(source.world) : (fromRun?.config.world ?? worldRecord(split.world)) } : {}),
       tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize, ...(preparedTokenizer ? { data: preparedTokenizer } : {}) },
       ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
       codeVersion: CODE_VERSION,

@@ -173,6 +173,19 @@ describe('a fact table of another domain through the CLI: world → distill → 
     assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
     assert.equal(grpoConfig['grpo'].pool, 'fresh-values', "a fact world's RL run defaults to worlds derived from its own table, as the textbook's does");
     assert.match(g.stderr, /\d+ RL tasks \(pool fresh-values\)/);
+    // train sft --from: continued SFT keeps the world too (it once fell back to the textbook's splits, so
+    // its evaluations asked the textbook's questions of a student of elements).
+    const moreRun = path.join(tmp, 'sft-more-elements');
+    const m = await cli(['train', 'sft', '--from', run, '--steps', '2', '--eval-limit', '2', '--run', moreRun]);
+    assert.equal(m.code, 0, m.stderr);
+    assert.deepEqual(rows(path.join(moreRun, 'world', 'heldout.jsonl')), heldout);
+    const moreConfig = JSON.parse(fs.readFileSync(path.join(moreRun, 'config.json'), 'utf8'));
+    assert.equal(moreConfig['world'].dir, world);
+    assert.equal(moreConfig['splits'].heldout.kind, 'custom');
+    const me = await cli(['eval', '--run', moreRun, '--limit', '3', '--json']);
+    assert.equal(me.code, 0, me.stderr);
+    const asked = rows(path.join(moreRun, 'eval', 'heldout.jsonl')).map((r) => r['question']);
+    assert.deepEqual(asked, heldout.slice(0, 3).map((r) => r['question']), "the world's own held-out questions");
     const gw = await cli(['train', 'grpo', '--from', run, '--world', world, '--run', path.join(tmp, 'never')]);
     assert.equal(gw.code, 2);
     assert.match(gw.stderr, /takes the world of its --from run/);
