@@ -179,10 +179,9 @@ export function readInputObject(file: string, what: string, maxBytes: number = I
   return v as Record<string, unknown>;
 }
 
-/** JSONL rows of `file` (blank lines skipped); a line that is not JSON names file:line. */
-export function readInputJsonl(file: string, what: string, maxBytes: number = INPUT_LIMITS.data, warn?: Warn): unknown[] {
-  const text = readInputText(file, what, maxBytes, warn);
-  const out: unknown[] = [];
+/** JSONL values of `text` with their 1-based line numbers (blank lines skipped); a line that is not JSON names file:line. */
+function parseJsonl(text: string, file: string): { value: unknown; line: number }[] {
+  const out: { value: unknown; line: number }[] = [];
   let at = 0;
   let line = 0;
   while (at <= text.length) {
@@ -192,7 +191,7 @@ export function readInputJsonl(file: string, what: string, maxBytes: number = IN
     const s = text.slice(at, nl);
     if (s.trim() !== '') {
       try {
-        out.push(JSON.parse(s) as unknown);
+        out.push({ value: JSON.parse(s) as unknown, line });
       } catch (err) {
         throw new InputError(`${file}:${line}: not JSON (${(err as Error).message.split('\n')[0]})`);
       }
@@ -200,6 +199,11 @@ export function readInputJsonl(file: string, what: string, maxBytes: number = IN
     at = nl + 1;
   }
   return out;
+}
+
+/** JSONL rows of `file` (blank lines skipped); a line that is not JSON names file:line. */
+export function readInputJsonl(file: string, what: string, maxBytes: number = INPUT_LIMITS.data, warn?: Warn): unknown[] {
+  return parseJsonl(readInputText(file, what, maxBytes, warn), file).map((r) => r.value);
 }
 
 /** Whether `p` exists (without following it into a FIFO read). */
@@ -384,23 +388,5 @@ export function processAlive(pid: number): boolean {
 
 /** JSONL rows of a data file with where each came from ("file:line"); damage is an InputError. */
 export function readJsonlRows(file: string): { value: unknown; where: string }[] {
-  const text = readInputText(file, 'the data file', INPUT_LIMITS.data);
-  const out: { value: unknown; where: string }[] = [];
-  let at = 0;
-  let line = 0;
-  while (at <= text.length) {
-    let nl = text.indexOf('\n', at);
-    if (nl === -1) nl = text.length;
-    line++;
-    const s = text.slice(at, nl);
-    if (s.trim() !== '') {
-      try {
-        out.push({ value: JSON.parse(s) as unknown, where: `${file}:${line}` });
-      } catch (err) {
-        throw new InputError(`${file}:${line}: not JSON (${(err as Error).message.split('\n')[0]})`);
-      }
-    }
-    at = nl + 1;
-  }
-  return out;
+  return parseJsonl(readInputText(file, 'the data file', INPUT_LIMITS.data), file).map((r) => ({ value: r.value, where: `${file}:${r.line}` }));
 }
