@@ -11,6 +11,7 @@ import { AgentRuntime, CallMask, DecodeSession, FORCED_ANSWER_TEXT, Policy, REPE
 import { initBackend } from '../../trainer/backend';
 import { StackModel } from '../../trainer/model';
 import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
+import { scriptedPolicy as scriptedPolicyOf } from '../support/scriptedPolicy';
 
 const tok = trainDefaultTokenizer();
 const corpus = buildCorpus();
@@ -18,24 +19,9 @@ const env = new ToolEnv(corpus);
 const pool = makeTaskPool();
 const traces = distill(pool.heldout, makeStubTeacher(pool.heldout), env, 1);
 
-/** Logits with one hot token; harness tokens are checked against the script as they arrive. */
+/** Logits with one hot token (test/support/scriptedPolicy.ts), over the run tokenizer's vocabulary unless told. */
 function scriptedPolicy(next: (history: readonly number[]) => number, vocab = tok.vocabSize): Policy {
-  return {
-    vocab,
-    maxContext: 4096,
-    newSession(): DecodeSession {
-      const history: number[] = [];
-      return {
-        append(ids) {
-          history.push(...ids);
-          const l = new Float32Array(vocab).fill(-10);
-          l[next(history)] = 10;
-          return l;
-        },
-        dispose() {},
-      };
-    },
-  };
+  return scriptedPolicyOf(vocab, next);
 }
 
 /** A character-level mask: feed each token's decoded text to the acceptor (slow, obviously right). */

@@ -35,12 +35,13 @@ import {
   worldEnv,
   worldName,
 } from '../../core/worlds';
-import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
+import { AgentRuntime } from '../../trainer/agentRuntime';
 import { evaluateTasks } from '../../trainer/eval';
 import { teacherEpisode } from '../../trainer/guide';
 import { rlTaskPool, worldRlTaskPool } from '../../trainer/grpo';
 import { freshWorldDifferenceTasks, freshWorldTasks, readWorldFolder } from '../../trainer/worldFolder';
 import { capture } from '../support/capture';
+import { replayPolicy } from '../support/scriptedPolicy';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const ELEMENTS = path.join(repoRoot, 'samples', 'worlds', 'elements', 'elements.csv');
@@ -253,32 +254,12 @@ describe("fresh-differences of a user's fact world (samples/worlds/elements)", f
     for (const { task, world } of tasks) {
       const env = worldEnv(world);
       const script = encodeWithMask(rollout(task, makeStubTeacher([task], { reference: true }), env).transcript, tok).ids;
-      const { rows, summary } = await evaluateTasks(new AgentRuntime(replay(tok, script), tok, env, null), [task], env, { split: 'fresh-differences', world });
+      const { rows, summary } = await evaluateTasks(new AgentRuntime(replayPolicy(tok.vocabSize, script), tok, env, null), [task], env, { split: 'fresh-differences', world });
       assert.deepEqual(summary.by_kind, { difference: { n: 1, accuracy: 1 } });
       assert.equal(rows[0]!.failure, null);
     }
   });
 });
-
-/** A student that replays one script of token ids (the prompt's ids included). */
-function replay(tok: ReturnType<typeof trainDefaultTokenizer>, script: readonly number[]): Policy {
-  return {
-    vocab: tok.vocabSize,
-    maxContext: 4096,
-    newSession(): DecodeSession {
-      const history: number[] = [];
-      return {
-        append(ids) {
-          history.push(...ids);
-          const l = new Float32Array(tok.vocabSize).fill(-10);
-          l[script[history.length] ?? 3] = 10;
-          return l;
-        },
-        dispose() {},
-      };
-    },
-  };
-}
 
 describe('agent-lab eval --split fresh-differences on a tiny trained student', function () {
   this.timeout(600_000);
@@ -335,14 +316,14 @@ describe('agent-lab eval --split fresh-differences on a tiny trained student', f
     const reference = rollout(task, makeStubTeacher([task], { reference: true }), env).transcript;
     const wrong = reference.replace(/Answer: .*<\|end\|>$/, `Answer: ${remembered}<|end|>`);
     assert.notEqual(wrong, reference);
-    const { rows, summary } = await evaluateTasks(new AgentRuntime(replay(tok, encodeWithMask(wrong, tok).ids), tok, env, null), [task], env, { split: 'fresh-differences', world });
+    const { rows, summary } = await evaluateTasks(new AgentRuntime(replayPolicy(tok.vocabSize, encodeWithMask(wrong, tok).ids), tok, env, null), [task], env, { split: 'fresh-differences', world });
     assert.equal(rows[0]!.failure, 'memorised');
     assert.deepEqual(summary.by_kind, { difference: { n: 1, accuracy: 0 } });
     // A student that subtracts the wrong way round departs at its calc: labelled `calc` against the grader's reference.
     const reversed: Teacher = (prompt) => makeStubTeacher([task], { reference: true })(prompt).replace(/"expr": "(\d+)-(\d+)"/, '"expr": "$2-$1"');
     const backwards = rollout(task, reversed, env);
     assert.match(backwards.answer!, /^-\d+$/);
-    const r2 = await evaluateTasks(new AgentRuntime(replay(tok, encodeWithMask(backwards.transcript, tok).ids), tok, env, null), [task], env, { split: 'fresh-differences', world });
+    const r2 = await evaluateTasks(new AgentRuntime(replayPolicy(tok.vocabSize, encodeWithMask(backwards.transcript, tok).ids), tok, env, null), [task], env, { split: 'fresh-differences', world });
     assert.equal(r2.rows[0]!.failure, 'calc');
   });
 });

@@ -12,7 +12,8 @@ import { renderPrompt } from '../../core/distill';
 import { renderCall } from '../../core/wire';
 import { type Fact, compareTask, lookupTask, sumTask } from '../../core/world';
 import type { Episode, StepRecord } from '../../trainer/agentRuntime';
-import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
+import { AgentRuntime } from '../../trainer/agentRuntime';
+import { replayPolicy } from '../support/scriptedPolicy';
 import { FAILURES, classifyFailure, corpusEntities, evaluateTasks, summarize } from '../../trainer/eval';
 import { FAILURE_KINDS, FAILURE_MEANINGS, failureMeaning } from '../../core/protocol/panels';
 import { parseSource } from '../../core/transcript/trajectories';
@@ -135,22 +136,7 @@ describe('failure labels: the first real mistake (issue 35)', () => {
     script += `<|assistant|>Thought: compute.\n${renderCall('calc', { expr })}<|tool_result|>${env.runTool({ kind: 'tool', thought: '', tool: 'calc', args: { expr } })}<|end|>`;
     script += '<|assistant|>Thought: done.\nAnswer: Mississippi<|end|>';
     const ids = encodeWithMask(script, tok).ids;
-    const policy: Policy = {
-      vocab: tok.vocabSize,
-      maxContext: 4096,
-      newSession(): DecodeSession {
-        let n = 0;
-        return {
-          append(more) {
-            n += more.length;
-            const l = new Float32Array(tok.vocabSize).fill(-10);
-            l[ids[n] ?? 3] = 10;
-            return l;
-          },
-          dispose() {},
-        };
-      },
-    };
+    const policy = replayPolicy(tok.vocabSize, ids);
     const { rows, summary } = await evaluateTasks(new AgentRuntime(policy, tok, env, null), tasks, env, { split: 'heldout' });
     assert.equal(rows[0]!.answer, 'Mississippi');
     assert.equal(rows[0]!.failure, 'not_in_question');
