@@ -101,11 +101,33 @@ const ONSETS = ['b', 'br', 'c', 'ch', 'cl', 'd', 'dr', 'f', 'fl', 'g', 'gr', 'h'
 const VOWELS = ['a', 'e', 'i', 'o', 'u', 'ai', 'ea', 'ou', 'y', 'io'];
 const CODAS = ['', '', '', 'n', 'r', 'l', 's', 'm', 'x', 'th', 'nd', 'sk'];
 
-/** A pronounceable word of about `length` letters (32 x 10 x 12 per syllable: a name space of millions). */
-function pseudoWord(rng: PyRandom, length: number): string {
+/**
+ * A pronounceable word of about `length` letters (32 x 10 x 12 per syllable: a name space of
+ * millions), or, given `syllables`, one made of those alone (kin names, below).
+ */
+function pseudoWord(rng: PyRandom, length: number, syllables?: readonly string[]): string {
   let w = '';
-  while (w.length < Math.max(3, length - 1)) w += ONSETS[rng.randrange(ONSETS.length)]! + VOWELS[rng.randrange(VOWELS.length)]! + CODAS[rng.randrange(CODAS.length)]!;
+  while (w.length < Math.max(3, length - 1)) {
+    w += syllables ? syllables[rng.randrange(syllables.length)]! : ONSETS[rng.randrange(ONSETS.length)]! + VOWELS[rng.randrange(VOWELS.length)]! + CODAS[rng.randrange(CODAS.length)]!;
+  }
   return w;
+}
+
+/** Syllables of kin names may also open on a vowel ("Ostzor"): the empty onset. */
+const KIN_ONSETS = [...ONSETS, '', ''];
+
+/**
+ * The few syllables one transcript's kin names are made of: names that share pieces, as a
+ * model family's do ("Qwen2-0.5B", "Qwen2-1.5B") or a syllable-built table's ("Junpe",
+ * "Junmida"). Copying one of two such names needs more than the last piece to tell them apart.
+ */
+export function kinSyllables(rng: PyRandom, count = 3): string[] {
+  const out: string[] = [];
+  while (out.length < count) {
+    const s = KIN_ONSETS[rng.randrange(KIN_ONSETS.length)]! + VOWELS[rng.randrange(VOWELS.length)]! + CODAS[rng.randrange(CODAS.length)]!;
+    if (!out.includes(s)) out.push(s);
+  }
+  return out;
 }
 
 const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
@@ -117,7 +139,7 @@ const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
  * letters after digits ("540M") and separators are kept, unless the name has nothing else
  * ("grouped-query attention": then its longer lower-case words are new words).
  */
-export function nameLike(name: string, rng: PyRandom): string {
+export function nameLike(name: string, rng: PyRandom, syllables?: readonly string[]): string {
   const tokens = name.match(/[A-Z]+(?![a-z])|[A-Z][a-z]+|[a-z]+|[0-9]+|[^A-Za-z0-9]+/g) ?? [name];
   const afterDigits = (i: number) => i > 0 && /^[0-9]+$/.test(tokens[i - 1]!);
   const isCapitalised = (tok: string, i: number) => /^[A-Z][a-z]+$/.test(tok) && !afterDigits(i);
@@ -130,12 +152,12 @@ export function nameLike(name: string, rng: PyRandom): string {
       for (let k = 0; k < tok.length; k++) d += String(k === 0 && tok.length > 1 ? 1 + rng.randrange(9) : rng.randrange(10));
       out += d;
     } else if (isCapitalised(tok, i)) {
-      const w = pseudoWord(rng, tok.length);
+      const w = pseudoWord(rng, tok.length, syllables);
       out += w[0]!.toUpperCase() + w.slice(1);
     } else if (isCapitals(tok, i)) {
       for (let k = 0; k < tok.length; k++) out += LETTERS[rng.randrange(26)];
     } else if (/^[a-z]+$/.test(tok) && onlyLowerCase && (tokens.length === 1 || tok.length >= 4)) {
-      out += pseudoWord(rng, tok.length); // a lower-case name is a name, not a function word
+      out += pseudoWord(rng, tok.length, syllables); // a lower-case name is a name, not a function word
     } else {
       out += tok;
     }
@@ -147,14 +169,21 @@ export function nameLike(name: string, rng: PyRandom): string {
  * New names for `entities` (in their order, each shaped like itself by nameLike), apart from
  * each other, from every entity and from `avoid`: the same draws deriveFacts makes.
  */
-export function newNamesFor(entities: readonly string[], rng: PyRandom, avoid: ReadonlySet<string> = new Set(), taken: Set<string> = new Set([...entities, ...avoid])): Map<string, string> {
+export function newNamesFor(
+  entities: readonly string[],
+  rng: PyRandom,
+  avoid: ReadonlySet<string> = new Set(),
+  taken: Set<string> = new Set([...entities, ...avoid]),
+  syllables?: readonly string[],
+): Map<string, string> {
   const renamed = new Map<string, string>();
   for (const entity of entities) {
     if (renamed.has(entity)) continue;
-    let name = nameLike(entity, rng);
+    let name = nameLike(entity, rng, syllables);
     for (let tries = 0; taken.has(name) || name.toLowerCase() === entity.toLowerCase(); tries++) {
-      // A name with no word to renew keeps its shape by a new word in front.
-      name = tries < 20 ? nameLike(entity, rng) : `${nameLike('Name', rng)} ${entity}`;
+      // A name with no word to renew keeps its shape by a new word in front; kin names that
+      // keep meeting taken ones fall back to free syllables.
+      name = tries < 20 ? nameLike(entity, rng, tries < 10 ? syllables : undefined) : `${nameLike('Name', rng)} ${entity}`;
     }
     taken.add(name);
     renamed.set(entity, name);
@@ -232,10 +261,18 @@ export function parentGoldOf(task: Task, parent: readonly Fact[], renamed: Reado
  * A transcript and its task with every entity of `entities` that the text names renamed by
  * names drawn for this copy alone (shaped like each, apart from every entity and `avoid`).
  * The text stays self-consistent: the question, the thoughts, the queries and the passages
- * the tools returned all carry the new names.
+ * the tools returned all carry the new names. `kin`: the copy's names are made of a few
+ * syllables drawn for it (kinSyllables), so they share pieces.
  */
-export function withOwnNames(text: string, task: Task, entities: readonly string[], rng: PyRandom, avoid: ReadonlySet<string>): { text: string; task: Task; renamed: Map<string, string> } {
+export function withOwnNames(
+  text: string,
+  task: Task,
+  entities: readonly string[],
+  rng: PyRandom,
+  avoid: ReadonlySet<string>,
+  kin = false,
+): { text: string; task: Task; renamed: Map<string, string> } {
   const named = entities.filter((e) => text.includes(e) || task.hints.facts.some(([f]) => f === e));
-  const renamed = newNamesFor(named, rng, avoid, new Set([...entities, ...avoid]));
+  const renamed = newNamesFor(named, rng, avoid, new Set([...entities, ...avoid]), kin ? kinSyllables(rng) : undefined);
   return { text: renameInText(text, renamed), task: renameTask(task, renamed), renamed };
 }

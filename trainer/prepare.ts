@@ -57,6 +57,7 @@ function ownNameCopies(
   entities: readonly string[],
   avoid: ReadonlySet<string>,
   purpose: string,
+  kinShare = 0,
 ): { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[] } {
   const out: { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[] } = { rows: [], tasks: [] };
   const usable = rows.filter((r) => taskOf(r) !== undefined);
@@ -69,7 +70,9 @@ function ownNameCopies(
       rng.shuffle(order);
     }
     const row = usable[order.pop()!]!;
-    const copy = withOwnNames(row.text, taskOf(row)!, entities, rng, avoid);
+    // Drawn only for recipes with kin names, so the other recipes' copies stay as they were.
+    const kin = kinShare > 0 && rng.random() < kinShare;
+    const copy = withOwnNames(row.text, taskOf(row)!, entities, rng, avoid, kin);
     assertNoEvaluationNames([copy.task], purpose, avoid);
     const world = row.world + OWN_NAMES_SUFFIX;
     out.rows.push({ task: copy.task.question, text: copy.text, kind: row.kind, world });
@@ -217,6 +220,7 @@ export function prepareRunData(
         [...new Set(TASK_FACTS.map((f) => f[0]))],
         namesTrainingMustNotSee(),
         'the renamed copies of the textbook augmentation',
+        augment.ownNamesKin ?? 0,
       );
       augRows.push(...copies.rows);
       augTasks.push(...copies.tasks);
@@ -226,7 +230,8 @@ export function prepareRunData(
     log(
       `augmentation: ${augRows.length} transcripts from ${augment.worlds} counterfactual-value worlds (${names[0]} .. ${names[augment.worlds - 1]})` +
         (entityWorlds > 0 ? ` and ${entityWorlds} new-entity worlds (${names[augment.worlds]} .. ${names[names.length - 1]})` : '') +
-        (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : ''),
+        (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : '') +
+        ((augment.ownNamesKin ?? 0) > 0 ? ` (${Math.round(100 * augment.ownNamesKin!)}% of the copies with kin names)` : ''),
     );
   }
   const files = dataFiles(runDir);
@@ -617,6 +622,7 @@ function* worldAugmentation(
       [...new Set(facts.map((f) => f[0]))],
       evalNames,
       `the renamed copies of ${w.dir}'s augmentation`,
+      augment.ownNamesKin ?? 0,
     );
     rows.push(...copies.rows);
     tasks.push(...copies.tasks);
@@ -626,6 +632,7 @@ function* worldAugmentation(
     `augmentation: ${rows.length} transcripts from ${augment.worlds} counterfactual-value worlds` +
       (entityWorlds > 0 ? ` and ${entityWorlds} new-name worlds` : '') +
       (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : '') +
+      ((augment.ownNamesKin ?? 0) > 0 ? ` (${Math.round(100 * augment.ownNamesKin!)}% with kin names)` : '') +
       ` derived from ${w.manifest!.name}'s table (no name of the ${evalNames.size} in fresh-entities), drawn at ${Math.round(100 * augment.share)}% of the batches`,
   );
   return { rows, tasks, info: { worlds: names, tasks: tasks.length, rows: rows.length, ...(ownNames > 0 ? { ownNames } : {}), yield: y } };

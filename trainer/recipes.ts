@@ -35,6 +35,12 @@ export interface Augmentation {
    */
   ownNames?: number;
   /**
+   * Share of those copies whose names are kin: made of a few syllables drawn for the copy, so
+   * the names of one question share pieces ("Junpe", "Junmida") and a copy cannot tell them
+   * apart by their last piece (docs/decisions.md, "Kin names").
+   */
+  ownNamesKin?: number;
+  /**
    * A fresh world's compares: as many whose winner differs from the seed world's as whose
    * winner is the same (core/worlds.ts balancedCompares). Drawn plainly, 3 in 4 keep the
    * seed's winner, so naming the remembered winner of a pair pays most of the time.
@@ -214,6 +220,19 @@ export const RECIPES: Record<string, Recipe> = {
       "reader-k1-fresh-compare with a copy of each counterfactual transcript whose entities carry names of their own (6,400 at the default size: no name recurs, so new names are copied, not remembered)",
     augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 6400 },
     shapeWeights: COMPARE_HEAVY,
+  },
+  'reader-k1-own-names-kin': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-own-names-kin',
+    description: 'reader-k1-own-names whose copies, half of them, carry kin names: the names of one question share syllables, so each is copied whole, not by its last piece',
+    augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 6400, ownNamesKin: 0.5 },
+    shapeWeights: COMPARE_HEAVY,
+  },
+  'reader-k1-names-own-kin': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-names-own-kin',
+    description: 'reader-k1-names-own whose renamed copies, half of them, carry kin names (names of one question that share syllables)',
+    augment: { share: 0.75, worlds: 40, perShape: 40, entityWorlds: 20, ownNames: 6400, ownNamesKin: 0.5 },
   },
   'reader-k1-own-names-half': {
     ...READER_K1_ANSWER,

@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { deriveFacts, nameLike, parentGoldOf, renameInText, withOwnNames } from '../../core/derivedWorlds';
+import { deriveFacts, kinSyllables, nameLike, newNamesFor, parentGoldOf, renameInText, withOwnNames } from '../../core/derivedWorlds';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { TASK_FACTS } from '../../core/world';
@@ -249,6 +249,50 @@ describe('new names made of trained pieces (issue 27): transcripts with names of
       assert.equal(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'), trainOnly);
       // And held-out text would have made another one (the check above can fail).
       assert.notEqual(canonicalTokenizerJson(trainBpe([...corpus, ...rows.map((r) => String(r['text'])), ...held], { vocabSize: RUN_VOCAB_CAP })), trainOnly);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('kin names: a copy\'s names share syllables, stay apart from each other and from every reserved name, and its gold is read again from its own passages', () => {
+    // Two names of one question that share pieces ("Junpe", "Junmida") are what a student
+    // copying by the last piece confuses; kin copies are made of a few syllables each.
+    const rng = new PyRandom(3);
+    const entities = ['Stack-100M', 'DeepSeekMath', 'Chinchilla', 'RoFormer'];
+    let shared = 0;
+    for (let i = 0; i < 50; i++) {
+      const syllables = kinSyllables(rng);
+      assert.equal(new Set(syllables).size, 3);
+      const names = [...newNamesFor(entities, rng, new Set(), undefined, syllables).values()];
+      assert.equal(new Set(names).size, names.length, names.join(', '));
+      const words = names.map((n) => n.replace(/-\d+M$/, '').toLowerCase());
+      if (words.some((a, k) => words.slice(k + 1).some((b) => syllables.some((s) => s.length >= 2 && a.includes(s) && b.includes(s))))) shared++;
+    }
+    assert.ok(shared >= 45, `only ${shared} of 50 draws have two names sharing a syllable`);
+    // Free names share far less: the check above can fail.
+    let free = 0;
+    for (let i = 0; i < 50; i++) {
+      const names = [...newNamesFor(entities, rng).values()].map((n) => n.replace(/-\d+M$/, '').toLowerCase());
+      if (names.some((a, k) => names.slice(k + 1).some((b) => [...Array(Math.max(0, a.length - 2)).keys()].some((j) => b.includes(a.slice(j, j + 3)))))) free++;
+    }
+    assert.ok(free < shared, `free names shared pieces in ${free} of 50 draws`);
+
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-lab-kin-'));
+    try {
+      const data = prepareRunData(dir, 'seed', () => {}, { augment: { share: 0.5, worlds: 2, perShape: 3, ownNames: 30, ownNamesKin: 1 } });
+      assert.equal(data.augment!.ownNames, 30);
+      const rows = jsonl(path.join(dir, 'data', 'train.traces.jsonl'));
+      const copies = rows.filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX));
+      const tasks = jsonl(path.join(dir, 'data', 'train.tasks.jsonl')).filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX)) as unknown as Task[];
+      assert.equal(copies.length, 30);
+      const reserved = namesTrainingMustNotSee();
+      const seedNames = [...new Set(TASK_FACTS.map((f) => f[0]))];
+      copies.forEach((r, i) => {
+        const task = tasks[i]!;
+        assert.equal(goldFromCorpus(task, toolPassages(String(r['text']))), task.gold, task.question);
+        for (const [e] of task.hints.facts) assert.ok(!reserved.has(e) && !seedNames.includes(e), `${e} may not be trained on`);
+        for (const n of reserved) assert.ok(!hasWord(String(r['text']), n), `a copy names ${n}, an evaluation or RL name`);
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
