@@ -186,7 +186,7 @@ export const COMMANDS: Record<
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
     usage:
-      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|fresh-values|fresh-entities|fresh-differences] [--limit N] [--copy-bias B] [--backend B] [--json]',
+      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|dev-entities|fresh-values|fresh-entities|fresh-differences] [--limit N] [--copy-bias B] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },

@@ -194,6 +194,8 @@ export function runSourceWorldCommand(o: Options): void {
   if (manifest.fresh) {
     const f = manifest.fresh['fresh-values'];
     console.log(`  reading splits: fresh-values and fresh-entities, ${f.seeds.length} derived worlds each from reserved seeds (eval --split fresh-values|fresh-entities)`);
+    const d = manifest.fresh['dev-entities'];
+    if (d) console.log(`  dev-entities: ${d.seeds.length} new-name worlds of their own reserved seeds, for choosing recipes on new names (eval --split dev-entities)`);
     console.log(`  no-teacher split: fresh-differences, "by how much is A larger than B" in fresh-values' worlds (eval --split fresh-differences; RL: train grpo --pool fresh-differences)`);
   }
 }

@@ -207,7 +207,7 @@ export function worldEnv(id: WorldId): ToolEnv {
 
 /** Evaluation splits made of fresh worlds: kind, reserved world seeds, held-out tasks per world. */
 export interface FreshSplit {
-  name: 'dev' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
+  name: 'dev' | 'dev-entities' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
   kind: WorldKind;
   seeds: number[];
   tasksPerWorld: number;
@@ -217,9 +217,14 @@ export interface FreshSplit {
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
+/** The first reserved seed of the dev-entities split (the textbook's and a user's fact world's). */
+export const DEV_ENTITY_SEED = 2_900_001;
+
 export const FRESH_SPLITS: Record<FreshSplit['name'], FreshSplit> = {
   // dev: for choosing recipes and hyper-parameters (never `heldout`).
   dev: { name: 'dev', kind: 'values', seeds: range(900_001, 4), tasksPerWorld: 50 },
+  // dev-entities: choosing recipes on new names too (fresh-entities' generator, its own reserved seeds).
+  'dev-entities': { name: 'dev-entities', kind: 'entities', seeds: range(DEV_ENTITY_SEED, 4), tasksPerWorld: 50 },
   'fresh-values': { name: 'fresh-values', kind: 'values', seeds: range(1_000_001, 10), tasksPerWorld: 50 },
   'fresh-entities': { name: 'fresh-entities', kind: 'entities', seeds: range(2_000_001, 10), tasksPerWorld: 50 },
   // fresh-values' worlds (values disjoint from training by construction), asked "by how much is A larger than B".
@@ -250,7 +255,7 @@ export function evaluationEntityNames(): ReadonlySet<string> {
   if (evaluationNames) return evaluationNames;
   const seedNames = new Set(TASK_FACTS.map((f) => f[0]));
   const out = new Set<string>();
-  for (const seed of FRESH_SPLITS['fresh-entities'].seeds) for (const [name] of worldFacts({ kind: 'entities', seed })) if (!seedNames.has(name)) out.add(name);
+  for (const seed of [...FRESH_SPLITS['fresh-entities'].seeds, ...FRESH_SPLITS['dev-entities'].seeds]) for (const [name] of worldFacts({ kind: 'entities', seed })) if (!seedNames.has(name)) out.add(name);
   evaluationNames = out;
   return out;
 }
@@ -273,7 +278,7 @@ let unseenNames: ReadonlySet<string> | null = null;
 export function namesTrainingMustNotSee(): ReadonlySet<string> {
   if (unseenNames) return unseenNames;
   const seedNames = new Set(TASK_FACTS.map((f) => f[0]));
-  const seeds = [...FRESH_SPLITS['fresh-entities'].seeds, ...range(TRAINING_SEEDS.rlEntities, RL_POOL_WORLDS)];
+  const seeds = [...FRESH_SPLITS['fresh-entities'].seeds, ...FRESH_SPLITS['dev-entities'].seeds, ...range(TRAINING_SEEDS.rlEntities, RL_POOL_WORLDS)];
   const out = new Set<string>();
   for (const seed of seeds) for (const [name] of worldFacts({ kind: 'entities', seed })) if (!seedNames.has(name)) out.add(name);
   unseenNames = out;

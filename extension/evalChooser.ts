@@ -12,7 +12,7 @@ export interface EvalChoice {
   label: string;
   description: string;
   runDir: string;
-  split: 'heldout' | 'train' | 'dev' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
+  split: 'heldout' | 'train' | 'dev' | 'dev-entities' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
   /** Another world folder to evaluate on (eval --world); absent: the run's own world. */
   world?: string;
 }
@@ -54,6 +54,7 @@ export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; 
       out.push({ label: `${r.name}: fresh-differences`, description: '"by how much is A larger than B": a kind no teacher demonstrated (only RL teaches it)', runDir: r.dir, split: 'fresh-differences' });
     }
     if (w.dev > 0 || w.name === 'the textbook world') out.push({ label: `${r.name}: dev`, description: w.dev > 0 ? `${count(w.dev, limit)}: for choosing recipes` : 'fresh worlds for choosing recipes', runDir: r.dir, split: 'dev' });
+    if (w.fresh || w.name === 'the textbook world') out.push({ label: `${r.name}: dev-entities`, description: 'new-name worlds for choosing recipes (apart from fresh-entities)', runDir: r.dir, split: 'dev-entities' });
     out.push({ label: `${r.name}: train`, description: 'the tasks it trained on (memorised or learned?)', runDir: r.dir, split: 'train' });
   }
   return out;

@@ -179,7 +179,7 @@ export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[]
       if (world.dev.length === 0) throw new UserError(`the world in ${world.world.dir} has no dev split (dev.jsonl is empty or missing)`);
       return world.dev.map((task) => ({ task, world: world.id }));
     }
-    if (split === 'fresh-values' || split === 'fresh-entities' || split === 'fresh-differences') {
+    if (split === 'fresh-values' || split === 'fresh-entities' || split === 'dev-entities' || split === 'fresh-differences') {
       try {
         return freshWorldTasks(world.world, split).tasks;
       } catch (err) {
@@ -187,7 +187,7 @@ export function splitTasks(split: SplitName, trainingTasks: readonly WorldTask[]
       }
     }
     throw new UserError(
-      `--split ${split} is not a split of this run's world ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, train, fresh-values, fresh-entities, fresh-differences)`,
+      `--split ${split} is not a split of this run's world ${world.world.manifest?.name ?? world.world.dir} (its splits: heldout, dev, dev-entities, train, fresh-values, fresh-entities, fresh-differences)`,
     );
   }
   return freshSplitTasks(split);

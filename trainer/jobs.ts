@@ -19,7 +19,7 @@ import { type JobHooks, UserError } from './jobRun';
 import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
 import { runSft } from './sft';
 import { runGrpo } from './grpo';
-import { readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
+import { freshSpecOf, readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
 import { CONFIG_FILE, EVAL_DIR, evalRowsFile, evalSummaryFile, METRICS_FILE } from '../core/protocol/folders';
 
 export type { JobHooks } from './jobRun';
@@ -126,7 +126,7 @@ export async function runEval(
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
     // fresh-differences is asked over fresh-values' worlds (trainer/worldFolder.ts freshWorldDifferenceTasks).
-    const freshSpec = pool.world && (split === 'fresh-values' || split === 'fresh-entities' || split === 'fresh-differences') ? pool.world.manifest?.fresh?.[split === 'fresh-differences' ? 'fresh-values' : split] : undefined;
+    const freshSpec = pool.world && (split === 'fresh-values' || split === 'fresh-entities' || split === 'dev-entities' || split === 'fresh-differences') ? freshSpecOf(pool.world, split === 'fresh-differences' ? 'fresh-values' : split) : undefined;
     const manifest: SplitManifest | undefined = pool.world
       ? split === 'train'
         ? undefined

@@ -19,7 +19,7 @@ import { rowToPassage } from '../core/worldRows';
 import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
 import { buildFactWorld, isHinted } from '../core/worldSource';
-import { LoadedWorld, derivedBuildOptions, runWorld, sha256File, writeWorldFiles } from './worldFolder';
+import { LoadedWorld, derivedBuildOptions, freshSpecOf, runWorld, sha256File, writeWorldFiles } from './worldFolder';
 import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { CORPUS_FILE, DATA_DIR, DEV_FILE, HELDOUT_FILE, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_FORMAT, WORLD_MANIFEST, type WorldManifest } from '../core/protocol/folders';
 
@@ -536,10 +536,12 @@ function* worldRunData(
   };
 }
 
-/** The names of a fact world's fresh-entities split: no SFT augmentation or RL pool of it may hold one. */
+/** The names of a fact world's fresh-entities and dev-entities splits: no SFT augmentation or RL pool of it may hold one. */
 export function worldEvaluationNames(w: LoadedWorld): Set<string> {
   const names = new Set<string>();
-  for (const seed of w.manifest?.fresh?.['fresh-entities']?.seeds ?? []) for (const name of deriveFacts(w.facts!, { kind: 'entities', seed }).renamed.values()) names.add(name);
+  for (const split of ['fresh-entities', 'dev-entities'] as const) {
+    for (const seed of freshSpecOf(w, split)?.seeds ?? []) for (const name of deriveFacts(w.facts!, { kind: 'entities', seed }).renamed.values()) names.add(name);
+  }
   return names;
 }
 
@@ -633,7 +635,7 @@ function* worldAugmentation(
       (entityWorlds > 0 ? ` and ${entityWorlds} new-name worlds` : '') +
       (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : '') +
       ((augment.ownNamesKin ?? 0) > 0 ? ` (${Math.round(100 * augment.ownNamesKin!)}% with kin names)` : '') +
-      ` derived from ${w.manifest!.name}'s table (no name of the ${evalNames.size} in fresh-entities), drawn at ${Math.round(100 * augment.share)}% of the batches`,
+      ` derived from ${w.manifest!.name}'s table (no name of the ${evalNames.size} in fresh-entities and dev-entities), drawn at ${Math.round(100 * augment.share)}% of the batches`,
   );
   return { rows, tasks, info: { worlds: names, tasks: tasks.length, rows: rows.length, ...(ownNames > 0 ? { ownNames } : {}), yield: y } };
 }

@@ -11,7 +11,7 @@ import { deriveFacts } from '../core/derivedWorlds';
 import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { SEED_WORLD, WorldId, type WorldTask, assertPoolApart, registerCustomWorld } from '../core/worlds';
+import { DEV_ENTITY_SEED, SEED_WORLD, WorldId, type WorldTask, assertPoolApart, registerCustomWorld } from '../core/worlds';
 import { drawDifferenceTasks, splitPairs } from '../core/differenceTasks';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
@@ -335,11 +335,29 @@ export function worldRecord(w: LoadedWorld): { name: string; dir: string; id: st
 export function freshSpecs(heldoutPerWorld: number): Record<FreshName, FreshSpec> {
   const perWorld = Math.max(1, Math.min(50, heldoutPerWorld));
   const worlds = Math.min(100, Math.max(10, Math.ceil(500 / perWorld)));
-  const seeds = (from: number) => Array.from({ length: worlds }, (_, i) => from + i);
+  const seeds = (from: number, n = worlds) => Array.from({ length: n }, (_, i) => from + i);
   return {
     'fresh-values': { kind: 'values', seeds: seeds(1_000_001), tasks_per_world: perWorld },
     'fresh-entities': { kind: 'entities', seeds: seeds(2_000_001), tasks_per_world: perWorld },
+    'dev-entities': devEntitiesSpec(perWorld),
   };
+}
+
+/** dev-entities: about 200 tasks (the textbook dev's size) of new-name worlds from their own reserved seeds. */
+function devEntitiesSpec(perWorld: number): FreshSpec {
+  const worlds = Math.min(40, Math.max(4, Math.ceil(200 / perWorld)));
+  return { kind: 'entities', seeds: Array.from({ length: worlds }, (_, i) => DEV_ENTITY_SEED + i), tasks_per_world: perWorld };
+}
+
+/**
+ * The spec of a fact world's split of derived worlds: as world.json records it; a world built
+ * before dev-entities existed gets it from its fresh-entities spec (same size of world).
+ */
+export function freshSpecOf(w: LoadedWorld, split: FreshName): FreshSpec | undefined {
+  const fresh = w.manifest?.fresh;
+  if (!fresh) return undefined;
+  if (split === 'dev-entities') return fresh['dev-entities'] ?? devEntitiesSpec(fresh['fresh-entities'].tasks_per_world);
+  return fresh[split];
 }
 
 /**
@@ -364,7 +382,7 @@ export function derivedBuildOptions(w: LoadedWorld): FactWorldOptions {
  */
 export function freshWorldTasks(w: LoadedWorld, split: FreshName | 'fresh-differences'): { tasks: WorldTask[]; spec: FreshSpec } {
   if (split === 'fresh-differences') return freshWorldDifferenceTasks(w);
-  const spec = w.manifest?.fresh?.[split];
+  const spec = freshSpecOf(w, split);
   if (!w.facts || !spec || !w.manifest) {
     throw new InputError(`the world in ${w.dir} has no ${split} split: it is not a fact table's world, or it was built before worlds had one (rebuild it with agent-lab world --facts ... --out ${w.dir})`);
   }

@@ -123,10 +123,11 @@ export interface WorldManifest {
   /** sha256 of each world file as written (worlds written before this field have none). */
   files?: Record<string, string>;
   /** A fact world's reading splits: derived worlds from reserved seeds (docs/worlds.md). */
-  fresh?: Record<FreshName, FreshSpec>;
+  fresh?: Record<'fresh-values' | 'fresh-entities', FreshSpec> & { 'dev-entities'?: FreshSpec };
 }
 
-export type FreshName = 'fresh-values' | 'fresh-entities';
+/** A fact world's splits of derived worlds; dev-entities is absent from worlds built before it (derived from fresh-entities' spec then). */
+export type FreshName = 'fresh-values' | 'fresh-entities' | 'dev-entities';
 export interface FreshSpec {
   /** core/derivedWorlds.ts DerivedKind: which world a reserved seed derives. */
   kind: 'values' | 'entities';

@@ -32,7 +32,7 @@ export interface SftJobSpec {
  * and `fresh-differences` (fresh-values' worlds asked "by how much is A larger than B", a
  * family no teacher demonstrates: what only RL's verifiable reward can teach).
  */
-export const EVAL_SPLITS = ['heldout', 'train', 'dev', 'fresh-values', 'fresh-entities', 'fresh-differences'] as const;
+export const EVAL_SPLITS = ['heldout', 'train', 'dev', 'dev-entities', 'fresh-values', 'fresh-entities', 'fresh-differences'] as const;
 export type EvalSplit = (typeof EVAL_SPLITS)[number];
 
 export interface EvalJobSpec {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { TASK_FACTS } from '../../core/world';
 import { ReservedWorldError, namesTrainingMustNotSee } from '../../core/worlds';
 import { worldRlTaskPool } from '../../trainer/grpo';
-import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, derivedWorldTasks, prepareRunData, prepareWorldRunData, tokenizerText } from '../../trainer/prepare';
+import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, derivedWorldTasks, prepareRunData, prepareWorldRunData, tokenizerText, worldEvaluationNames } from '../../trainer/prepare';
 import { readWorldFolder } from '../../trainer/worldFolder';
 import { main } from '../../cli/main';
 import { capture } from '../support/capture';
@@ -183,7 +183,9 @@ describe('new names made of trained pieces (issue 27): transcripts with names of
         assert.ok(tasks.every((t) => t['derived'] === true));
         const parentNames = [...new Set(elements.facts.map((f) => f[0]))];
         const evalNames = new Set<string>();
-        for (const seed of w.manifest!.fresh!['fresh-entities'].seeds) for (const n of deriveFacts(elements.facts, { kind: 'entities', seed }).renamed.values()) evalNames.add(n);
+        const devSeeds = w.manifest!.fresh!['dev-entities']!.seeds;
+        for (const seed of [...w.manifest!.fresh!['fresh-entities'].seeds, ...devSeeds]) for (const n of deriveFacts(elements.facts, { kind: 'entities', seed }).renamed.values()) evalNames.add(n);
+        assert.deepEqual(worldEvaluationNames(w), evalNames, 'the names kept from training: fresh-entities and dev-entities');
         const seen = new Map<string, number>();
         copies.forEach((r, i) => {
           const task = tasks[i] as unknown as Task;

@@ -37,11 +37,11 @@ describe("Evaluate's one chooser (issue 35)", () => {
     assert.deepEqual(rows[0], { separator: 'sft-2 · sft · step 0' });
     const c = choices(rows);
     assert.deepEqual(c[0], { label: 'sft-2: held-out', description: 'its 55 tasks of world-rivers (the figure every run reports)', runDir: newest.dir, split: 'heldout' });
-    assert.deepEqual(c.filter((x) => x.runDir === newest.dir).map((x) => x.split), ['heldout', 'fresh-values', 'fresh-entities', 'fresh-differences', 'dev', 'train']);
+    assert.deepEqual(c.filter((x) => x.runDir === newest.dir).map((x) => x.split), ['heldout', 'fresh-values', 'fresh-entities', 'fresh-differences', 'dev', 'dev-entities', 'train']);
     // The textbook run: its 50 held-out tasks, fresh worlds for dev.
     const t = c.filter((x) => x.runDir === older.dir);
     assert.equal(t[0]!.description, 'its 50 tasks of the textbook world (the figure every run reports)');
-    assert.deepEqual(t.map((x) => x.split), ['heldout', 'fresh-values', 'fresh-entities', 'fresh-differences', 'dev', 'train']);
+    assert.deepEqual(t.map((x) => x.split), ['heldout', 'fresh-values', 'fresh-entities', 'fresh-differences', 'dev', 'dev-entities', 'train']);
     assert.deepEqual(runWorldFacts(older.dir), { name: 'the textbook world', heldout: 50, dev: 0, train: 200, fresh: true });
   });
 

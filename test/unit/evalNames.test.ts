@@ -2,7 +2,7 @@
 // where every pool is drawn (core/worlds.ts freshTrainingTasks) and checked here on the pools
 // themselves. RL's new-entity pool used to share 48 of fresh-entities' 160 names.
 import * as assert from 'node:assert/strict';
-import { ReservedWorldError, TRAINING_SEEDS, assertNoEvaluationNames, evaluationEntityNames, freshSplitTasks, freshTrainingTasks, namesTrainingMustNotSee } from '../../core/worlds';
+import { DEV_ENTITY_SEED, ReservedWorldError, TRAINING_SEEDS, assertNoEvaluationNames, evaluationEntityNames, freshSplitTasks, freshTrainingTasks, namesTrainingMustNotSee } from '../../core/worlds';
 import { makeTaskPool } from '../../core/world';
 import { overlapKey } from '../../core/overlap';
 import { rlTaskPool } from '../../trainer/grpo';
@@ -17,6 +17,16 @@ describe('evaluation names never reach a training pool (issue 27)', function () 
     const fromSplit = names(freshSplitTasks('fresh-entities').map((w) => w.task));
     assert.ok(evalNames.size >= 150, `${evalNames.size} names`);
     for (const n of fromSplit) if (!names(makeTaskPool(0).train).has(n)) assert.ok(evalNames.has(n), n);
+  });
+
+  it('dev-entities (choosing recipes on new names) has names of its own seeds, kept from training like the evaluation\'s', () => {
+    const dev = freshSplitTasks('dev-entities');
+    assert.equal(dev.length, 200);
+    assert.ok(dev.every((w) => w.world.kind === 'entities' && w.world.seed >= DEV_ENTITY_SEED));
+    const seedNames = names(makeTaskPool(0).train);
+    const devNames = [...names(dev.map((w) => w.task))].filter((n) => !seedNames.has(n));
+    assert.ok(devNames.length >= 50, `${devNames.length} new names`);
+    for (const n of devNames) assert.ok(evalNames.has(n) && namesTrainingMustNotSee().has(n), `${n} is not kept from training`);
   });
 
   it("RL's fresh-entities and fresh-values pools hold no evaluation name (before: 48 of 160 shared)", () => {

@@ -101,9 +101,9 @@ describe('worlds from a fact table', () => {
 
   it('reserved seeds: no training pool may use an evaluation world (asserted), and augmentation seeds avoid them', () => {
     const reserved = reservedWorlds();
-    // fresh-differences asks in fresh-values' worlds: dev 4, fresh-values 10, fresh-entities 10 worlds.
+    // fresh-differences asks in fresh-values' worlds: dev 4, dev-entities 4, fresh-values 10, fresh-entities 10 worlds.
     assert.equal(reserved.size, new Set(Object.values(FRESH_SPLITS).flatMap((s) => s.seeds.map((seed) => `${s.kind}:${seed}`))).size);
-    assert.equal(reserved.size, 24);
+    assert.equal(reserved.size, 28);
     for (const s of Object.values(FRESH_SPLITS)) {
       assert.throws(() => assertNotReserved({ kind: s.kind, seed: s.seeds[0]! }, 'augmentation'), ReservedWorldError);
       assert.throws(() => freshTrainingTasks({ kind: s.kind, seed: s.seeds[1]! }, 5, new Set()), /reserved for evaluation/);
@@ -141,7 +141,7 @@ describe("SFT's new-entity worlds (Augmentation.entityWorlds)", () => {
   };
 
   it("draw names apart from the fresh-entities split's and the RL pool's, which stay as they were", () => {
-    const evalNames = new Set(FRESH_SPLITS['fresh-entities'].seeds.flatMap(newNames));
+    const evalNames = new Set([...FRESH_SPLITS['fresh-entities'].seeds, ...FRESH_SPLITS['dev-entities'].seeds].flatMap(newNames));
     const rlNames = new Set(Array.from({ length: RL_POOL_WORLDS }, (_, i) => newNames(TRAINING_SEEDS.rlEntities + i)).flat());
     assert.deepEqual(namesTrainingMustNotSee(), new Set([...evalNames, ...rlNames]));
     // The syllables are few: worlds of ordinary seeds do share names with the evaluation's.
