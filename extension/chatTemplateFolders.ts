@@ -48,7 +48,9 @@ function configTemplates(text: string): string[] {
   const t = (config as Record<string, unknown>)['chat_template'];
   if (typeof t === 'string') return t.trim() ? [t] : [];
   if (!Array.isArray(t)) return [];
-  return t.flatMap((x) => (typeof x === 'object' && x !== null && typeof (x as { template?: unknown }).template === 'string' ? [(x as { template: string }).template] : []));
+  return t.flatMap((x) =>
+    typeof x === 'object' && x !== null && typeof (x as { template?: unknown }).template === 'string' ? [(x as { template: string }).template] : [],
+  );
 }
 
 /** What a folder is as a template folder, or undefined when it holds no chat template. */
@@ -96,7 +98,11 @@ export function pickRows(folders: readonly TemplateFolder[], root: string | unde
   return folders.map((f) => {
     const rel = settingValueFor(root, f.dir);
     const parts = [f.source === CHAT_TEMPLATE_FILE ? CHAT_TEMPLATE_FILE : `${TOKENIZER_CONFIG_FILE}'s chat_template`];
-    parts.push(f.hasGenerationTags ? '{% generation %} blocks: assistant_only_loss trains the assistant turns' : 'no {% generation %} blocks: assistant_only_loss would train nothing');
+    parts.push(
+      f.hasGenerationTags
+        ? '{% generation %} blocks: assistant_only_loss trains the assistant turns'
+        : 'no {% generation %} blocks: assistant_only_loss would train nothing',
+    );
     if (!f.hasTokenizer) parts.push(`no ${TOKENIZER_FILE}: the masks need one beside the template`);
     return {
       label: path.basename(f.dir) || f.dir,

@@ -24,14 +24,21 @@ export async function chooseChatTemplate(): Promise<string | undefined> {
   const items: Item[] = pickRows(folders, root, current).map((r) => ({ label: r.label, description: r.description, detail: r.detail, dir: r.dir }));
   items.push({ label: 'Browse…', description: 'a tokenizer folder elsewhere', browse: true });
   const pick = await vscode.window.showQuickPick(items, {
-    placeHolder: folders.length ? 'Chat template for TRL datasets (saved to agentLab.chatTemplate)' : 'No tokenizer folder with a chat template in the workspace: Browse…',
+    placeHolder: folders.length
+      ? 'Chat template for TRL datasets (saved to agentLab.chatTemplate)'
+      : 'No tokenizer folder with a chat template in the workspace: Browse…',
     matchOnDescription: true,
     ignoreFocusOut: true,
   });
   if (!pick) return undefined;
   let dir = pick.dir;
   if (pick.browse) {
-    const chosen = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel: 'Use This Chat Template' });
+    const chosen = await vscode.window.showOpenDialog({
+      canSelectFolders: true,
+      canSelectFiles: false,
+      canSelectMany: false,
+      openLabel: 'Use This Chat Template',
+    });
     if (!chosen?.[0]) return undefined;
     dir = chosen[0].fsPath;
     const problem = browseProblem(dir);

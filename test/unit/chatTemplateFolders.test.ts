@@ -49,7 +49,12 @@ describe('extension/chatTemplateFolders', () => {
     write('plain/tokenizer.json', '{}');
     write('empty/chat_template.jinja', '  \n');
     write('broken/tokenizer_config.json', '{"chat_template": ');
-    write('named/tokenizer_config.json', JSON.stringify({ chat_template: [{ name: 'default', template: '{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}' }] }));
+    write(
+      'named/tokenizer_config.json',
+      JSON.stringify({
+        chat_template: [{ name: 'default', template: '{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}' }],
+      }),
+    );
     const found = templateFoldersOf(filesUnder(tmp));
     assert.deepEqual(
       found.map((f) => path.basename(f.dir)),
