@@ -64,6 +64,10 @@ describe('TRL chat datasets under a chat template (UI, code-server + Chromium)',
   it('Choose Chat Template… writes the setting; the rows get the all-zero diagnostic; the hover names the token and both rules', async () => {
     const ctx = ui();
     const { page } = ctx;
+    // Before a template is chosen, the dataset says how to choose one (an information
+    // diagnostic on the first row): the extension and its server are up.
+    await quickOpen(page, 'chat/train.jsonl');
+    await waitFor('the "no chat template" note on the first row', async () => (await squiggles(page, 'info')).length > 0, 45_000, 250);
     await runCommand(page, 'Agent Lab: Choose Chat Template…');
     await pickExact(page, 'llama3.1');
     const settingsFile = path.join(ctx.workspace, '.vscode', 'settings.json');
@@ -73,7 +77,6 @@ describe('TRL chat datasets under a chat template (UI, code-server + Chromium)',
       10_000,
     );
 
-    await quickOpen(page, 'chat/train.jsonl');
     // Rows 1 and 2 (messages) are errors: assistant_only_loss would train nothing; row 3
     // (prompt-completion, trained by completion_only_loss anyway) is a warning.
     await waitFor(
