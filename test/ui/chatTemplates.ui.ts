@@ -9,7 +9,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame } from 'playwright-core';
-import { closeTransients, hoverUntil } from './driver';
+import { click, closeTransients, hoverUntil } from './driver';
 import { charBox, frameText, goToLine, hoverText, panelFrame, pickExact, quickOpen, runCommand, setTheme, shot, squiggles, ui, waitFor } from './harness';
 import { repoRoot } from '../vscode/codeServer';
 
@@ -21,15 +21,16 @@ declare function requestAnimationFrame(cb: () => void): number;
 
 const bodyData = (f: Frame, key: string) => f.evaluate((k) => document.body.dataset[k] ?? null, key).catch(() => null);
 
+const FIRST = {
+  messages: [
+    { role: 'user', content: 'What is the capital of France?' },
+    { role: 'assistant', content: 'The capital of France is Paris.' },
+    { role: 'user', content: 'And of Italy?' },
+    { role: 'assistant', content: 'Rome.' },
+  ],
+};
 const ROWS = [
-  {
-    messages: [
-      { role: 'user', content: 'What is the capital of France?' },
-      { role: 'assistant', content: 'The capital of France is Paris.' },
-      { role: 'user', content: 'And of Italy?' },
-      { role: 'assistant', content: 'Rome.' },
-    ],
-  },
+  FIRST,
   {
     messages: [
       { role: 'system', content: 'You answer in one word.' },
@@ -141,6 +142,22 @@ describe('TRL chat datasets under a chat template (UI, code-server + Chromium)',
       mask: getComputedStyle(document.querySelector('.tokens .tok.mask')).backgroundColor,
     }));
     assert.notEqual(colours.prefix, colours.mask, JSON.stringify(colours));
+
+    // A click on a token selects its message on the row's line (the rendering is not in the file).
+    const message1 = JSON.stringify(FIRST.messages[1]);
+    await click(f.locator('.tokens .tok.prefix').first(), { what: 'the first supervised token ("The" of message 1)' });
+    await waitFor(
+      `message 1 selected in the editor (${message1.length} characters)`,
+      async () => {
+        const text = await page
+          .locator('[id="status.editor.selection"]')
+          .first()
+          .textContent({ timeout: 1000 })
+          .catch(() => '');
+        return new RegExp(`^Ln 1, Col \\d+ \\(${message1.length} selected\\)$`).test((text ?? '').trim());
+      },
+      15_000,
+    );
 
     for (const theme of ['light', 'dark'] as const) {
       await setTheme(ctx, theme);
