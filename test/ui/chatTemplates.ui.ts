@@ -60,6 +60,25 @@ describe('TRL chat datasets under a chat template (UI, code-server + Chromium)',
     await step('close transients', () => closeTransients(ctx.page, { quickInput: true }));
     await step('light theme', () => setTheme(ctx, 'light'));
     await step('close editors', () => runCommand(ctx.page, 'View: Close All Editors'));
+    // The next suite counts problems (the Problems badge): the closed dataset's must be gone.
+    await step("the dataset's problems cleared", async () => {
+      const t0 = Date.now();
+      await waitFor(
+        'no errors or warnings in the status bar',
+        async () => {
+          const label =
+            (await ctx.page
+              .locator('[id="status.problems"]')
+              .first()
+              .getAttribute('aria-label', { timeout: 1000 })
+              .catch(() => null)) ?? '';
+          return label !== '' && !/[1-9]\d*\s+(errors?|warnings?)|(errors?|warnings?):?\s+[1-9]/i.test(label);
+        },
+        20_000,
+        250,
+      );
+      ctx.say(`the closed dataset's problems cleared after ${Date.now() - t0} ms`);
+    });
   });
 
   it('Choose Chat Template… writes the setting; the rows get the all-zero diagnostic; the hover names the token and both rules', async () => {
