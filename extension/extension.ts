@@ -1,6 +1,7 @@
 // Agent Lab's extension entry point. Each feature lives in its own module with an
 // `activateXxx(context)` that registers its disposables on the context.
 import * as vscode from 'vscode';
+import { activateChatTemplatePicker } from './chatTemplatePicker';
 import { activateDistillCommands } from './distillCommands';
 import { activateLanguageClient } from './languageClient';
 import { activateLog, log } from './log';
@@ -19,6 +20,7 @@ export function activate(context: vscode.ExtensionContext): void {
   activatePanels(context);
   activateStudentCommands(context);
   activateRunsView(context);
+  activateChatTemplatePicker(context);
   log.info(`Agent Lab ${String(context.extension.packageJSON.version)} activated (${context.extension.extensionPath})`);
 }
 

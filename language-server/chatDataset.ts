@@ -16,6 +16,7 @@ import { readTemplateFolder, templateFolderStamp } from './chatTemplateFolder';
 import { yieldNow } from './datasetPass';
 import { lineText } from './textDocument';
 import { TOKENIZER_FILE } from '../core/protocol/folders';
+import type { ChatFileCounts, LossMaskResult } from '../core/protocol/lsp';
 
 export interface ResolvedTemplate {
   /** The folder, or null when none is set or found. */
@@ -144,6 +145,8 @@ function decodedOffset(line: string, span: JsonSpan, col: number): number {
 export interface ChatRowResult {
   /** Diagnostics relative to the row (line 0); the pass moves them to the row's line. */
   diagnostics: Diagnostic[];
+  /** The row's token and supervised-token counts (the mask panel's file totals); absent when the row has no mask. */
+  counts?: { tokens: number; generation: number; prefix: number };
 }
 
 export interface ChatOptions {
@@ -196,6 +199,7 @@ export function analyseChatLine(line: string, model: ChatModel, opts: ChatOption
   if (error) return { diagnostics: [error] };
   const spans = mask!.findings.some((f) => f.message_index !== undefined) ? jsonSpans(line) : null;
   return {
+    counts: rowCounts(mask!),
     diagnostics: mask!.findings.map((f) => ({
       range: messageRange(spans, row, f.message_index, line.length),
       severity: SEVERITY[f.severity],
@@ -203,6 +207,102 @@ export function analyseChatLine(line: string, model: ChatModel, opts: ChatOption
       source: 'agent-lab',
       message: f.message,
     })),
+  };
+}
+
+const vocabSizes = new WeakMap<ChatModel, number>();
+function vocabSizeOf(model: ChatModel): number {
+  let n = vocabSizes.get(model);
+  if (n === undefined) {
+    n = model.tokenizer.get_vocab(true).size;
+    vocabSizes.set(model, n);
+  }
+  return n;
+}
+
+function rowCounts(mask: RowMask): { tokens: number; generation: number; prefix: number } {
+  let generation = 0;
+  let prefix = 0;
+  for (const t of mask.tokens) {
+    if (t.generation) generation++;
+    if (t.prefix) prefix++;
+  }
+  return { tokens: mask.tokens.length, generation, prefix };
+}
+
+/** Per message of a row: [start, end) columns of its object on the line, or null (not JSON, not found). */
+export function messageColumns(line: string, row: unknown, count: number): ([number, number] | null)[] {
+  const spans = jsonSpans(line);
+  return Array.from({ length: count }, (_, k) => {
+    const r = messageRange(spans, row, k, line.length);
+    // messageRange falls back to the whole line: that is "not found" here.
+    return spans && !(r.start.character === 0 && r.end.character === line.length) ? [r.start.character, r.end.character] : null;
+  });
+}
+
+/**
+ * The mask panel's file totals: the rows the server has masked, summed over the file's
+ * non-blank lines (`rows` maps a line's text to its result, as the pass keeps them). Lines
+ * not masked yet leave `complete` false.
+ */
+export function chatFileCounts(lines: Iterable<string>, rows: ReadonlyMap<string, ChatRowResult>): ChatFileCounts {
+  const out: ChatFileCounts = { rows: 0, failed: 0, lines: 0, tokens: 0, generation: 0, prefix: 0, complete: true };
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    out.lines++;
+    const r = rows.get(line);
+    if (!r) out.complete = false;
+    else if (!r.counts) out.failed++;
+    else {
+      out.rows++;
+      out.tokens += r.counts.tokens;
+      out.generation += r.counts.generation;
+      out.prefix += r.counts.prefix;
+    }
+  }
+  return out;
+}
+
+/**
+ * A chat row's mask as the agentLab/lossMask answer: the rendered row as `text`, one entry per
+ * token, `supervised` where either rule supervises, and the `chat` part saying which rule does,
+ * the findings, where each message lies on the line, and the file's totals.
+ */
+export function chatLossMask(
+  args: { uri: string; line: number; lineText: string; row: unknown; mask: RowMask; model: ChatModel; templateDir: string; maxLength: number | null; file: ChatFileCounts },
+): LossMaskResult {
+  const { mask, model } = args;
+  const toks = mask.tokens;
+  const count = Math.max(-1, ...toks.map((t) => t.messageIndex)) + 1;
+  const messagesIn = (() => {
+    const r = args.row as Record<string, unknown> | null;
+    if (typeof r !== 'object' || r === null) return count;
+    if (Array.isArray(r['messages'])) return r['messages'].length;
+    return (Array.isArray(r['prompt']) ? r['prompt'].length : 0) + (Array.isArray(r['completion']) ? r['completion'].length : 0);
+  })();
+  return {
+    uri: args.uri,
+    row: args.line,
+    text: mask.text,
+    tokenizer: { source: 'template', path: args.templateDir, vocabSize: vocabSizeOf(model) },
+    ids: toks.map((t) => t.id),
+    offsets: toks.map((t) => [t.start, t.end]),
+    supervised: toks.map((t) => t.generation || t.prefix),
+    special: toks.map((t) => model.specialTokens.has(t.text)),
+    spans: [],
+    maxLen: args.maxLength ?? 0,
+    overLength: false,
+    chat: {
+      template: args.templateDir,
+      hasGenerationTags: mask.hasGenerationTags,
+      generation: toks.map((t) => t.generation),
+      prefix: toks.map((t) => t.prefix),
+      roles: toks.map((t) => t.role),
+      messages: toks.map((t) => t.messageIndex),
+      messageColumns: messageColumns(args.lineText, args.row, Math.max(count, messagesIn)),
+      findings: mask.findings.map((f) => ({ code: f.code, severity: f.severity, message: f.message, ...(f.message_index !== undefined ? { message_index: f.message_index } : {}) })),
+      file: args.file,
+    },
   };
 }
 

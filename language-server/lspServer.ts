@@ -65,7 +65,7 @@ import { ResolvedTokenizer, TokenizerStore } from './tokenizers';
 import { ChunkedTextDocuments, documentLength, lineText } from './textDocument';
 import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
 import { DEFAULT_TUNING, type ServerTuning } from './tuning';
-import { ChatOptions, ChatState, ChatTemplateStore, chatHover, maskOfLine, promptCompletionFix, runChatPass } from './chatDataset';
+import { ChatOptions, ChatState, ChatTemplateStore, chatFileCounts, chatHover, chatLossMask, maskOfLine, promptCompletionFix, runChatPass } from './chatDataset';
 import type { RowMask } from '../core/chatTemplate';
 import { WorldAnalysis, WorldFileKind, analyseWorldFileSteps, firstWorldLine, worldHover } from './worldFiles';
 
@@ -517,6 +517,26 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     return hit;
   }
 
+  /** The mask panel's answer for a chat dataset's row: the row under its template, and the file's totals so far. */
+  function chatLossMaskOf(doc: TextDocument, s: DocState, line: number | undefined): LossMaskResult {
+    const method = LossMaskRequest.method;
+    if (line === undefined) throw new ResponseError(ErrorCodes.InvalidParams, `${method}: a chat dataset needs "row" or "position"`);
+    if (line >= doc.lineCount) throw new ResponseError(ErrorCodes.InvalidParams, `${method}: line ${line + 1} is past the end of the file`);
+    const text = lineText(doc, line);
+    if (text.trim() === '') throw new ResponseError(ErrorCodes.InvalidParams, `${method}: line ${line + 1} is blank`);
+    const t = templateFor(doc.uri);
+    if (!t.model || !t.dir) throw new ResponseError(ErrorCodes.InvalidParams, t.problem ?? 'no chat template');
+    const m = chatRowMask(doc.uri, text);
+    if (!m || m.error || !m.mask) throw new ResponseError(ErrorCodes.InvalidParams, `line ${line + 1}: ${m?.error?.message ?? 'no mask'}`);
+    // The pass's results count only when they were made under this template and these options.
+    const current = s.chatKey === `${t.key}|${JSON.stringify(chatOptions())}`;
+    const lines = (function* () {
+      for (let l = 0; l < doc.lineCount; l++) yield lineText(doc, l);
+    })();
+    const file = chatFileCounts(lines, current ? s.chatRows : new Map());
+    return chatLossMask({ uri: doc.uri, line, lineText: text, row: m.row, mask: m.mask, model: t.model, templateDir: t.dir, maxLength: settings.chatMaxLength ?? null, file });
+  }
+
   /** Quick fixes on a chat dataset's rows: an all-zero assistant mask offers the prompt-completion form. */
   async function chatCodeActions(doc: TextDocument, range: Range, cancelled: () => boolean): Promise<CodeAction[]> {
     const actions: CodeAction[] = [];
@@ -782,6 +802,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       if (!unit) throw new ResponseError(ErrorCodes.InvalidParams, `${LossMaskRequest.method}: line ${line} holds no transcript`);
       return lossMaskOf(doc.uri, unit);
     }
+    if (s.kind === 'chat') return chatLossMaskOf(doc, s, params.row ?? params.position?.line);
     throw new ResponseError(ErrorCodes.InvalidParams, `${LossMaskRequest.method}: ${doc.uri} is neither a transcript nor a dataset`);
   });
 

@@ -25,6 +25,7 @@ export const FINDING_CODES = {
   'prefix-unstable': 'warning',
   'tool-call-roundtrip': 'warning',
   'offsets-approximate': 'warning',
+  'packing-merge': 'warning',
 } as const satisfies Record<string, Severity>;
 export type FindingCode = keyof typeof FINDING_CODES;
 
@@ -232,6 +233,7 @@ export function computeRowMask(model: ChatModel, row: ConversationRow, opts: Mas
     }
   }
 
+  checkPackingBoundary(tokens, findings);
   checkContextTokenization(model, row, text, bounds, tokens, findings);
   checkToolCalls(row, text, bounds, findings);
 
@@ -336,6 +338,28 @@ function commonPrefix(a: string, b: string): number {
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
   return i;
+}
+
+/**
+ * Masks that packing would merge. Packed (TRL `packing=True`), rows are concatenated and a
+ * row's first token follows the previous row's last one; the label of that position is this
+ * row's first token. When that token is supervised, the previous row's supervised run (its
+ * end-of-turn, typically) and this row's run become one, and the model is trained to predict
+ * this row's start from an unrelated example's end. TRL's padding-free collator (0.23.1 and
+ * later) sets that label to -100 instead, so there the token is not trained at all. Either
+ * way the row's mask is not what is trained; a row whose first token is masked has no such
+ * boundary, whatever the other rows are.
+ */
+function checkPackingBoundary(tokens: MaskToken[], findings: Finding[]): void {
+  const first = tokens[0];
+  if (!first || !(first.generation || first.prefix)) return;
+  const rules = [first.generation ? 'generation' : '', first.prefix ? 'prefix' : ''].filter(Boolean).join(' and ');
+  findings.push(
+    finding(
+      'packing-merge',
+      `the row's first token ${show(first.text)} is supervised by the ${rules} mask: packed with other rows (TRL packing=True) it is predicted from the end of the row before it, so the two rows' masks merge across the boundary (TRL's padding-free collator drops that label instead, and the token is not trained); start the row with text the template writes before the supervised part (a prompt, a bos token)`,
+    ),
+  );
 }
 
 /** Assistant text that tokenizes differently inside the rendered conversation than alone. */

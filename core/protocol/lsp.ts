@@ -26,9 +26,12 @@ export interface LossMaskSpan {
 }
 
 export interface TokenizerInfo {
-  /** `default`: the lab's tokenizer; `run`: the run folder's tokenizer.json; `setting`: agentLab.tokenizerPath. */
-  source: 'default' | 'run' | 'setting';
-  /** The tokenizer.json file, null for the built-in default. */
+  /**
+   * `default`: the lab's tokenizer; `run`: the run folder's tokenizer.json; `setting`:
+   * agentLab.tokenizerPath; `template`: a Hugging Face tokenizer folder's (a TRL chat row, `chat`).
+   */
+  source: 'default' | 'run' | 'setting' | 'template';
+  /** The tokenizer.json file (for `template`: the tokenizer folder), null for the built-in default. */
   path: string | null;
   vocabSize: number;
 }
@@ -67,6 +70,54 @@ export interface LossMaskResult {
   maxLen: number;
   /** More than `maxLen` tokens: SFT drops this example. */
   overLength: boolean;
+  /**
+   * A row of a TRL conversational dataset under a chat template (issue 30): `text` is the row
+   * rendered by the template, `supervised` is true where either rule supervises the token,
+   * and this says which rule does. Absent for the lab's own transcripts.
+   */
+  chat?: ChatMaskPart;
+}
+
+/** A finding of core/chatTemplate on the row (its code, severity and words). */
+export interface ChatMaskFinding {
+  code: string;
+  severity: 'error' | 'warning';
+  message: string;
+  /** The message it concerns, when one. */
+  message_index?: number;
+}
+
+/** Supervised-token counts over a chat dataset's rows (those the server has masked so far). */
+export interface ChatFileCounts {
+  /** Rows counted (masked without an error). */
+  rows: number;
+  /** Rows that are not conversations or that the template fails on. */
+  failed: number;
+  /** Non-blank lines of the file. */
+  lines: number;
+  tokens: number;
+  generation: number;
+  prefix: number;
+  /** Every non-blank line is counted (false while the server's pass is still on its way). */
+  complete: boolean;
+}
+
+export interface ChatMaskPart {
+  /** The tokenizer folder whose chat template rendered the row. */
+  template: string;
+  hasGenerationTags: boolean;
+  /** Per token: inside a `{% generation %}` block (transformers' return_assistant_tokens_mask, TRL's assistant_only_loss). */
+  generation: boolean[];
+  /** Per token: the prefix-difference mask (what each assistant turn adds; completion_only_loss on prompt-completion rows). */
+  prefix: boolean[];
+  /** Per token: the role of the message whose rendering holds it, or `template` (generation prompt, tails). */
+  roles: string[];
+  /** Per token: the index of that message in the conversation, or -1. */
+  messages: number[];
+  /** Per message: [start, end) columns of the message object on the row's line (null when not found). */
+  messageColumns: (TokenOffsets | null)[];
+  findings: ChatMaskFinding[];
+  file: ChatFileCounts;
 }
 
 // ---- agentLab/datasetRecognized: server -> client notification -----------------------------
@@ -114,7 +165,7 @@ function isOffsets(x: unknown): x is TokenOffsets {
 export function isTokenizerInfo(x: unknown): x is TokenizerInfo {
   return (
     isObj(x) &&
-    (x['source'] === 'default' || x['source'] === 'run' || x['source'] === 'setting') &&
+    (x['source'] === 'default' || x['source'] === 'run' || x['source'] === 'setting' || x['source'] === 'template') &&
     (x['path'] === null || typeof x['path'] === 'string') &&
     isNat(x['vocabSize'])
   );
@@ -134,7 +185,35 @@ export function isLossMaskResult(x: unknown): x is LossMaskResult {
   const n = ids.length;
   if (offsets.length !== n || supervised.length !== n || special.length !== n) return false;
   const len = x['text'].length;
-  return offsets.every(([, e]) => e <= len) && spans.every((s) => s.end <= len);
+  if (!offsets.every(([, e]) => e <= len) || !spans.every((s) => s.end <= len)) return false;
+  return x['chat'] === undefined || isChatMaskPart(x['chat'], n);
+}
+
+const isStr = (x: unknown): x is string => typeof x === 'string';
+
+function isChatFinding(x: unknown): x is ChatMaskFinding {
+  return (
+    isObj(x) &&
+    isStr(x['code']) &&
+    (x['severity'] === 'error' || x['severity'] === 'warning') &&
+    isStr(x['message']) &&
+    (x['message_index'] === undefined || isNat(x['message_index']))
+  );
+}
+
+function isChatFileCounts(x: unknown): x is ChatFileCounts {
+  return isObj(x) && ['rows', 'failed', 'lines', 'tokens', 'generation', 'prefix'].every((k) => isNat(x[k])) && isBool(x['complete']);
+}
+
+/** The chat part of a loss mask: per-token arrays of the mask's length `n`. */
+export function isChatMaskPart(x: unknown, n: number): x is ChatMaskPart {
+  if (!isObj(x) || !isStr(x['template']) || !isBool(x['hasGenerationTags'])) return false;
+  const { generation, prefix, roles, messages, messageColumns } = x;
+  if (!everyIs(generation, isBool) || !everyIs(prefix, isBool) || !everyIs(roles, isStr)) return false;
+  if (!everyIs(messages, (m): m is number => Number.isInteger(m) && (m as number) >= -1)) return false;
+  if (generation.length !== n || prefix.length !== n || roles.length !== n || messages.length !== n) return false;
+  if (!everyIs(messageColumns, (c): c is TokenOffsets | null => c === null || isOffsets(c))) return false;
+  return everyIs(x['findings'], isChatFinding) && isChatFileCounts(x['file']);
 }
 
 export function isDatasetRecognizedParams(x: unknown): x is DatasetRecognizedParams {

@@ -17,6 +17,8 @@ interface Target {
 }
 
 const TYPING_DEBOUNCE_MS = 150;
+const FILE_POLL_MS = 1000;
+const FILE_POLLS = 120;
 
 export class LossMaskPanel implements PanelController {
   static current: LossMaskPanel | undefined;
@@ -26,6 +28,7 @@ export class LossMaskPanel implements PanelController {
   private timer: NodeJS.Timeout | undefined;
   private seq = 0;
   private retries = 0;
+  private filePolls = 0;
   private readonly disposables: vscode.Disposable[] = [];
   /** Completed requests (tests read it to see that typing refreshed the view). */
   updates = 0;
@@ -93,6 +96,7 @@ export class LossMaskPanel implements PanelController {
   setTarget(t: Target): void {
     if (this.target && this.target.uri.toString() === t.uri.toString() && this.target.row === t.row && this.last?.type === 'lossMask/show') return;
     this.target = t;
+    this.filePolls = 0;
     this.schedule(0);
   }
 
@@ -109,7 +113,7 @@ export class LossMaskPanel implements PanelController {
   private async refresh(): Promise<void> {
     const target = this.target;
     if (!target) {
-      this.send({ type: 'lossMask/status', level: 'info', message: 'Open a .transcript or a dataset (a *.traces.jsonl, a run’s data/ or eval/ rows): the panel follows the active editor.' });
+      this.send({ type: 'lossMask/status', level: 'info', message: 'Open a .transcript or a dataset (a *.traces.jsonl, a run’s data/ or eval/ rows, a TRL conversational .jsonl): the panel follows the active editor.' });
       return;
     }
     const seq = ++this.seq;
@@ -128,9 +132,15 @@ export class LossMaskPanel implements PanelController {
           row = null;
         }
       }
-      const view: MaskView = { label: label(target.uri, target.row), mask, harness: harnessFlags(mask, row) };
+      // A TRL chat row has no harness text (its rows carry no generated flags of the lab's).
+      const view: MaskView = { label: label(target.uri, target.row), mask, harness: mask.chat ? null : harnessFlags(mask, row) };
       this.updates++;
       this.send({ type: 'lossMask/show', view });
+      // A chat dataset's file totals fill in as the server's pass goes: ask again until they are complete.
+      if (mask.chat && !mask.chat.file.complete && this.filePolls < FILE_POLLS) {
+        this.filePolls++;
+        this.schedule(FILE_POLL_MS);
+      }
     } catch (err) {
       if (seq !== this.seq) return;
       const message = err instanceof Error ? err.message : String(err);
@@ -154,7 +164,15 @@ export class LossMaskPanel implements PanelController {
     const view = this.last.view;
     if (msg.end > view.mask.text.length) return;
     const doc = await vscode.workspace.openTextDocument(this.target.uri);
-    const range = rangeOf(doc, this.target.row, msg.start, msg.end);
+    const chat = view.mask.chat;
+    let range: vscode.Range;
+    if (chat && this.target.row !== null) {
+      // A chat row's text is the template's rendering, not in the file: reveal the message the token belongs to.
+      const i = view.mask.offsets.findIndex(([s]) => s === msg.start);
+      const cols = i >= 0 ? chat.messageColumns[chat.messages[i]!] : undefined;
+      const row = Math.min(this.target.row, doc.lineCount - 1);
+      range = cols ? new vscode.Range(row, cols[0], row, cols[1]) : doc.lineAt(row).range;
+    } else range = rangeOf(doc, this.target.row, msg.start, msg.end);
     await revealRange(this.target.uri, range, this.host.panel.viewColumn);
   }
 

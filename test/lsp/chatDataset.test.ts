@@ -2,7 +2,8 @@
 // template folder from the `agentLab.chatTemplate` setting or beside the dataset, every row's
 // findings are published on the row, a hover on a message's text names the token and both
 // masks' verdicts, and bad input (a row that is not a conversation, a folder that does not
-// load) is one diagnostic while the server keeps serving other documents.
+// load) is one diagnostic while the server keeps serving other documents; the mask panel's
+// request (agentLab/lossMask) answers a chat row with each rule per token and the file's totals.
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import type { Hover, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { chatDatasetText } from '../../bench/chatMask';
 import { LspClient, repoRootFrom } from '../../bench/lspClient';
+import { LossMaskRequest, isLossMaskResult, type LossMaskResult } from '../../core/protocol/lsp';
 
 const root = repoRootFrom(__dirname);
 const FIX = path.join(root, 'test/fixtures/chat-templates');
@@ -73,6 +75,44 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
       const onLine3 = edited!.diagnostics.filter((d) => d.range.start.line === 3);
       assert.deepEqual(onLine3.map((d) => [d.code, d.message]), [['chat-row', 'not a conversation: "messages" is a string, not a list of messages']]);
       assert.ok(edited!.diagnostics.filter((d) => d.code === 'all-zero-generation-mask').length >= 39);
+      assert.equal(client.exitCode, null);
+    } finally {
+      await client.stop();
+    }
+  });
+
+  it('agentLab/lossMask on a chat row (the mask panel): the rendered row, each rule per token, the file totals once the pass is done; a bad row is an error naming why', async () => {
+    const client = await LspClient.start({ configuration: { chatTemplate: path.join(FIX, 'llama3.1') } });
+    try {
+      await client.configured;
+      const text = chatDatasetText(6) + '{"text": "a plain row"}\n';
+      const uri = pathToFileURL(path.join(tmp, 'panel.jsonl')).toString();
+      const done = client.waitForDiagnostics(uri, final, 60_000);
+      await client.open(uri, text, 'plaintext', false);
+      await done;
+      const ask = (row: number) => client.request<LossMaskResult>(LossMaskRequest.method, { textDocument: { uri }, row });
+      const m = await ask(2);
+      assert.ok(isLossMaskResult(m));
+      assert.equal(m.row, 2);
+      assert.equal(m.tokenizer.source, 'template');
+      assert.match(m.text, /^<\|begin_of_text\|><\|start_header_id\|>system/);
+      const chat = m.chat!;
+      assert.equal(chat.hasGenerationTags, false);
+      assert.equal(chat.generation.filter(Boolean).length, 0);
+      assert.ok(chat.prefix.filter(Boolean).length > 0);
+      assert.ok(chat.findings.some((f) => f.code === 'all-zero-generation-mask'));
+      // The file totals: the 6 conversations, each masked once; the plain row counted apart.
+      const rows = await Promise.all([0, 1, 2, 3, 4, 5].map(ask));
+      assert.deepEqual(chat.file, {
+        rows: 6,
+        failed: 1,
+        lines: 7,
+        tokens: rows.reduce((a, r) => a + r.ids.length, 0),
+        generation: 0,
+        prefix: rows.reduce((a, r) => a + r.chat!.prefix.filter(Boolean).length, 0),
+        complete: true,
+      });
+      await assert.rejects(ask(6), /line 7: not a conversation: a standard \(text\) row/);
       assert.equal(client.exitCode, null);
     } finally {
       await client.stop();

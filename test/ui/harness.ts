@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import type { Frame, Page } from 'playwright-core';
 import type { PanelKind } from '../../core/protocol/panels';
-import { closeTransients, idle, openQuickInput, pickExact as driverPickExact, press, pressUntil, runCommand as driverRunCommand, settled, waitFor } from './driver';
+import { type Box, closeTransients, idle, openQuickInput, pickExact as driverPickExact, press, pressUntil, runCommand as driverRunCommand, settled, waitFor } from './driver';
 
 // Callbacks of page.evaluate/frame.evaluate run in the browser; the Node tsconfig has no DOM
 // library, so the browser globals they use are declared here, loosely.
@@ -32,6 +32,14 @@ export function ui(): UiContext {
 }
 
 export { waitFor } from './driver';
+export type { Box } from './driver';
+
+/** The few members of a DOM element the page functions read. */
+export interface PageElement {
+  textContent: string | null;
+  getBoundingClientRect(): { left: number; top: number; width: number; height: number };
+  getAttribute(name: string): string | null;
+}
 
 /** Runs a command from the palette (F1), by its title (an exact match): the driver's, keyboard only. */
 export const runCommand = driverRunCommand;
@@ -217,4 +225,59 @@ export async function shot(ctx: UiContext, name: string): Promise<string> {
 /** Text of the first element matching `selector` in a frame ('' when none). */
 export async function frameText(frame: Frame, selector: string): Promise<string> {
   return (await frame.locator(selector).first().textContent({ timeout: 2000 }).catch(() => '')) ?? '';
+}
+
+// ---- the text editor as rendered (squiggles, characters, the hover widget) ----------------------
+
+/**
+ * The screen box of the `index`-th character of `needle` as the active editor renders it: the
+ * view-line whose text contains `needle`, a DOM range over that one character of its spans.
+ */
+export async function charBox(page: Page, needle: string, index: number): Promise<Box | null> {
+  return page.evaluate(
+    ({ needle, index }) => {
+      const editor = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
+      if (!editor) return null;
+      for (const line of Array.from(editor.querySelectorAll('.view-line')) as PageElement[]) {
+        // Monaco renders spaces as U+00A0.
+        const text = (line.textContent ?? '').replace(/\u00a0/g, ' ');
+        const at = text.indexOf(needle);
+        if (at < 0) continue;
+        let want = at + index;
+        const walker = document.createTreeWalker(line, 4 /* NodeFilter.SHOW_TEXT */);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const len = node.textContent.length;
+          if (want < len) {
+            const range = document.createRange();
+            range.setStart(node, want);
+            range.setEnd(node, want + 1);
+            const r = range.getBoundingClientRect();
+            return { x: r.left, y: r.top, width: r.width, height: r.height };
+          }
+          want -= len;
+        }
+      }
+      return null;
+    },
+    { needle, index },
+  );
+}
+
+/** The screen boxes of the squiggles of one kind ('error', 'warning', 'info') in the active editor. */
+export async function squiggles(page: Page, kind: 'error' | 'warning' | 'info'): Promise<Box[]> {
+  return page.evaluate((kind) => {
+    const editor = document.querySelector('.editor-group-container.active .monaco-editor');
+    if (!editor) return [];
+    return (Array.from(editor.querySelectorAll(`.squiggly-${kind}`)) as PageElement[]).map((el) => {
+      const r = el.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height };
+    });
+  }, kind);
+}
+
+/** The visible hover widget's text ('' when none). */
+export async function hoverText(page: Page): Promise<string> {
+  const hover = page.locator('.monaco-hover:visible');
+  if ((await hover.count()) === 0) return '';
+  return ((await hover.first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
 }

@@ -8,26 +8,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { click, closeTransients, hoverUntil, press, settled } from './driver';
-import { goToLine, quickOpen, runCommand, shot, ui, waitFor } from './harness';
+import { type Box, type PageElement, charBox, goToLine, hoverText, quickOpen, runCommand, shot, squiggles, ui, waitFor } from './harness';
 
 // Callbacks of page.evaluate run in the browser; the Node tsconfig has no DOM library, so the
 // browser globals they use are declared here, loosely.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 declare const document: any;
-/** The few members of a DOM element the page functions below read. */
-interface PageElement {
-  textContent: string | null;
-  getBoundingClientRect(): { left: number; top: number; width: number; height: number };
-  getAttribute(name: string): string | null;
-}
-
-interface Box {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
-
 const BROKEN = 'broken-call.transcript';
 const NONCANONICAL = 'diagnostics/noncanonical-call.transcript';
 const REJECTED_MESSAGE = "tool call rejected by the grammar: expected a digit 1-9 for k, got '0'";
@@ -36,59 +22,6 @@ const REJECTED_MESSAGE = "tool call rejected by the grammar: expected a digit 1-
 function lineCol(text: string, offset: number): { line: number; col: number } {
   const before = text.slice(0, offset);
   return { line: before.split('\n').length, col: offset - (before.lastIndexOf('\n') + 1) + 1 };
-}
-
-/**
- * The screen box of the `index`-th character of `needle` as the active editor renders it: the
- * view-line whose text contains `needle`, a DOM range over that one character of its spans.
- */
-async function charBox(page: Page, needle: string, index: number): Promise<Box | null> {
-  return page.evaluate(
-    ({ needle, index }) => {
-      const editor = document.querySelector('.editor-group-container.active .monaco-editor .view-lines');
-      if (!editor) return null;
-      for (const line of Array.from(editor.querySelectorAll('.view-line')) as PageElement[]) {
-        // Monaco renders spaces as U+00A0.
-        const text = (line.textContent ?? '').replace(/\u00a0/g, ' ');
-        const at = text.indexOf(needle);
-        if (at < 0) continue;
-        let want = at + index;
-        const walker = document.createTreeWalker(line, 4 /* NodeFilter.SHOW_TEXT */);
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-          const len = node.textContent.length;
-          if (want < len) {
-            const range = document.createRange();
-            range.setStart(node, want);
-            range.setEnd(node, want + 1);
-            const r = range.getBoundingClientRect();
-            return { x: r.left, y: r.top, width: r.width, height: r.height };
-          }
-          want -= len;
-        }
-      }
-      return null;
-    },
-    { needle, index },
-  );
-}
-
-/** The screen boxes of the squiggles of one kind ('error', 'warning', 'info') in the active editor. */
-async function squiggles(page: Page, kind: 'error' | 'warning' | 'info'): Promise<Box[]> {
-  return page.evaluate((kind) => {
-    const editor = document.querySelector('.editor-group-container.active .monaco-editor');
-    if (!editor) return [];
-    return (Array.from(editor.querySelectorAll(`.squiggly-${kind}`)) as PageElement[]).map((el) => {
-      const r = el.getBoundingClientRect();
-      return { x: r.left, y: r.top, width: r.width, height: r.height };
-    });
-  }, kind);
-}
-
-/** The visible hover widget's text ('' when none). */
-async function hoverText(page: Page): Promise<string> {
-  const hover = page.locator('.monaco-hover:visible');
-  if ((await hover.count()) === 0) return '';
-  return ((await hover.first().textContent({ timeout: 1000 }).catch(() => '')) ?? '').replace(/\u00a0/g, ' ');
 }
 
 /** Moves the mouse off the editor and waits for any hover to go (the driver: mouse to a neutral spot, Escape if one stays). */

@@ -2,30 +2,43 @@
 // colours (harness text a third), special tokens outlined; the info line says a token's id
 // and offsets (hover, or ←/→ through the tokens), Enter or a click reveals it in the editor.
 // Counts, the supervised share, and a warning when an example supervises nothing or
-// everything (or is over-length, so SFT drops it).
+// everything (or is over-length, so SFT drops it). A TRL chat row (issue 30) shows which rule
+// supervises each token (generation blocks, prefix difference, both, neither), its findings
+// as banners, and each rule's count for the row and for the file.
 import '../shared/base.css';
 import './lossMask.css';
 import type { LossMaskState, MaskView } from '../../core/protocol/panels';
 import { connect, post, saveState } from '../shared/api';
 import { byId, clear, h, showBanner } from '../shared/dom';
-import { MaskModel, TokenCell, describeToken, maskModel, percent } from './model';
+import { CHAT_CLASS_WORDS, MaskModel, TokenCell, describeToken, fileSummary, maskModel, percent } from './model';
 
 const app = byId('app');
 const title = h('h1', { id: 'label' }, 'Loss Mask');
 const stats = h('div', { id: 'stats', class: 'stats' });
 const legend = h(
   'div',
-  { class: 'legend', 'aria-hidden': 'true' },
+  { class: 'legend', id: 'legend', 'aria-hidden': 'true' },
   h('span', { class: 'tok sup' }, 'supervised'),
   h('span', { class: 'tok mask' }, 'masked'),
   h('span', { class: 'tok harness', id: 'legend-harness', hidden: true }, 'harness'),
   h('span', { class: 'tok mask special' }, '<|special|>'),
 );
+// A TRL chat row's two rules (issue 30): both, one or the other (they disagree), neither.
+const chatLegend = h(
+  'div',
+  { class: 'legend', id: 'chat-legend', 'aria-hidden': 'true', hidden: true },
+  h('span', { class: 'tok sup' }, 'both rules'),
+  h('span', { class: 'tok gen' }, 'generation blocks only'),
+  h('span', { class: 'tok prefix' }, 'prefix difference only'),
+  h('span', { class: 'tok mask' }, 'masked'),
+  h('span', { class: 'tok mask special' }, 'special'),
+);
+const fileLine = h('div', { id: 'file', class: 'muted', hidden: true });
 const status = h('div', { id: 'status', hidden: true });
 const banners = h('div', { id: 'banners' });
 const info = h('div', { id: 'info', class: 'info mono', 'aria-live': 'polite' }, 'Hover a token, or focus the tokens and use ←/→: id and offsets show here; Enter reveals it in the editor.');
 const tokens = h('div', { id: 'tokens', class: 'tokens mono', tabindex: 0, role: 'listbox', 'aria-label': 'Tokens' });
-app.append(h('header', { class: 'top' }, h('div', { class: 'title' }, title, h('span', { id: 'tokenizer', class: 'muted' })), stats, legend), status, banners, info, tokens);
+app.append(h('header', { class: 'top' }, h('div', { class: 'title' }, title, h('span', { id: 'tokenizer', class: 'muted' })), stats, fileLine, legend, chatLegend), status, banners, info, tokens);
 
 let model: MaskModel | null = null;
 let view: MaskView | null = null;
@@ -38,8 +51,22 @@ function render(v: MaskView): void {
   title.textContent = v.label;
   byId('tokenizer').textContent = `tokenizer: ${v.mask.tokenizer.source}${v.mask.tokenizer.path ? ` (${v.mask.tokenizer.path.split('/').pop()})` : ''}, ${v.mask.tokenizer.vocabSize} ids`;
   const c = model.counts;
+  const chat = model.chat;
+  legend.hidden = chat !== null;
+  chatLegend.hidden = chat === null;
+  fileLine.hidden = chat === null;
   clear(stats);
-  stats.append(
+  if (chat) {
+    byId('tokenizer').textContent = `chat template: ${chat.template.split(/[\\/]/).pop()}${chat.hasGenerationTags ? '' : ' (no {% generation %} blocks)'}, ${v.mask.tokenizer.vocabSize} ids`;
+    stats.append(
+      h('span', { class: 'stat', 'data-stat': 'tokens' }, h('b', {}, String(c.tokens)), ' tokens'),
+      h('span', { class: 'stat', 'data-stat': 'generation' }, h('b', {}, String(chat.generation)), ' supervised by the generation blocks (assistant_only_loss)'),
+      h('span', { class: 'stat', 'data-stat': 'prefix' }, h('b', {}, String(chat.prefix)), ' by the prefix difference (completion_only_loss)'),
+      h('span', { class: 'stat', 'data-stat': 'disagree' }, h('b', {}, String(chat.disagree)), ' disagree'),
+    );
+    fileLine.textContent = fileSummary(chat.file);
+    fileLine.dataset['complete'] = String(chat.file.complete);
+  } else stats.append(
     ...[
     h('span', { class: 'stat', 'data-stat': 'tokens' }, h('b', {}, String(c.tokens)), ' tokens'),
     h('span', { class: 'stat', 'data-stat': 'supervised' }, h('b', {}, String(c.supervised)), ' supervised'),
@@ -66,7 +93,9 @@ function render(v: MaskView): void {
         'data-i': cell.i,
         id: `tok-${cell.i}`,
         role: 'option',
-        title: `id ${cell.id} · offset ${cell.start}–${cell.end} · ${cell.cls === 'sup' ? 'supervised' : cell.cls === 'harness' ? 'harness' : 'masked'}`,
+        title: chat
+          ? `id ${cell.id} · ${cell.role ?? ''} · ${CHAT_CLASS_WORDS[cell.cls as 'sup'] ?? cell.cls}`
+          : `id ${cell.id} · offset ${cell.start}–${cell.end} · ${cell.cls === 'sup' ? 'supervised' : cell.cls === 'harness' ? 'harness' : 'masked'}`,
       },
       cell.display,
     );
@@ -77,6 +106,19 @@ function render(v: MaskView): void {
   tokens.append(frag);
   document.body.dataset['tokens'] = String(c.tokens);
   document.body.dataset['supervised'] = String(c.supervised);
+  // Chat rows: each rule's count, for the row and the file (the UI tests read these).
+  for (const [k, val] of [
+    ['chat', chat ? '1' : null],
+    ['generation', chat ? String(chat.generation) : null],
+    ['prefix', chat ? String(chat.prefix) : null],
+    ['disagree', chat ? String(chat.disagree) : null],
+    ['fileGeneration', chat ? String(chat.file.generation) : null],
+    ['filePrefix', chat ? String(chat.file.prefix) : null],
+    ['fileComplete', chat ? String(chat.file.complete) : null],
+  ] as const) {
+    if (val === null) delete document.body.dataset[k];
+    else document.body.dataset[k] = val;
+  }
   document.body.dataset['version'] = String(Number(document.body.dataset['version'] ?? 0) + 1);
   if (current >= spans.length) current = spans.length - 1;
   if (current >= 0) setCurrent(current, false);
