@@ -223,9 +223,8 @@ export class LoraModel {
   readonly config: ModelConfig;
   readonly scale: number;
   private params = new Map<string, tf.Tensor>();
-  /** The base values of the adapted weights (never changed). */
-  private readonly frozen: Record<string, Float32Array>;
-  private frozenT = new Map<string, tf.Tensor2D>();
+  /** The base values of the adapted weights (never changed; on the backend: no JS copy of a large model). */
+  private frozen = new Map<string, tf.Tensor2D>();
   private readonly specs: { name: string; shape: number[] }[];
   version = 0;
 
@@ -238,8 +237,7 @@ export class LoraModel {
     this.scale = loraScale(spec);
     this.specs = loraParamSpecs(net.config, spec);
     const w = net.weights();
-    this.frozen = {};
-    for (const name of adaptedWeights(net.config, spec)) this.frozen[name] = new Float32Array(w.get(name)!.dataSync() as Float32Array);
+    for (const name of adaptedWeights(net.config, spec)) this.frozen.set(name, tf.keep(tf.clone(w.get(name)! as tf.Tensor2D)));
   }
 
   /** New adapters on a model holding the base weights: A ~ U(-1/sqrt(in), 1/sqrt(in)) (seeded), B = 0. */
@@ -279,9 +277,10 @@ export class LoraModel {
     return this.params;
   }
 
-  /** The base values of an adapted weight (for tests: they never change). */
+  /** The base values of an adapted weight, read back (for tests: they never change). */
   frozenWeight(name: string): Float32Array | undefined {
-    return this.frozen[name];
+    const t = this.frozen.get(name);
+    return t ? new Float32Array(t.dataSync() as Float32Array) : undefined;
   }
 
   /** Replace adapters (every one must be given the first time), then re-merge the net's weights. */
@@ -310,28 +309,16 @@ export class LoraModel {
     this.version++;
   }
 
-  /** The net's adapted weights := base + s * (B A)^T (JS where reads are synchronous, tensor ops otherwise). */
+  /**
+   * The net's adapted weights := base + s * (B A)^T, as tensor ops (XNNPACK or the GPU: the
+   * r*in*out products in JS would cost ~1 s a step at SmolLM2-135M's size). mergeLora, the
+   * JS form checkpoints load with, agrees to float32 rounding.
+   */
   private merge(): void {
-    if (canReadSync()) {
-      const adapters: Record<string, Float32Array> = {};
-      for (const [k, t] of this.params) adapters[k] = t.dataSync() as Float32Array;
-      const merged = mergeLora(this.config, this.frozen, this.spec, adapters);
-      const next: Record<string, Float32Array> = {};
-      for (const name of Object.keys(this.frozen)) next[name] = merged[name]!;
-      this.net.setWeights(next);
-      return;
-    }
     const next = new Map<string, tf.Tensor>();
-    for (const name of Object.keys(this.frozen)) {
+    for (const [name, base] of this.frozen) {
       const i = Number(/^layers\.(\d+)\./.exec(name)![1]);
       const weight = name.slice(name.lastIndexOf('.') + 1);
-      let w = this.frozenT.get(name);
-      if (!w) {
-        const shape = this.net.weights().get(name)!.shape as [number, number];
-        w = tf.keep(tf.tensor2d(this.frozen[name]!, shape));
-        this.frozenT.set(name, w);
-      }
-      const base = w;
       next.set(
         name,
         tf.tidy(() => {
@@ -342,8 +329,12 @@ export class LoraModel {
             const slot = targetSlot(this.config, t);
             if (slot.weight !== weight) continue;
             if (slot.col > at) cols.push(tf.zeros([rows, slot.col - at]));
-            // (B A)^T = A^T B^T: [in, out]
-            cols.push(this.spec.targets.includes(t) ? tf.matMul(this.params.get(`layers.${i}.${t}.lora_A`)!, this.params.get(`layers.${i}.${t}.lora_B`)!, true, true) : tf.zeros([rows, slot.out]));
+            // (B A)^T = A^T B^T: [in, out]; plain 2-D matMuls only (wasm's transposed matMul is a slow fallback)
+            cols.push(
+              this.spec.targets.includes(t)
+                ? tf.matMul(tf.transpose(this.params.get(`layers.${i}.${t}.lora_A`)!), tf.transpose(this.params.get(`layers.${i}.${t}.lora_B`)!))
+                : tf.zeros([rows, slot.out]),
+            );
             at = slot.col + slot.out;
           }
           if (at < width) cols.push(tf.zeros([rows, width - at]));
@@ -368,7 +359,8 @@ export class LoraModel {
           const B = this.params.get(`layers.${i}.${t}.lora_B`)!;
           const [dA, dB] = tf.tidy(() => {
             const G = slot.out === slot.cols ? (G0 as tf.Tensor2D) : tf.slice(G0 as tf.Tensor2D, [0, slot.col], [slot.in, slot.out]);
-            return [tf.mul(tf.matMul(B, G, true, true), this.scale), tf.mul(tf.matMul(G, A, true, true), this.scale)];
+            // dA = (s G B)^T and dB = (s A G)^T: plain matMuls, the small results transposed
+            return [tf.transpose(tf.mul(tf.matMul(G, B), this.scale)), tf.transpose(tf.mul(tf.matMul(A, G), this.scale))];
           });
           out.set(`layers.${i}.${t}.lora_A`, dA!);
           out.set(`layers.${i}.${t}.lora_B`, dB!);
@@ -383,13 +375,18 @@ export class LoraModel {
     return out;
   }
 
+  /** The net's weights whose gradients the adapters need (no other weight gradient is computed). */
+  private get adapted(): ReadonlySet<string> {
+    return new Set(this.frozen.keys());
+  }
+
   lossAndGrads(b: Batch): LossStats & { grads: Grads } {
-    const r = this.net.lossAndGrads(b);
+    const r = this.net.lossAndGrads(b, this.adapted);
     return { ...r, grads: this.gradsFromNet(r.grads) };
   }
 
   async lossAndGradsAsync(b: Batch): Promise<LossStats & { grads: Grads }> {
-    const r = await this.net.lossAndGradsAsync(b);
+    const r = await this.net.lossAndGradsAsync(b, this.adapted);
     return { ...r, grads: this.gradsFromNet(r.grads) };
   }
 
@@ -411,9 +408,9 @@ export class LoraModel {
   /** Disposes the adapters and the net. */
   dispose(): void {
     for (const t of this.params.values()) t.dispose();
-    for (const t of this.frozenT.values()) t.dispose();
+    for (const t of this.frozen.values()) t.dispose();
     this.params.clear();
-    this.frozenT.clear();
+    this.frozen.clear();
     this.net.dispose();
   }
 }

@@ -50,6 +50,12 @@ function batchOf(cfg: ModelConfig, rows: number, seq: number, seed: number): Bat
 
 const sameBits = (a: Float32Array, b: Float32Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 const BASE = { dir: '/nonexistent', files: [] };
+const maxDiff = (a: Float32Array, b: Float32Array): number => {
+  assert.equal(a.length, b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+};
 
 describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', function () {
   this.timeout(300000);
@@ -173,6 +179,27 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
     });
   }
 
+  it('lossAndGrads(batch, only) computes just those gradients, equal to the full backward pass\'s', async () => {
+    await initBackend('wasm');
+    for (const cfg of [MICRO_HF, { ...MICRO, prevTokens: 2 }]) {
+      const m = StackModel.fromWeights(cfg, randomWeights(cfg, 41));
+      const b = batchOf(cfg, 2, 10, 6);
+      const all = m.lossAndGrads(b);
+      for (const only of [new Set(['layers.0.wqkv', 'layers.1.w_down']), new Set(['lm_head', 'final_norm', 'layers.1.bqkv']), new Set(['tok_embeddings'])]) {
+        const some = m.lossAndGrads(b, only);
+        assert.equal(some.loss, all.loss);
+        const want = [...only].filter((n) => paramSpecs(cfg).some((s) => s.name === n));
+        assert.deepEqual([...some.grads.keys()].sort(), want.sort());
+        for (const [k, t] of some.grads) {
+          assert.ok(sameBits(t.dataSync() as Float32Array, all.grads.get(k)!.dataSync() as Float32Array), k);
+          t.dispose();
+        }
+      }
+      for (const t of all.grads.values()) t.dispose();
+      m.dispose();
+    }
+  });
+
   for (const threads of [0, 1]) {
     it(`training moves only the adapters: the base is bit-identical after steps, the loss falls (${threads ? 'a worker thread + this one' : 'one thread'}, wasm)`, async () => {
       await initBackend('wasm');
@@ -197,9 +224,9 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
           assert.ok(!sameBits(net[s.name]!, base[s.name]!), `${s.name}: the merged weight did not move`);
         } else assert.ok(sameBits(net[s.name]!, base[s.name]!), `${s.name} is not adapted but changed`);
       }
-      // ... and the net's adapted weights are base + s B A of the adapters trained.
+      // ... and the net's adapted weights are base + s B A of the adapters trained (mergeLora, in JS, to float32 rounding).
       const again = mergeLora(cfg, base, spec, lora.exportWeights());
-      for (const name of Object.keys(again)) assert.ok(sameBits(again[name]!, net[name]!), name);
+      for (const name of Object.keys(again)) assert.ok(maxDiff(again[name]!, net[name]!) < 1e-6, name);
       tr.dispose();
       lora.dispose();
     });
@@ -228,9 +255,9 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
       const bytes = fs.statSync(path.join(ck.dir, 'model.safetensors')).size;
       assert.ok(bytes < 4 * countLoraParams(cfg, spec) + 2048, `${bytes} bytes`);
       const net = lora.net.exportWeights();
-      for (const s of paramSpecs(cfg)) assert.ok(sameBits(ck.weights[s.name]!, net[s.name]!), s.name);
+      for (const s of paramSpecs(cfg)) assert.ok(maxDiff(ck.weights[s.name]!, net[s.name]!) < 1e-6, s.name);
       const m = StackModel.fromWeights(ck.config, ck.weights);
-      assert.ok(sameBits(m.logits(Int32Array.from([3, 4, 5]), 1, 3), lora.net.logits(Int32Array.from([3, 4, 5]), 1, 3)));
+      assert.ok(maxDiff(m.logits(Int32Array.from([3, 4, 5]), 1, 3), lora.net.logits(Int32Array.from([3, 4, 5]), 1, 3)) < 1e-5);
       m.dispose();
       // The same folder rewritten (other weights, same size): refused, naming the file.
       const later = new Date(Date.now() + 5000);
