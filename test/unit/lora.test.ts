@@ -1,9 +1,11 @@
 // LoRA (trainer/lora.ts): the --lora spec and its refusals, PEFT's equations (y = Wx +
 // (alpha/r) B A x, checked against an explicit per-layer computation), adapter gradients
 // against central finite differences, a frozen base (bit-identical after training, on one
-// thread and with a worker thread), and checkpoints that hold the adapters and refuse a
-// changed base folder.
+// thread and with a worker thread), checkpoints that hold the adapters and refuse a
+// changed base folder, and the same LoRA steps on webgpu (the async step, the tensor
+// optimiser; SwiftShader where there is no GPU) as on wasm.
 import * as assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -231,6 +233,40 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
       lora.dispose();
     });
   }
+
+  it('webgpu trains the same adapters as wasm (async step, tensor optimiser; in child processes)', function () {
+    const child = (backend: string, env: NodeJS.ProcessEnv = {}): { out: Record<string, unknown> | null; err: string } => {
+      const r = spawnSync(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', 'support', 'loraBackend.ts'), backend], {
+        encoding: 'utf8',
+        cwd: path.join(__dirname, '..', '..'),
+        env: { ...process.env, ...env },
+        timeout: 240_000,
+      });
+      const line = (r.stdout ?? '').trim().split('\n').filter((l) => l.startsWith('{')).pop();
+      return { out: r.status === 0 && line ? (JSON.parse(line) as Record<string, unknown>) : null, err: (r.stderr ?? '').trim().split('\n').pop() ?? '' };
+    };
+    const wasm = child('wasm');
+    assert.ok(wasm.out, wasm.err);
+    const icd = '/usr/lib/chromium/vk_swiftshader_icd.json';
+    const gpu = child('webgpu', fs.existsSync(icd) && !process.env['VK_ICD_FILENAMES'] ? { VK_ICD_FILENAMES: icd } : {});
+    if (!gpu.out) {
+      console.log(`      (pending, NOT a pass: webgpu did not start here: ${gpu.err})`);
+      this.skip();
+    }
+    const a = wasm.out!;
+    const b = gpu.out!;
+    assert.equal(b['backend'], 'webgpu');
+    assert.equal(b['optimizer'], 'tensor');
+    console.log(`      webgpu on ${String(b['adapter'])}`);
+    const near = (x: number[], y: number[], what: string): void => {
+      assert.equal(x.length, y.length, what);
+      x.forEach((v, i) => assert.ok(Math.abs(v - y[i]!) < 1e-5 * Math.max(1, Math.abs(v)), `${what}[${i}]: ${v} vs ${y[i]}`));
+    };
+    near(a['losses'] as number[], b['losses'] as number[], 'losses');
+    near(a['logits'] as number[], b['logits'] as number[], 'logits');
+    for (const [k, v] of Object.entries(a['adapters'] as Record<string, number[]>)) near(v, (b['adapters'] as Record<string, number[]>)[k]!, k);
+    assert.ok((a['losses'] as number[])[2]! < (a['losses'] as number[])[0]!);
+  });
 
   it('a checkpoint holds the adapters and says which base; loading merges; a changed base folder is refused in one line', async () => {
     await initBackend('wasm');
