@@ -384,9 +384,15 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   let metrics: MetricsWriter;
   if (o.resume && resumeFrom === null) {
     // Killed before its first checkpoint: nothing to continue from, so start again at step 0.
-    if (loraSpec) throw new UserError(`${runDir} is a LoRA run with no checkpoint yet: start it again in a new --run`);
-    model = StackModel.create(cfg, seed);
-    opt = trainer((trainable = model));
+    if (loraSpec) {
+      // A LoRA run starts again from its base (config.json's), with fresh adapters.
+      const dir = previous?.base?.dir;
+      if (!dir) throw new UserError(`${configFile}: a LoRA run without "base": start it again in a new --run`);
+      const files = baseFiles(dir);
+      model = StackModel.fromWeights(cfg, loadHfFolder(dir).weights);
+      trainable = LoraModel.create(model, loraSpec, { dir, files }, seed);
+    } else trainable = model = StackModel.create(cfg, seed);
+    opt = trainer(trainable);
     metrics = openMetrics(runDir, 0);
     hooks.log('warn', `${runDir} has no checkpoint yet (the run stopped before its first): starting again from step 0`);
   } else if (resumeFrom) {

@@ -128,6 +128,14 @@ describe('agent-lab train sft --base HF_DIR --lora r,alpha[,targets], and its ex
     assert.ok(loadCheckpoint(cont, 'latest').lora);
     const resumed = run('train', 'sft', '--resume', '--run', lora, '--backend', 'wasm');
     assert.equal(resumed.code, 0, resumed.stderr);
+    // Stopped before its first checkpoint: a resume starts the adapters again on the recorded base.
+    const early = path.join(tmp, 'r-early');
+    fs.cpSync(lora, early, { recursive: true });
+    fs.rmSync(path.join(early, 'checkpoints'), { recursive: true });
+    const again0 = run('train', 'sft', '--resume', '--run', early, '--backend', 'wasm', '--threads', '1');
+    assert.equal(again0.code, 0, again0.stderr);
+    assert.match(again0.stderr, /has no checkpoint yet .*starting again from step 0/);
+    assert.deepEqual(loadCheckpoint(early, 'latest').lora?.spec, spec);
     const again = run('train', 'sft', '--resume', '--lora', '2,2', '--run', lora);
     assert.equal(again.code, 2);
     assert.match(again.stderr, /--resume continues the run with the settings in its config\.json; --lora cannot change them/);
