@@ -259,7 +259,13 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const fromRun = continuedFrom(runDir, previous, o.from);
   // A resumed or continued LoRA run trains its adapters on (checkpoint.json's base).
   const recordedLora = previous?.lora ?? fromRun?.config.lora;
-  if (recordedLora) loraSpec = checkLoraRecord(recordedLora, path.join(previous ? runDir : fromRun!.dir, CONFIG_FILE));
+  if (recordedLora) {
+    try {
+      loraSpec = checkLoraRecord(recordedLora, path.join(previous ? runDir : fromRun!.dir, CONFIG_FILE));
+    } catch (err) {
+      throw new InputError((err as Error).message);
+    }
+  }
   const presetName = (previous?.preset ?? fromRun?.config.preset ?? o.preset ?? 'tiny') as PresetName;
   if (!(presetName in PRESETS)) throw new UserError(`unknown preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
   const preset = PRESETS[presetName];
