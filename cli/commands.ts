@@ -144,6 +144,7 @@ export const COMMANDS: Record<
     usage:
       'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN | --base HF_DIR] [--resume] [--eval-limit N]\n' +
       "      (--base: start from a Hugging Face model folder whose tokenizer is the lab's and the run's; a model's own HF tokenizer is a later step)\n" +
+      '      [--lora r,alpha[,targets]]      (with --base: LoRA adapters on a frozen base, PEFT\'s y = Wx + (alpha/r) BAx; targets of q,k,v,o,gate,up,down, default all)\n' +
       '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
@@ -168,6 +169,7 @@ export const COMMANDS: Record<
       world: { kind: 'string', path: true },
       traces: { kind: 'string', path: true },
       base: { kind: 'string', path: true },
+      lora: { kind: 'string' },
       run: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',
@@ -223,6 +225,7 @@ export const COMMANDS: Record<
     options: {
       format: { kind: 'string', choices: ['trl-sft', 'trl-grpo', 'hf'], required: true },
       checkpoint: { kind: 'string' },
+      peft: { kind: 'flag' },
       run: { kind: 'string', path: true },
       split: { kind: 'string', choices: ['train', 'heldout', 'dev'] },
       data: { kind: 'string', path: true },

@@ -12,7 +12,7 @@ import { dataFiles } from '../trainer/prepare';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { WorldFileError } from '../core/worldSource';
 import { loadCheckpoint } from '../trainer/checkpoint';
-import { HfExportResult, writeHfFolder } from '../trainer/hfExport';
+import { HfExportResult, writeHfFolder, writePeftFolder } from '../trainer/hfExport';
 import { CONFIG_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 export interface ExportOptions {
@@ -27,13 +27,15 @@ export interface ExportOptions {
 
 export const EXPORT_USAGE =
   'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE | --world DIR [--split train|heldout|dev]) --out OUTDIR\n' +
-  '  agent-lab export --format hf --run DIR [--checkpoint latest|step-N] --out OUTDIR      (a Hugging Face model folder: config.json, model.safetensors, the tokenizer)';
+  '  agent-lab export --format hf --run DIR [--checkpoint latest|step-N] [--peft] --out OUTDIR      (a Hugging Face model folder: config.json, model.safetensors, the tokenizer;\n' +
+  '      a LoRA run exports merged into its base, or with --peft as a PEFT adapter folder: adapter_config.json, adapter_model.safetensors)';
 
 /** The CLI entry: options as parsed by cli/args.ts. */
 export function runExportCommand(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void = console.log): ExportResult | HfExportResult {
   const format = options['format'];
   if (format === 'hf') return exportHf(options, log);
   if (options['checkpoint'] !== undefined) throw new UsageError('--checkpoint picks the weights of --format hf', EXPORT_USAGE);
+  if (options['peft'] !== undefined) throw new UsageError("--peft writes a LoRA run's adapters: --format hf", EXPORT_USAGE);
   if (!EXPORT_FORMATS.includes(format as ExportFormat)) throw new UsageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}`, EXPORT_USAGE);
   const str = (k: string): string | undefined => (typeof options[k] === 'string' ? (options[k] as string) : undefined);
   const split = str('split');
@@ -174,6 +176,7 @@ function exportHf(options: Record<string, string | number | boolean | undefined>
   if (typeof run !== 'string') throw new UsageError('--format hf needs --run DIR', EXPORT_USAGE);
   if (typeof out !== 'string' || out === '') throw new UsageError('missing --out OUTDIR', EXPORT_USAGE);
   const which = typeof options['checkpoint'] === 'string' ? options['checkpoint'] : 'latest';
+  const peft = options['peft'] === true;
   try {
     const ck = loadCheckpoint(run, which);
     const files = dataFiles(run);
@@ -182,8 +185,16 @@ function exportHf(options: Record<string, string | number | boolean | undefined>
     extra[TOKENIZER_FILE] = readInputText(files.tokenizer, 'the tokenizer', INPUT_LIMITS.tokenizer);
     const tc = path.join(run, TOKENIZER_CONFIG_FILE);
     if (fs.existsSync(tc)) extra[TOKENIZER_CONFIG_FILE] = readInputText(tc, 'the tokenizer config', INPUT_LIMITS.json);
-    const r = writeHfFolder(out, ck.config, ck.weights, extra, { agent_lab_run: path.resolve(run), agent_lab_checkpoint: ck.name });
-    log(`wrote ${r.dir} (${r.architecture} from ${run} ${ck.name}, ${(r.bytes / 1e6).toFixed(1)} MB): ${r.files.join(', ')}`);
+    const meta = { agent_lab_run: path.resolve(run), agent_lab_checkpoint: ck.name };
+    if (peft) {
+      if (!ck.lora) throw new InputError(`--peft writes a LoRA run's adapters: ${run} ${ck.name} is not a LoRA run (export its full weights without --peft)`);
+      const r = writePeftFolder(out, ck.config, ck.lora.spec, ck.lora.adapters, ck.lora.base.dir, meta);
+      log(`wrote ${r.dir} (a PEFT LoRA adapter, r=${ck.lora.spec.r} alpha=${ck.lora.spec.alpha}, for ${ck.lora.base.dir}, from ${run} ${ck.name}, ${(r.bytes / 1e6).toFixed(2)} MB): ${r.files.join(', ')}`);
+      return r;
+    }
+    // A LoRA run's checkpoint loads merged (W + (alpha/r) BA): the folder is a plain model.
+    const r = writeHfFolder(out, ck.config, ck.weights, extra, meta);
+    log(`wrote ${r.dir} (${r.architecture} from ${run} ${ck.name}${ck.lora ? ', LoRA merged into its base' : ''}, ${(r.bytes / 1e6).toFixed(1)} MB): ${r.files.join(', ')}`);
     return r;
   } catch (err) {
     if (err instanceof InputError) throw new BadInputError(err.message);

@@ -18,6 +18,7 @@ import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } 
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { Stopped, dataFiles, loadTokenizer } from '../trainer/prepare';
 import { checkBaseFolder } from '../trainer/hfModel';
+import { parseLoraSpec } from '../trainer/lora';
 import { runJob, type JobHooks } from '../trainer/jobs';
 import { UserError } from '../trainer/jobRun';
 import { runSft } from '../trainer/sft';
@@ -114,6 +115,7 @@ export async function runTrainCommand(o: Options): Promise<void> {
         ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
         ...(o['from'] !== undefined ? { from: o['from'] as string } : {}),
         ...(o['base'] !== undefined ? { base: o['base'] as string } : {}),
+        ...(o['lora'] !== undefined ? { lora: o['lora'] as string } : {}),
         ...(o['keep-checkpoints'] !== undefined ? { keepCheckpoints: o['keep-checkpoints'] as number } : {}),
         ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
         ...(o['traces'] !== undefined ? { traces: o['traces'] as string } : {}),
@@ -269,7 +271,17 @@ export async function cmdTrain(a: ParsedArgs): Promise<void> {
     // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
     const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
-    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces', 'base']);
+    notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces', 'base', 'lora']);
+    const lora = a.options['lora'];
+    if (lora !== undefined) {
+      // A spec that does not parse, r <= 0, an unknown target, no --base: one line, exit 2, nothing written.
+      if (a.options['base'] === undefined) throw new BadInputError('--lora trains adapters on a frozen base model: give --base HF_DIR too');
+      try {
+        parseLoraSpec(String(lora));
+      } catch (err) {
+        throw new BadInputError((err as Error).message);
+      }
+    }
     if (a.options['from'] !== undefined && a.options['world'] !== undefined) throw new UsageError("--from continues on that run's data and world: drop --world");
     const base = a.options['base'];
     if (typeof base === 'string') {
@@ -289,7 +301,7 @@ export async function cmdTrain(a: ParsedArgs): Promise<void> {
   if (a.options['world'] !== undefined || a.options['traces'] !== undefined) {
     throw new UsageError("'train grpo' takes the world of its --from run (recorded in its config.json): drop --world/--traces");
   }
-  const wrong = misplaced(['preset', 'recipe', 'base']);
+  const wrong = misplaced(['preset', 'recipe', 'base', 'lora']);
   if (wrong.length) throw new UsageError(`${wrong.join(', ')}: the GRPO run takes the model and data of its --from run`);
   if (!a.options['resume'] && a.options['from'] === undefined) throw new UsageError("'train grpo' needs --from SFT_RUN (or --resume)");
   await runGrpoCommand(a.options);

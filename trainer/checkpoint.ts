@@ -6,6 +6,11 @@
 //   <run>/checkpoints/step-<N>/optimizer.safetensors  AdamW moments: "m.<name>", "v.<name>"
 //   <run>/checkpoints/step-<N>/checkpoint.json        {"format", "step", "model" (ModelConfig),
 //                                                      "optimizer" (t, lr, betas, ...), "extra"}
+//   A LoRA run's checkpoint (trainer/lora.ts) holds the adapters only (layers.N.<target>.lora_A
+//   [r, in], .lora_B [out, r]) and their moments; checkpoint.json adds "lora" {r, alpha,
+//   targets, base: {dir, files: [{name, bytes, mtimeMs}]}}: loading it reads the base folder
+//   (refused when its files changed) and returns the merged weights, so eval, run, export
+//   and GRPO read it as any checkpoint.
 //   <run>/checkpoints/latest                           a text file: the name of the newest
 //                                                      complete checkpoint ("step-<N>\n")
 // A checkpoint is written into a hidden temporary folder (".tmp-step-<N>-<pid>-<time>"),
@@ -24,6 +29,8 @@ import * as path from 'node:path';
 import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writeFileAtomic } from './files';
 import { ModelConfig, StackModel, paramSpecs, validateConfig } from './model';
 import type { AdamState, OptimConfig, ResolvedOptim, Trainer } from './optim';
+import { LoraBase, LoraModel, LoraSpec, baseChanged, checkLoraRecord, loraParamSpecs, mergeLora } from './lora';
+import { loadHfFolder } from './hfModel';
 import { isObj } from '../core/protocol/isObj';
 import { CHECKPOINT_INFO_FILE, CHECKPOINTS_DIR, LATEST_POINTER, OPTIMIZER_FILE, WEIGHTS_FILE } from '../core/protocol/folders';
 
@@ -149,6 +156,8 @@ export interface CheckpointInfo {
   optimizer: (Omit<ResolvedOptim, 'totalSteps'> & { totalSteps: number | null; t: number }) | null;
   /** Whatever the caller passed (recipe, data position, metrics so far...). */
   extra: Record<string, unknown>;
+  /** A LoRA run's: the adapters' spec and the frozen base they adapt. */
+  lora?: LoraSpec & { base: LoraBase };
   savedAt: string;
 }
 
@@ -162,6 +171,11 @@ export interface LoadedCheckpoint {
   optimizer: AdamState | null;
   info: CheckpointInfo;
   extra: Record<string, unknown>;
+  /**
+   * A LoRA checkpoint: `weights` are the merged ones; here the spec, the base, the adapters
+   * (what `optimizer` holds moments of) and the base's own weights (to train on from them).
+   */
+  lora?: { spec: LoraSpec; base: LoraBase; adapters: Record<string, Float32Array>; baseWeights: Record<string, Float32Array> };
 }
 
 export function checkpointsDir(runDir: string): string {
@@ -200,7 +214,7 @@ export const checkpointHooks: { afterFile?: (file: string) => void } = {};
 export async function saveCheckpoint(
   runDir: string,
   step: number,
-  model: StackModel,
+  model: StackModel | LoraModel,
   trainer: Trainer | null,
   extra: Record<string, unknown> = {},
 ): Promise<string> {
@@ -218,8 +232,10 @@ export async function saveCheckpoint(
   const name = `step-${step}`;
   const tmp = path.join(root, `.tmp-${name}-${process.pid}-${Date.now()}`);
   await fs.promises.mkdir(tmp);
+  const specs = model.paramSpecs();
+  const lora = model instanceof LoraModel ? { ...model.spec, base: model.base } : undefined;
   const wt: Record<string, SafeTensor> = {};
-  for (const s of paramSpecs(cfg)) wt[s.name] = { dtype: 'F32', shape: s.shape, data: weights[s.name]! };
+  for (const s of specs) wt[s.name] = { dtype: 'F32', shape: s.shape, data: weights[s.name]! };
   const meta = { format: CHECKPOINT_FORMAT, step: String(step), model: JSON.stringify(cfg) };
   writeSynced(path.join(tmp, WEIGHTS_FILE), encodeSafetensors(wt, meta));
   checkpointHooks.afterFile?.(path.join(tmp, WEIGHTS_FILE));
@@ -227,7 +243,7 @@ export async function saveCheckpoint(
   if (trainer) {
     const st = await trainer.exportStateAsync();
     const ot: Record<string, SafeTensor> = {};
-    for (const s of paramSpecs(cfg)) {
+    for (const s of specs) {
       ot[`m.${s.name}`] = { dtype: 'F32', shape: s.shape, data: st.m[s.name]! };
       ot[`v.${s.name}`] = { dtype: 'F32', shape: s.shape, data: st.v[s.name]! };
     }
@@ -235,7 +251,7 @@ export async function saveCheckpoint(
     checkpointHooks.afterFile?.(path.join(tmp, OPTIMIZER_FILE));
     optimizer = { ...trainer.optim, t: st.t };
   }
-  const info: CheckpointInfo = { format: CHECKPOINT_FORMAT, step, model: cfg, optimizer, extra, savedAt: new Date().toISOString() };
+  const info: CheckpointInfo = { format: CHECKPOINT_FORMAT, step, model: cfg, optimizer, extra, ...(lora ? { lora } : {}), savedAt: new Date().toISOString() };
   writeSynced(path.join(tmp, CHECKPOINT_INFO_FILE), JSON.stringify(info, null, 2) + '\n');
   checkpointHooks.afterFile?.(path.join(tmp, CHECKPOINT_INFO_FILE));
   fsyncPath(tmp);
@@ -336,7 +352,21 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
   } catch (err) {
     fail(`checkpoint.json: ${(err as Error).message}`);
   }
-  const specs = paramSpecs(info.model);
+  let lora: { spec: LoraSpec; base: LoraBase } | null = null;
+  if (raw['lora'] !== undefined) {
+    try {
+      const spec = checkLoraRecord(raw['lora'], CHECKPOINT_INFO_FILE);
+      const b = (raw['lora'] as Record<string, unknown>)['base'];
+      const files = isObj(b) ? b['files'] : undefined;
+      if (!isObj(b) || typeof b['dir'] !== 'string' || !Array.isArray(files) || !files.every((f) => isObj(f) && typeof f['name'] === 'string' && Number.isSafeInteger(f['bytes']) && typeof f['mtimeMs'] === 'number')) {
+        throw new Error('checkpoint.json: "lora.base" must be {"dir", "files": [{"name", "bytes", "mtimeMs"}]}');
+      }
+      lora = { spec, base: { dir: b['dir'] as string, files: files as LoraBase['files'] } };
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  }
+  const specs = lora ? loraParamSpecs(info.model, lora.spec) : paramSpecs(info.model);
   const tensorsOf = (file: string): ReturnType<typeof decodeSafetensors> => {
     const bytes = readInputBytes(path.join(dir, file), `the ${file === WEIGHTS_FILE ? 'weights' : 'optimizer state'}`, INPUT_LIMITS.tensors);
     try {
@@ -346,10 +376,10 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
     }
   };
   const w = tensorsOf(WEIGHTS_FILE);
-  const weights: Record<string, Float32Array> = {};
+  let weights: Record<string, Float32Array> = {};
   for (const s of specs) {
     const t = w.tensors[s.name];
-    if (!t || t.dtype !== 'F32' || t.shape.join() !== s.shape.join()) fail(`model.safetensors: weight ${s.name} missing or of the wrong shape (the model config in checkpoint.json wants [${s.shape}])`);
+    if (!t || t.dtype !== 'F32' || t.shape.join() !== s.shape.join()) fail(`model.safetensors: weight ${s.name} missing or of the wrong shape (the ${lora ? 'LoRA spec' : 'model config'} in checkpoint.json wants [${s.shape}])`);
     weights[s.name] = t!.data as Float32Array;
   }
   const bad = firstNonFinite(weights);
@@ -390,7 +420,19 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
     const tMeta = Number(o.metadata['t'] ?? t);
     optimizer = { t: Number.isSafeInteger(tMeta) && tMeta >= 0 ? tMeta : t, m, v };
   }
-  return { dir, name, step, config: info.model, weights, optimizer, info, extra: info.extra ?? {} };
+  let loraOut: LoadedCheckpoint['lora'];
+  if (lora) {
+    // The adapters mean something only on the weights they were trained on.
+    const changed = baseChanged(lora.base);
+    if (changed) fail(`its LoRA base changed since the run trained on it (${changed}): the adapters were trained on the old weights; put that folder back as it was`);
+    const folder = loadHfFolder(lora.base.dir);
+    const want = paramSpecs(info.model);
+    const got = paramSpecs(folder.model);
+    if (JSON.stringify(want) !== JSON.stringify(got)) fail(`its LoRA base ${lora.base.dir} is not the model checkpoint.json describes`);
+    loraOut = { spec: lora.spec, base: lora.base, adapters: weights, baseWeights: folder.weights };
+    weights = mergeLora(info.model, folder.weights, lora.spec, weights);
+  }
+  return { dir, name, step, config: info.model, weights, optimizer, info, extra: info.extra ?? {}, ...(loraOut ? { lora: loraOut } : {}) };
 }
 
 /**

@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { InputError, checkDirCreatable, ensureDir, errnoText } from './files';
 import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
+import { HF_MODULE, LoraSpec, LoraTarget, loraParamSpecs } from './lora';
 import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from '../core/protocol/folders';
 
@@ -121,13 +122,7 @@ export interface HfExportResult {
 export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<string, Float32Array>, extraFiles: Record<string, string> = {}, metadata: Record<string, string> = {}): HfExportResult {
   const arch = hfArchitectureOf(cfg);
   if ('refused' in arch) throw new InputError(`cannot export as a Hugging Face model: ${arch.refused}`);
-  const dir = path.resolve(outDir);
-  if (fs.existsSync(dir)) throw new InputError(`${dir} exists: an export writes a new folder and never writes over one (choose another --out)`);
-  checkDirCreatable(path.dirname(dir));
-  ensureDir(path.dirname(dir));
-  const staging = path.join(path.dirname(dir), `.${path.basename(dir)}.tmp-${process.pid}-${Date.now()}`);
-  try {
-    fs.mkdirSync(staging);
+  return writeNewFolder(outDir, arch.architecture, (staging) => {
     const files: Record<string, string> = {
       [HF_CONFIG_FILE]: JSON.stringify(hfConfigOf(cfg, arch.architecture), null, 2) + '\n',
       'generation_config.json': JSON.stringify({ bos_token_id: 0, eos_token_id: 1, pad_token_id: 2 }, null, 2) + '\n',
@@ -135,6 +130,19 @@ export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<
     };
     for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(staging, name), text);
     writeSafetensorsFile(path.join(staging, HF_WEIGHTS_FILE), hfTensorsOf(cfg, weights), { format: 'pt', ...metadata });
+  });
+}
+
+/** A folder that must not exist yet, filled under a hidden staging name and renamed into place (nothing half-written). */
+function writeNewFolder(outDir: string, architecture: HfArchitecture, fill: (staging: string) => void): HfExportResult {
+  const dir = path.resolve(outDir);
+  if (fs.existsSync(dir)) throw new InputError(`${dir} exists: an export writes a new folder and never writes over one (choose another --out)`);
+  checkDirCreatable(path.dirname(dir));
+  ensureDir(path.dirname(dir));
+  const staging = path.join(path.dirname(dir), `.${path.basename(dir)}.tmp-${process.pid}-${Date.now()}`);
+  try {
+    fs.mkdirSync(staging);
+    fill(staging);
     fs.renameSync(staging, dir);
   } catch (err) {
     fs.rmSync(staging, { recursive: true, force: true });
@@ -142,5 +150,55 @@ export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<
     throw new InputError(`cannot write ${dir}: ${errnoText(err)}`);
   }
   const names = fs.readdirSync(dir).sort();
-  return { dir, architecture: arch.architecture, files: names, bytes: names.reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0) };
+  return { dir, architecture, files: names, bytes: names.reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0) };
+}
+
+/** PEFT's file names for a LoRA adapter folder. */
+export const PEFT_CONFIG_FILE = 'adapter_config.json';
+export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';
+
+/** PEFT's adapter_config.json of a LoRA spec (the fields PeftModel.from_pretrained reads; the rest at PEFT's defaults). */
+export function peftConfigOf(spec: LoraSpec, baseModel: string): Record<string, unknown> {
+  return {
+    peft_type: 'LORA',
+    task_type: 'CAUSAL_LM',
+    base_model_name_or_path: baseModel,
+    r: spec.r,
+    lora_alpha: spec.alpha,
+    lora_dropout: 0.0,
+    target_modules: spec.targets.map((t) => HF_MODULE[t].split('.')[1]!),
+    bias: 'none',
+    fan_in_fan_out: false,
+    use_rslora: false,
+    use_dora: false,
+    modules_to_save: null,
+    init_lora_weights: true,
+    inference_mode: true,
+    revision: null,
+  };
+}
+
+/**
+ * The adapters under PEFT's state-dict names: base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight
+ * ([r, in], as the lab holds them) and ...lora_B.weight ([out, r]).
+ */
+export function peftTensorsOf(cfg: ModelConfig, spec: LoraSpec, adapters: Record<string, Float32Array>): TensorToWrite[] {
+  const out: TensorToWrite[] = [];
+  for (const s of loraParamSpecs(cfg, spec)) {
+    const m = /^layers\.(\d+)\.(\w+)\.(lora_[AB])$/.exec(s.name)!;
+    const data = adapters[s.name];
+    if (!data) throw new Error(`peft export: no adapter ${s.name}`);
+    out.push({ name: `base_model.model.model.layers.${m[1]}.${HF_MODULE[m[2] as LoraTarget]}.${m[3]}.weight`, dtype: 'F32', shape: s.shape, data });
+  }
+  return out;
+}
+
+/** A LoRA run's adapters as a PEFT adapter folder (adapter_config.json, adapter_model.safetensors) at `outDir`, which must not exist. */
+export function writePeftFolder(outDir: string, cfg: ModelConfig, spec: LoraSpec, adapters: Record<string, Float32Array>, baseModel: string, metadata: Record<string, string> = {}): HfExportResult {
+  const arch = hfArchitectureOf(cfg);
+  if ('refused' in arch) throw new InputError(`cannot export as a PEFT adapter: ${arch.refused}`);
+  return writeNewFolder(outDir, arch.architecture, (staging) => {
+    fs.writeFileSync(path.join(staging, PEFT_CONFIG_FILE), JSON.stringify(peftConfigOf(spec, baseModel), null, 2) + '\n');
+    writeSafetensorsFile(path.join(staging, PEFT_WEIGHTS_FILE), peftTensorsOf(cfg, spec, adapters), { format: 'pt', ...metadata });
+  });
 }

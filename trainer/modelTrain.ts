@@ -22,26 +22,26 @@ export abstract class ModelTraining extends ModelCore {
   }
 
   /** Backward of one block: dx2 -> dx, putting weight gradients into `grads`. */
-  private blockBack(i: number, dx2: tf.Tensor2D, rows: number, T: number, tb: RopeTables, s: LayerSave, grads: Grads): tf.Tensor2D {
+  private blockBack(i: number, dx2: tf.Tensor2D, rows: number, T: number, tb: RopeTables, s: LayerSave, grads: Grads, want: (name: string) => boolean): tf.Tensor2D {
     const { heads: H, kvHeads: K } = this.config;
     const hd = this.headDim;
     const rep = H / K;
     const pre = `layers.${i}.`;
     // MLP
     const dact = tf.matMul(dx2, this.pT(pre + 'w_down'));
-    grads.set(pre + 'w_down', this.weightGrad(s.act, dx2));
+    if (want(pre + 'w_down')) grads.set(pre + 'w_down', this.weightGrad(s.act, dx2));
     const dup = tf.mul(dact, s.silu) as tf.Tensor2D;
     // silu'(g) = sig + silu * (1 - sig)
     const dgate = tf.mul(tf.mul(dact, s.up), tf.add(s.sig, tf.mul(s.silu, tf.sub(1, s.sig)))) as tf.Tensor2D;
-    grads.set(pre + 'w_gate', this.weightGrad(s.h2, dgate));
-    grads.set(pre + 'w_up', this.weightGrad(s.h2, dup)); // same right operand: XNNPACK's packing is reused
+    if (want(pre + 'w_gate')) grads.set(pre + 'w_gate', this.weightGrad(s.h2, dgate));
+    if (want(pre + 'w_up')) grads.set(pre + 'w_up', this.weightGrad(s.h2, dup)); // same right operand: XNNPACK's packing is reused
     const dh2 = tf.add(tf.matMul(dgate, this.pT(pre + 'w_gate')), tf.matMul(dup, this.pT(pre + 'w_up'))) as tf.Tensor2D;
     const nb2 = this.rmsNormBack(dh2, this.p1(pre + 'mlp_norm'), s.n2);
-    grads.set(pre + 'mlp_norm', nb2.dg);
+    if (want(pre + 'mlp_norm')) grads.set(pre + 'mlp_norm', nb2.dg);
     const dx1 = tf.add(dx2, nb2.dx) as tf.Tensor2D;
     // attention
     const dO = tf.matMul(dx1, this.pT(pre + 'wo')) as tf.Tensor2D;
-    grads.set(pre + 'wo', this.weightGrad(s.o, dx1));
+    if (want(pre + 'wo')) grads.set(pre + 'wo', this.weightGrad(s.o, dx1));
     const dqkvTRows: tf.Tensor2D[] = [];
     for (let r = 0; r < rows; r++) {
       const rs = s.rows[r]!;
@@ -88,11 +88,11 @@ export abstract class ModelTraining extends ModelCore {
             dqkvTRows.map((t) => tf.transpose(t)),
             0,
           ) as tf.Tensor2D);
-    grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, rows === 1 ? dqkvTRows[0]! : undefined));
-    if (this.config.qkvBias) grads.set(pre + 'bqkv', tf.sum(dqkv, 0) as tf.Tensor1D);
+    if (want(pre + 'wqkv')) grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, rows === 1 ? dqkvTRows[0]! : undefined));
+    if (this.config.qkvBias && want(pre + 'bqkv')) grads.set(pre + 'bqkv', tf.sum(dqkv, 0) as tf.Tensor1D);
     const dh1 = tf.matMul(dqkv, this.pT(pre + 'wqkv')) as tf.Tensor2D;
     const nb1 = this.rmsNormBack(dh1, this.p1(pre + 'attn_norm'), s.n1);
-    grads.set(pre + 'attn_norm', nb1.dg);
+    if (want(pre + 'attn_norm')) grads.set(pre + 'attn_norm', nb1.dg);
     return tf.add(dx1, nb1.dx) as tf.Tensor2D;
   }
 
@@ -280,14 +280,14 @@ export abstract class ModelTraining extends ModelCore {
    * label. Returns the statistics and the gradients of that loss (a Map the caller
    * disposes; every parameter has an entry).
    */
-  lossAndGrads(b: Batch): LossStats & { grads: Grads } {
-    return this.lossAndGradsWith(b, new Readback(true));
+  lossAndGrads(b: Batch, only?: ReadonlySet<string>): LossStats & { grads: Grads } {
+    return this.lossAndGradsWith(b, new Readback(true), only);
   }
 
   /** lossAndGrads on any backend (webgpu included): the statistics are read back asynchronously. */
-  async lossAndGradsAsync(b: Batch): Promise<LossStats & { grads: Grads }> {
+  async lossAndGradsAsync(b: Batch, only?: ReadonlySet<string>): Promise<LossStats & { grads: Grads }> {
     const reads = new Readback(canReadSync());
-    const r = this.lossAndGradsWith(b, reads);
+    const r = this.lossAndGradsWith(b, reads, only);
     try {
       await reads.flush();
     } catch (err) {
@@ -298,7 +298,14 @@ export abstract class ModelTraining extends ModelCore {
     return r;
   }
 
-  private lossAndGradsWith(b: Batch, reads: Readback): LossStats & { grads: Grads } {
+  /**
+   * `only`: the parameters whose gradients are wanted (absent: all). The others are not
+   * computed (LoRA, trainer/lora.ts, needs only the adapted weights': not the embedding's
+   * scatter-add, the head's [vocab, d] product or a frozen layer's weight gradients).
+   */
+  private lossAndGradsWith(b: Batch, reads: Readback, only?: ReadonlySet<string>): LossStats & { grads: Grads } {
+    const want = (name: string): boolean => !only || only.has(name);
+    const wanted = paramSpecs(this.config).filter((s) => want(s.name));
     const prep = this.prepare(b, true);
     const { rows, T } = prep;
     const N = rows * T;
@@ -325,29 +332,30 @@ export abstract class ModelTraining extends ModelCore {
           ? this.policyGradient(logits, prep.supLabels, prep.supPg, b.pg!, prep.weightSum, reads, stats)
           : this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true, reads, stats)!;
         const dhs = tf.matMul(dl, E) as tf.Tensor2D;
-        dEhead = tf.matMul(tf.transpose(dl), hs) as tf.Tensor2D; // right operand hs: narrow
+        if (want(this.headWeight)) dEhead = tf.matMul(tf.transpose(dl), hs) as tf.Tensor2D; // right operand hs: narrow
         dxf = this.scatterRows(dhs, prep.supIdx, N);
       } else {
         dxf = tf.zeros([N, this.config.dModel]);
       }
       const nbf = this.rmsNormBack(dxf, this.p1('final_norm'), nf.save);
-      grads.set('final_norm', nbf.dg);
+      if (want('final_norm')) grads.set('final_norm', nbf.dg);
       let dx = nbf.dx;
-      for (let i = L - 1; i >= 0; i--) dx = this.blockBack(i, dx, rows, T, tb, saves[i]!, grads);
+      for (let i = L - 1; i >= 0; i--) dx = this.blockBack(i, dx, rows, T, tb, saves[i]!, grads, want);
       // Embedding gradient: scatter-add the input gradient rows onto their tokens.
       // x0 is a sum: each previous-token table gets the same input gradient at its own ids.
       const V = this.config.vocab;
-      const [dEin, ...dPrev] = this.embedGrads([{ ids: prep.ids, rows: V }, ...prevIds.map((ids) => ({ ids, rows: V + 1 }))], dx);
-      if (this.headWeight === 'lm_head') {
-        grads.set('tok_embeddings', dEin!);
-        grads.set('lm_head', dEhead ?? tf.zeros([V, this.config.dModel]));
-      } else grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin!) : dEin!);
-      dPrev.forEach((g, k) => grads.set(`prev_embeddings.${k + 1}`, g));
-      return paramSpecs(this.config).map((s) => grads.get(s.name)!);
+      if (want('tok_embeddings') || prevIds.length > 0) {
+        const [dEin, ...dPrev] = this.embedGrads([{ ids: prep.ids, rows: V }, ...prevIds.map((ids) => ({ ids, rows: V + 1 }))], dx);
+        if (this.headWeight === 'lm_head') grads.set('tok_embeddings', dEin!);
+        else grads.set('tok_embeddings', dEhead ? tf.add(dEhead, dEin!) : dEin!);
+        dPrev.forEach((g, k) => grads.set(`prev_embeddings.${k + 1}`, g));
+      }
+      if (this.headWeight === 'lm_head' && want('lm_head')) grads.set('lm_head', dEhead ?? tf.zeros([V, this.config.dModel]));
+      return wanted.map((s) => grads.get(s.name)!);
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
     const grads: Grads = new Map();
-    paramSpecs(this.config).forEach((s, k) => grads.set(s.name, gradList[k]!));
+    wanted.forEach((s, k) => grads.set(s.name, gradList[k]!));
     // `stats` itself, not a copy: deferred reads (webgpu) fill it at flush.
     return Object.assign(stats, { grads });
   }

@@ -6,6 +6,20 @@ import * as tf from '@tensorflow/tfjs-core';
 import { Batch, Grads, IGNORE, LossStats, PolicyStats, StackModel } from './model';
 import { canReadSync, isLocalBackend } from './backend';
 import { GradientPool, ParallelOptions, combineFlat, combineShardGrads, splitBatch } from './parallel';
+import { LoraModel } from './lora';
+
+/** What AdamW and the Trainer train: a StackModel's own weights, or LoRA adapters over a frozen one (trainer/lora.ts). */
+export type TrainableModel = StackModel | LoraModel;
+
+/** The model whose forward runs (the worker threads replicate it): the model itself, or LoRA's merged one. */
+function netOf(m: TrainableModel): StackModel {
+  return m instanceof LoraModel ? m.net : m;
+}
+
+/** Gradients of the net's weights as the trainable parameters' (LoRA: the adapters'; disposes the net's). */
+function paramGrads(m: TrainableModel, g: Grads): Grads {
+  return m instanceof LoraModel ? m.gradsFromNet(g) : g;
+}
 
 export type Schedule = 'cosine' | 'linear' | 'constant';
 
@@ -149,7 +163,7 @@ export class AdamW {
   private fpVersion = -1;
 
   constructor(
-    private readonly model: StackModel,
+    private readonly model: TrainableModel,
     readonly cfg: ResolvedOptim,
     mode?: 'js' | 'tensor',
   ) {
@@ -392,14 +406,14 @@ export class Trainer {
   private poolNote: string | null = null;
 
   constructor(
-    readonly model: StackModel,
+    readonly model: TrainableModel,
     opts: TrainerOptions & { optimizerMode?: 'js' | 'tensor' },
   ) {
     this.optim = resolveOptim(opts);
     this.adam = new AdamW(model, this.optim, opts.optimizerMode);
     const par = opts.parallel ?? 0;
     if (par !== 0) {
-      this.gradientPool = GradientPool.create(model.config, par);
+      this.gradientPool = GradientPool.create(netOf(model).config, par);
       if (!this.gradientPool) this.poolNote = GradientPool.unavailable(typeof par === 'object' ? par.script : undefined);
     }
   }
@@ -445,10 +459,18 @@ export class Trainer {
       if (js) for (const g of r.grads.values()) g.dispose();
     } else {
       const pool = this.pool!;
-      pool.start(this.model, shards.slice(1));
-      const local = this.model.lossAndGrads(shards[0]!);
+      const net = netOf(this.model);
+      pool.start(net, shards.slice(1));
+      const local = net.lossAndGrads(shards[0]!);
       const remote = pool.finish();
-      if (js) {
+      if (this.model instanceof LoraModel) {
+        // The shards' gradients of the merged weights, combined, then through the adapters.
+        const combined = combineShardGrads(net, local, remote);
+        const g = paramGrads(this.model, combined.grads);
+        grads = js ? this.adam.flatten(g) : g;
+        if (js) for (const t of g.values()) t.dispose();
+        stats = combined.stats;
+      } else if (js) {
         const flat = this.adam.flatten(local.grads);
         for (const g of local.grads.values()) g.dispose();
         const combined = combineFlat({ stats: local, flat }, remote);
@@ -532,9 +554,17 @@ export class Trainer {
       return { stats: r, flat, shards: 1 };
     }
     const pool = this.pool!;
-    pool.start(this.model, shards.slice(1));
-    const local = this.model.lossAndGrads(shards[0]!);
+    const net = netOf(this.model);
+    pool.start(net, shards.slice(1));
+    const local = net.lossAndGrads(shards[0]!);
     const remote = pool.finish();
+    if (this.model instanceof LoraModel) {
+      const combined = combineShardGrads(net, local, remote);
+      const g = paramGrads(this.model, combined.grads);
+      const flat = this.adam.flatten(g);
+      for (const t of g.values()) t.dispose();
+      return { stats: combined.stats, flat, shards: shards.length };
+    }
     const flat = this.adam.flatten(local.grads);
     for (const g of local.grads.values()) g.dispose();
     const combined = combineFlat({ stats: local, flat }, remote);

@@ -17,6 +17,7 @@ import { DataOrder, DataOrderState } from './dataOrder';
 import type { EvalSummary } from './eval';
 import { InputError, writeJsonAtomic } from './files';
 import { checkBaseFolder, loadHfFolder } from './hfModel';
+import { LoraModel, LoraSpec, baseFiles, checkLoraRecord, parseLoraSpec } from './lora';
 import { evaluateModel, loadTasks, trainingKeysOf } from './jobEval';
 import {
   CODE_VERSION,
@@ -55,6 +56,11 @@ export interface SftOptions {
    * tokenizer is the lab's and the run's; the optimiser settings stay the preset's.
    */
   base?: string;
+  /**
+   * With `base`: LoRA adapters ("r,alpha[,targets]", trainer/lora.ts) on a frozen base
+   * instead of full fine-tuning. A resumed or continued LoRA run keeps its own.
+   */
+  lora?: string;
   /** Seconds between checkpoints (default 120). */
   checkpointEverySeconds?: number;
   /** Budget fractions at which held-out accuracy is measured (default [0.5, 1]). */
@@ -79,6 +85,8 @@ interface RunConfig {
   from?: { run: string; checkpoint: string; step: number };
   /** The Hugging Face model folder it started from (--base). */
   base?: { dir: string; architecture: string; dtypes: string[]; params: number };
+  /** A LoRA run (--lora): the adapters' spec and how many parameters train (the base's stay frozen). */
+  lora?: LoraSpec & { trainableParams: number };
   preset: PresetName;
   recipe: Recipe;
   model: ModelConfig;
@@ -238,8 +246,26 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const previous = previousRunConfig(runDir, 'sft', o.resume, checkSftConfig, 'ignore') as RunConfig | null;
   if (o.base !== undefined && (o.from !== undefined || previous?.from)) throw new UserError('--base and --from both give the starting weights: give one of them');
   // --base is checked before anything is written (its tokenizer must be the run's, already there).
+  if (o.lora !== undefined && o.base === undefined) throw new UserError('--lora trains adapters on a frozen base model: give --base HF_DIR too');
+  let loraSpec: LoraSpec | null = null;
+  if (o.lora !== undefined && !previous) {
+    try {
+      loraSpec = parseLoraSpec(o.lora);
+    } catch (err) {
+      throw new UserError((err as Error).message);
+    }
+  }
   const baseFolder = !previous && o.base !== undefined ? checkBaseFolder(path.resolve(o.base), files.tokenizer) : null;
   const fromRun = continuedFrom(runDir, previous, o.from);
+  // A resumed or continued LoRA run trains its adapters on (checkpoint.json's base).
+  const recordedLora = previous?.lora ?? fromRun?.config.lora;
+  if (recordedLora) {
+    try {
+      loraSpec = checkLoraRecord(recordedLora, path.join(previous ? runDir : fromRun!.dir, CONFIG_FILE));
+    } catch (err) {
+      throw new InputError((err as Error).message);
+    }
+  }
   const presetName = (previous?.preset ?? fromRun?.config.preset ?? o.preset ?? 'tiny') as PresetName;
   if (!(presetName in PRESETS)) throw new UserError(`unknown preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
   const preset = PRESETS[presetName];
@@ -327,8 +353,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   }
   if (dropped) hooks.log('warn', `dropped ${dropped}/${trainRows.length} transcripts longer than ${maxLen} tokens (never truncated)`);
 
-  // Model and optimiser, fresh or from the last checkpoint.
+  // Model and optimiser, fresh or from the last checkpoint. With LoRA, `model` is the net
+  // (merged weights: evaluation and decoding read it) and `trainable` the adapters over it.
   let model: StackModel;
+  let trainable: StackModel | LoraModel;
   let startStep = 0;
   let elapsedBefore = 0;
   let orderState: DataOrderState | null = null;
@@ -345,7 +373,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
           ? { steps: preset.steps }
           : { minutes: preset.minutes });
   const stepBudget = budget.steps;
-  const trainer = (m: StackModel) =>
+  const trainer = (m: StackModel | LoraModel) =>
     new Trainer(m, {
       // A step budget decays the learning rate over its steps, as a time budget does over its minutes.
       ...(stepBudget !== undefined && !fromRun ? { totalSteps: stepBudget } : {}),
@@ -362,14 +390,24 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   let metrics: MetricsWriter;
   if (o.resume && resumeFrom === null) {
     // Killed before its first checkpoint: nothing to continue from, so start again at step 0.
-    model = StackModel.create(cfg, seed);
-    opt = trainer(model);
+    if (loraSpec) {
+      // A LoRA run starts again from its base (config.json's), with fresh adapters.
+      const dir = previous?.base?.dir;
+      if (!dir) throw new UserError(`${configFile}: a LoRA run without "base": start it again in a new --run`);
+      const files = baseFiles(dir);
+      model = StackModel.fromWeights(cfg, loadHfFolder(dir).weights);
+      trainable = LoraModel.create(model, loraSpec, { dir, files }, seed);
+    } else trainable = model = StackModel.create(cfg, seed);
+    opt = trainer(trainable);
     metrics = openMetrics(runDir, 0);
     hooks.log('warn', `${runDir} has no checkpoint yet (the run stopped before its first): starting again from step 0`);
   } else if (resumeFrom) {
     const ck = resumeFrom;
-    model = StackModel.fromWeights(ck.config, ck.weights);
-    opt = trainer(model);
+    if (ck.lora) {
+      model = StackModel.fromWeights(ck.config, ck.lora.baseWeights);
+      trainable = LoraModel.fromAdapters(model, ck.lora.spec, ck.lora.base, ck.lora.adapters);
+    } else trainable = model = StackModel.fromWeights(ck.config, ck.weights);
+    opt = trainer(trainable);
     if (ck.optimizer) opt.importState(ck.optimizer);
     else hooks.log('warn', 'the checkpoint holds no optimiser state: AdamW restarts from zero moments');
     const st = resumeStateOf(ck, RESUME_STATE);
@@ -387,14 +425,24 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       } catch (err) {
         throw new UserError(`--from ${fromRun.dir}: cannot load its checkpoint: ${(err as Error).message}`);
       }
-      model = StackModel.fromWeights(cfg, ck.weights);
+      if (ck.lora) {
+        // Continued LoRA: the same adapters trained further on the same frozen base.
+        model = StackModel.fromWeights(cfg, ck.lora.baseWeights);
+        trainable = LoraModel.fromAdapters(model, ck.lora.spec, ck.lora.base, ck.lora.adapters);
+      } else trainable = model = StackModel.fromWeights(cfg, ck.weights);
       fromCheckpoint = { run: fromRun.dir, checkpoint: ck.name, step: ck.step };
       hooks.log('info', `continued SFT from ${fromRun.dir} (${ck.name}) at a constant lr of ${preset.lr * preset.minLrRatio}`);
     } else if (baseFolder) {
-      model = StackModel.fromWeights(cfg, loadHfFolder(baseFolder.dir).weights);
-      hooks.log('info', `starting from ${baseFolder.dir} (${baseFolder.architecture}, ${baseFolder.params} parameters, ${baseFolder.dtypes.join('+')}), the optimiser settings of preset ${presetName}`);
-    } else model = StackModel.create(cfg, seed);
-    opt = trainer(model);
+      const files = baseFiles(baseFolder.dir); // before reading: a folder changed meanwhile is refused at the next load
+      trainable = model = StackModel.fromWeights(cfg, loadHfFolder(baseFolder.dir).weights);
+      if (loraSpec) trainable = LoraModel.create(model, loraSpec, { dir: baseFolder.dir, files }, seed);
+      hooks.log(
+        'info',
+        `starting from ${baseFolder.dir} (${baseFolder.architecture}, ${baseFolder.params} parameters, ${baseFolder.dtypes.join('+')}), the optimiser settings of preset ${presetName}` +
+          (loraSpec ? `; LoRA r=${loraSpec.r} alpha=${loraSpec.alpha} on ${loraSpec.targets.join(',')}: ${(trainable as LoraModel).paramCount()} trainable parameters, the base frozen` : ''),
+      );
+    } else trainable = model = StackModel.create(cfg, seed);
+    opt = trainer(trainable);
     metrics = openMetrics(runDir, null);
     const kindCounts: Record<string, number> = {};
     for (const t of trainingTasks) kindCounts[t.kind] = (kindCounts[t.kind] ?? 0) + 1;
@@ -402,6 +450,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       kind: 'sft',
       ...(fromCheckpoint ? { from: fromCheckpoint } : {}),
       ...(baseFolder ? { base: { dir: baseFolder.dir, architecture: baseFolder.architecture, dtypes: baseFolder.dtypes, params: baseFolder.params } } : {}),
+      ...(fromRun?.config.base && !baseFolder ? { base: fromRun.config.base } : {}),
+      ...(trainable instanceof LoraModel ? { lora: { ...trainable.spec, trainableParams: trainable.paramCount() } } : {}),
       preset: presetName,
       recipe,
       model: cfg,
@@ -440,7 +490,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const budgetMs = (budget.minutes ?? 0) * 60_000;
   hooks.log(
     'info',
-    `SFT: preset ${presetName} (${model.paramCount()} parameters), recipe ${recipe.name}, ` +
+    `SFT: preset ${presetName} (${model.paramCount()} parameters${trainable instanceof LoraModel ? `, ${trainable.paramCount()} trainable: LoRA` : ''}), recipe ${recipe.name}, ` +
       (totalSteps !== undefined ? `${totalSteps} steps` : `${budget.minutes} minutes`) +
       `, ${fullCount} examples, ${opt.workers.threads} extra worker thread(s)`,
   );
@@ -465,7 +515,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
 
   const divergence = new DivergenceGuard(runDir);
   const checkpoints = new RunCheckpoints(runDir, hooks, { everySeconds: o.checkpointEverySeconds, keep: o.keepCheckpoints }, () =>
-    saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed(), order: order.exportState() } }),
+    saveCheckpoint(runDir, step, trainable, opt, { [RESUME_STATE]: { step, elapsed: elapsed(), order: order.exportState() } }),
   );
   const checkpoint = () => checkpoints.write(step);
   const accuracyPoint = async (final: boolean): Promise<EvalSummary> => {
@@ -579,7 +629,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   } finally {
     metrics.close();
     opt.dispose();
-    model.dispose();
+    trainable.dispose(); // (LoRA: the adapters and the net)
   }
 }
 

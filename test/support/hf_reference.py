@@ -4,13 +4,18 @@
     python3 test/support/hf_reference.py OUT_DIR
     python3 test/support/hf_reference.py --logits MODEL_DIR 1,2,3
     python3 test/support/hf_reference.py --smol OUT_DIR
+    python3 test/support/hf_reference.py --peft MODEL_DIR ADAPTER_DIR 1,2,3
 
 The first writes OUT_DIR/<name>/ per configuration: config.json, the weights
 (model.safetensors, or two shards and model.safetensors.index.json) and reference.json
 {"ids", "logits" [T][V]}. The second reads any such folder (one the lab exported) with the
 reader here and prints {"logits": [T][V]} for the ids. The third writes one
 SmolLM2-135M-shaped random folder (hidden 576, 30 layers, 9/3 heads, MLP 1536, vocab 49152,
-BF16, tied, two shards) with its reference.json (bench/hfLoad.ts measures it).
+BF16, tied, two shards) with its reference.json (bench/hfLoad.ts measures it). The fourth
+applies a PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) to the
+model by PEFT's equations (no peft package: W' = W + (lora_alpha / r) * B @ A on each
+target module, the keys "base_model.model.<module>.lora_A.weight" / ".lora_B.weight") and
+prints the logits of the result, as --logits does.
 
 Independent of the lab's code: the safetensors files are written here (struct + json), and
 the forward pass follows transformers' modeling_llama.py / modeling_qwen2.py equations in
@@ -246,7 +251,38 @@ def forward(cfg, W, ids, dtype=torch.float32):
     return F.linear(x, head)
 
 
+def apply_peft(cfg, W, adapter_dir):
+    """PEFT's LoRA merge from its files: every lora_A/lora_B pair folded into its module's weight."""
+    with open(os.path.join(adapter_dir, "adapter_config.json")) as f:
+        ac = json.load(f)
+    assert ac["peft_type"] == "LORA", ac["peft_type"]
+    assert ac.get("bias", "none") == "none" and not ac.get("use_rslora") and not ac.get("use_dora") and not ac.get("fan_in_fan_out")
+    scaling = ac["lora_alpha"] / ac["r"]
+    A = read_safetensors(os.path.join(adapter_dir, "adapter_model.safetensors"))
+    prefix = "base_model.model."
+    done = set()
+    for key in sorted(A):
+        assert key.startswith(prefix) and (key.endswith(".lora_A.weight") or key.endswith(".lora_B.weight")), key
+        module = key[len(prefix):-len(".lora_A.weight")]
+        if module in done:
+            continue
+        assert module.split(".")[-1] in ac["target_modules"], module
+        a = A[prefix + module + ".lora_A.weight"].float()
+        b = A[prefix + module + ".lora_B.weight"].float()
+        assert a.shape[0] == ac["r"] and b.shape[1] == ac["r"], (a.shape, b.shape)
+        W[module + ".weight"] = W[module + ".weight"].float() + scaling * (b @ a)
+        done.add(module)
+    return cfg, W
+
+
 def main():
+    if sys.argv[1] == "--peft":
+        cfg, W = read_folder(sys.argv[2])
+        torch.set_grad_enabled(False)
+        cfg, W = apply_peft(cfg, {k: v.float() for k, v in W.items()}, sys.argv[3])
+        ids = [int(x) for x in sys.argv[4].split(",")]
+        print(json.dumps({"logits": forward(cfg, W, ids).tolist()}))
+        return
     if sys.argv[1] == "--logits":
         cfg, W = read_folder(sys.argv[2])
         ids = [int(x) for x in sys.argv[3].split(",")]
