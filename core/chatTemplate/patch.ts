@@ -490,11 +490,10 @@ function patch(source: string, base: Record<string, unknown>): PatchResult {
   } catch (err) {
     throw new Refusal(`the template does not parse: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const cases = PROBES.map((p, i) => ({ p, r: turnsOf(source, base, p, i) })).filter((c): c is { p: Probe; r: NonNullable<typeof c.r> } => c.r !== null);
-  if (!cases.some((c) => c.r.turns.length > 0)) throw new Refusal('no probe conversation renders an assistant turn whose text a later turn leaves unchanged: nothing to place the blocks by');
-
   const tree = parse(source);
   const loop = findMessageLoop(tree);
+  const cases = PROBES.map((p, i) => ({ p, r: turnsOf(source, base, p, i) })).filter((c): c is { p: Probe; r: NonNullable<typeof c.r> } => c.r !== null);
+  if (!cases.some((c) => c.r.turns.length > 0)) throw new Refusal('no probe conversation renders an assistant turn whose text a later turn leaves unchanged: nothing to place the blocks by');
   const body = (): Node[][] => loop.branches.map((b) => b.children);
   body().forEach(splitOutputs);
 

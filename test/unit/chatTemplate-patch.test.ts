@@ -1,0 +1,236 @@
+// patchGenerationTags (core/chatTemplate/patch.ts, issue 30): the five published templates
+// of test/fixtures/chat-templates that lack {% generation %} blocks, patched. The patched
+// template renders what the original renders (the published examples byte for byte, and the
+// test conversations with and without the generation prompt); its generation mask is no
+// longer all zero and supervises exactly each assistant turn's content and end-of-turn token:
+// the prefix-difference mask where that mask is defined, and where it differs, the test says
+// where and why. Templates it cannot patch safely get a reason, not a patch.
+import * as assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { ChatModel, computeRowMask, loadChatModel, parseConversationRow, patchGenerationTags, type RowMask } from '../../core/chatTemplate';
+import { repoRoot } from '../support/reference';
+
+const FIXTURES = path.join(repoRoot, 'test/fixtures/chat-templates');
+
+function files(name: string): { tokenizerJson: string; tokenizerConfigJson?: string; chatTemplateJinja?: string } {
+  const dir = path.join(FIXTURES, name);
+  const read = (f: string): string | undefined => (existsSync(path.join(dir, f)) ? readFileSync(path.join(dir, f), 'utf8') : undefined);
+  const cfg = read('tokenizer_config.json');
+  const jinja = read('chat_template.jinja');
+  return { tokenizerJson: read('tokenizer.json')!, ...(cfg !== undefined ? { tokenizerConfigJson: cfg } : {}), ...(jinja !== undefined ? { chatTemplateJinja: jinja } : {}) };
+}
+const sourceOf = (name: string): string => {
+  const f = files(name);
+  return f.chatTemplateJinja ?? (JSON.parse(f.tokenizerConfigJson!) as { chat_template: string }).chat_template;
+};
+
+/** The family's model and the same model with the patched template (chat_template.jinja wins, as in transformers). */
+function patched(name: string): { original: ChatModel; patched: ChatModel; notes: string[]; template: string } {
+  const original = loadChatModel(files(name));
+  const r = patchGenerationTags(sourceOf(name), { vars: original.tokenVars });
+  assert.ok(r.ok, r.ok ? '' : `${name}: ${r.reason}`);
+  return { original, patched: loadChatModel({ ...files(name), chatTemplateJinja: r.template }), notes: r.notes, template: r.template };
+}
+
+const supervised = (r: RowMask, rule: 'generation' | 'prefix'): string =>
+  r.tokens
+    .filter((t) => t[rule])
+    .map((t) => t.text)
+    .join('');
+const codes = (r: RowMask): string[] => r.findings.map((f) => f.code);
+
+const TOOLS = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_current_temperature',
+      description: 'Get the current temperature at a location.',
+      parameters: { type: 'object', properties: { location: { type: 'string', description: 'The location.' } }, required: ['location'] },
+    },
+  },
+];
+const call = (id: string, location: string): unknown[] => [{ id, type: 'function', function: { name: 'get_current_temperature', arguments: { location } } }];
+/** The multi-turn tool-calling conversation of test/unit/chatTemplate.test.ts (TRL's format). */
+const TOOL_ROW = {
+  messages: [
+    { role: 'system', content: 'You are a helpful assistant.' },
+    { role: 'user', content: 'What is the temperature in Paris?' },
+    { role: 'assistant', content: '', tool_calls: call('call00001', 'Paris, France') },
+    { role: 'tool', name: 'get_current_temperature', tool_call_id: 'call00001', content: '22.0' },
+    { role: 'assistant', content: 'It is 22 degrees celsius.' },
+    { role: 'user', content: 'And in Santiago?' },
+    { role: 'assistant', content: '', tool_calls: call('call00002', 'Santiago, Chile') },
+    { role: 'tool', name: 'get_current_temperature', tool_call_id: 'call00002', content: '18.5' },
+    { role: 'assistant', content: 'It is 18.5 degrees celsius in Santiago.' },
+  ],
+  tools: TOOLS,
+};
+/** The example dialogue of https://ai.google.dev/gemma/docs/core/prompt-structure. */
+const KNOCK = {
+  messages: [
+    { role: 'user', content: 'knock knock' },
+    { role: 'assistant', content: 'who is there' },
+    { role: 'user', content: 'Gemma' },
+    { role: 'assistant', content: 'Gemma who?' },
+  ],
+};
+
+describe('patchGenerationTags: the published templates', () => {
+  for (const fam of ['llama3.1', 'qwen2.5', 'qwen3', 'gemma3', 'mistral'] as const) {
+    it(`${fam}: the patched template renders the published example and the test conversations byte for byte as the original`, () => {
+      const { original, patched: p, template } = patched(fam);
+      assert.match(template, /{%-? generation %}/);
+      const ex = JSON.parse(readFileSync(path.join(FIXTURES, fam, 'example.json'), 'utf8')) as { data: Record<string, unknown>; target: string };
+      const out = p.template(ex.data['tools'] !== undefined).render(ex.data);
+      assert.equal(out.text, ex.target);
+      const rows: Record<string, unknown>[] = fam === 'gemma3' ? [KNOCK] : [KNOCK, TOOL_ROW, { ...TOOL_ROW, messages: TOOL_ROW.messages.slice(0, 5) }];
+      for (const row of rows) {
+        for (let k = 1; k <= (row['messages'] as unknown[]).length; k++) {
+          for (const agp of [false, true]) {
+            const vars = { ...original.tokenVars, ...row, messages: (row['messages'] as unknown[]).slice(0, k), add_generation_prompt: agp };
+            let want: string;
+            try {
+              want = original.template(row['tools'] !== undefined).render(vars).text;
+            } catch {
+              continue; // a prefix the original refuses (Gemma 3 wants user/assistant turns alternating)
+            }
+            assert.equal(p.template(row['tools'] !== undefined).render(vars).text, want, `${k} messages, add_generation_prompt=${agp}`);
+          }
+        }
+      }
+    });
+  }
+
+  it('llama3.1: the generation mask is the prefix mask token for token: every assistant turn and its <|eot_id|>', () => {
+    const { original, patched: p, notes } = patched('llama3.1');
+    assert.deepEqual(notes, []);
+    const before = computeRowMask(original, parseConversationRow(TOOL_ROW));
+    assert.ok(codes(before).includes('all-zero-generation-mask'));
+    const r = computeRowMask(p, parseConversationRow(TOOL_ROW));
+    assert.deepEqual(codes(r), []);
+    const c = (loc: string): string => `{"name": "get_current_temperature", "parameters": {"location": "${loc}"}}<|eot_id|>`;
+    assert.equal(supervised(r, 'generation'), c('Paris, France') + 'It is 22 degrees celsius.<|eot_id|>' + c('Santiago, Chile') + 'It is 18.5 degrees celsius in Santiago.<|eot_id|>');
+    assert.deepEqual(
+      r.tokens.map((t) => t.generation),
+      r.tokens.map((t) => t.prefix),
+    );
+  });
+
+  it('gemma3: the generation mask is the prefix mask token for token: the model turns and their <end_of_turn>', () => {
+    const { patched: p, notes } = patched('gemma3');
+    assert.deepEqual(notes, []);
+    const r = computeRowMask(p, parseConversationRow(KNOCK));
+    assert.deepEqual(codes(r), []);
+    assert.equal(supervised(r, 'generation'), 'who is there<end_of_turn>Gemma who?<end_of_turn>');
+    assert.deepEqual(
+      r.tokens.map((t) => t.generation),
+      r.tokens.map((t) => t.prefix),
+    );
+  });
+
+  it('qwen2.5: plain turns as the prefix mask; a tool-call turn also holds the "\\n" after "<|im_start|>assistant" (said in a note and by gen-prompt-supervised)', () => {
+    const { patched: p, notes } = patched('qwen2.5');
+    // The template writes that newline inside `'\n' + message.content` or the first `'\n<tool_call>'`:
+    // no single place after it starts both shapes of turn, so the block opens before it.
+    assert.equal(notes.length, 1);
+    assert.match(notes[0]!, /a tool-call turn: the generation block also holds "\\n" before the supervised text/);
+    const plain = computeRowMask(p, parseConversationRow(KNOCK));
+    assert.deepEqual(codes(plain), []);
+    assert.equal(supervised(plain, 'generation'), 'who is there<|im_end|>Gemma who?<|im_end|>');
+    const r = computeRowMask(p, parseConversationRow(TOOL_ROW));
+    const c = (loc: string): string => `<tool_call>\n{"name": "get_current_temperature", "arguments": {"location": "${loc}"}}\n</tool_call><|im_end|>`;
+    assert.equal(supervised(r, 'prefix'), c('Paris, France') + 'It is 22 degrees celsius.<|im_end|>' + c('Santiago, Chile') + 'It is 18.5 degrees celsius in Santiago.<|im_end|>');
+    assert.equal(supervised(r, 'generation'), '\n' + c('Paris, France') + 'It is 22 degrees celsius.<|im_end|>' + '\n' + c('Santiago, Chile') + 'It is 18.5 degrees celsius in Santiago.<|im_end|>');
+    const differ = r.tokens.filter((t) => t.generation !== t.prefix);
+    assert.deepEqual(
+      differ.map((t) => [t.text, t.messageIndex]),
+      [
+        ['\n', 2],
+        ['\n', 6],
+      ],
+    );
+    assert.deepEqual(codes(r), ['gen-prompt-supervised', 'gen-prompt-supervised']);
+  });
+
+  it('qwen3: the last turn as the prefix mask (its empty think block included, as before); earlier turns, where the prefix mask has nothing, get their content and <|im_end|>', () => {
+    const { original, patched: p, notes } = patched('qwen3');
+    assert.deepEqual(notes, []);
+    const row = parseConversationRow({ messages: TOOL_ROW.messages.slice(0, 5), tools: TOOLS });
+    const r = computeRowMask(p, row);
+    assert.ok(!codes(r).includes('all-zero-generation-mask'));
+    // A later turn re-renders earlier ones without their think block: the prefix mask cannot place them.
+    assert.deepEqual(
+      r.findings.filter((f) => f.code === 'prefix-unstable').map((f) => f.message_index),
+      [2],
+    );
+    assert.equal(supervised(r, 'prefix'), '<think>\n\n</think>\n\nIt is 22 degrees celsius.<|im_end|>');
+    const c = '<tool_call>\n{"name": "get_current_temperature", "arguments": {"location": "Paris, France"}}\n</tool_call><|im_end|>';
+    assert.equal(supervised(r, 'generation'), c + '<think>\n\n</think>\n\nIt is 22 degrees celsius.<|im_end|>');
+    // Where both masks speak (the last turn) they agree token for token.
+    const last = r.tokens.filter((t) => t.prefix);
+    assert.ok(last.every((t) => t.generation));
+    // The empty think block the template writes on the last turn is supervised by both (Qwen3's own shape): the finding stays.
+    assert.ok(codes(r).includes('empty-think-supervised'));
+    // And a think block in the data (reasoning_content) is inside the block too.
+    const think = parseConversationRow({ messages: [{ role: 'user', content: 'Hi?' }, { role: 'assistant', content: 'Hello.', reasoning_content: 'Greet back.' }] });
+    const t = computeRowMask(p, think);
+    assert.equal(supervised(t, 'generation'), '<think>\nGreet back.\n</think>\n\nHello.<|im_end|>');
+    assert.equal(supervised(t, 'generation'), supervised(t, 'prefix'));
+    assert.ok(codes(computeRowMask(original, think)).includes('all-zero-generation-mask'));
+  });
+
+  it('mistral: the last turn as the prefix mask; earlier turns, where the prefix mask has nothing, get their text and </s>', () => {
+    const { patched: p, notes } = patched('mistral');
+    assert.deepEqual(notes, []);
+    const r = computeRowMask(p, parseConversationRow(TOOL_ROW));
+    assert.ok(!codes(r).includes('all-zero-generation-mask'));
+    const c = (loc: string, id: string): string => ` [TOOL_CALLS] [{"name": "get_current_temperature", "arguments": {"location": "${loc}"}, "id": "${id}"}] </s>`;
+    assert.equal(supervised(r, 'prefix'), c('Santiago, Chile', 'call00002') + ' It is 18.5 degrees celsius in Santiago. </s>');
+    assert.equal(supervised(r, 'generation'), c('Paris, France', 'call00001') + ' It is 22 degrees celsius. </s>' + c('Santiago, Chile', 'call00002') + ' It is 18.5 degrees celsius in Santiago. </s>');
+    const k = computeRowMask(p, parseConversationRow(KNOCK));
+    assert.deepEqual(codes(k), []);
+    assert.deepEqual(
+      k.tokens.map((t) => t.generation),
+      k.tokens.map((t) => t.prefix),
+    );
+  });
+});
+
+describe('patchGenerationTags: refusals', () => {
+  it('a template that already has generation blocks (SmolLM3) is left alone', () => {
+    const r = patchGenerationTags(sourceOf('smollm3'));
+    assert.deepEqual(r, { ok: false, reason: 'the template already has {% generation %} blocks' });
+  });
+
+  it('a turn that starts inside an expression it cannot cut: a reason, not a patch', () => {
+    const t = "{% for m in messages %}{{ ('<' ~ m.role ~ '>\\n' ~ m.content) ~ '<|end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<assistant>\\n' }}{% endif %}";
+    const r = patchGenerationTags(t);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /starts or ends inside \{\{ .* \}\}, which is not a string literal that can be cut/);
+  });
+
+  it('no loop over messages, a template that does not parse, two loops that both render: each named', () => {
+    const none = patchGenerationTags("{{ messages[0].content }}{{ messages[1].content + '<eot>' }}");
+    assert.equal(none.ok, false);
+    assert.match(none.ok ? '' : none.reason, /no `\{% for \.\.\. in messages %\}` loop/);
+    const bad = patchGenerationTags('{% for m in messages %}{{ m.content }');
+    assert.equal(bad.ok, false);
+    assert.match(bad.ok ? '' : bad.reason, /does not parse|unclosed/);
+    const two = patchGenerationTags("{% for m in messages %}{{ m.role }}{% endfor %}{% for m in messages %}{{ m.content + '<eot>' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant' }}{% endif %}");
+    assert.equal(two.ok, false);
+    assert.match(two.ok ? '' : two.reason, /2 loops over messages render text/);
+  });
+
+  it('a minimal ChatML template: one assistant-only block, outputs printed as written', () => {
+    const t =
+      "{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\\n' + m.content + '<|im_end|>\\n' }}{% else %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    const r = patchGenerationTags(t);
+    assert.ok(r.ok);
+    assert.equal(r.blocks, 1);
+    assert.equal(
+      r.template,
+      "{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\\n' }}{% generation %}{{ m.content }}{{ '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}{% else %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    );
+  });
+});
