@@ -4,11 +4,15 @@
 // test conversations with and without the generation prompt); its generation mask is no
 // longer all zero and supervises exactly each assistant turn's content and end-of-turn token:
 // the prefix-difference mask where that mask is defined, and where it differs, the test says
-// where and why. Templates it cannot patch safely get a reason, not a patch.
+// where and why. Templates it cannot patch safely get a reason, not a patch. And the quick
+// fix's edit (language-server/chatTemplateFolder.ts): a new folder, nothing written over.
 import * as assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ChatModel, computeRowMask, loadChatModel, parseConversationRow, patchGenerationTags, type RowMask } from '../../core/chatTemplate';
+import { type PatchedFolderFix, freePatchedFolder, patchedFolderFix, readTemplateFolder } from '../../language-server/chatTemplateFolder';
 import { repoRoot } from '../support/reference';
 
 const FIXTURES = path.join(repoRoot, 'test/fixtures/chat-templates');
@@ -232,5 +236,88 @@ describe('patchGenerationTags: refusals', () => {
       r.template,
       "{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\\n' }}{% generation %}{{ m.content }}{{ '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}{% else %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
     );
+  });
+});
+
+/** Applies a fix's documentChanges as an LSP client would: CreateFile with overwrite off fails on an existing file. */
+function apply(fix: PatchedFolderFix): void {
+  for (const c of fix.documentChanges!) {
+    if ('kind' in c) {
+      const p = fileURLToPath(c.uri);
+      if (existsSync(p)) throw new Error(`${p} exists: CreateFile refuses`);
+      mkdirSync(path.dirname(p), { recursive: true });
+      writeFileSync(p, '');
+    } else {
+      const p = fileURLToPath(c.textDocument.uri);
+      writeFileSync(p, c.edits[0]!.newText);
+    }
+  }
+}
+
+describe('the quick fix: a patched template written to a new folder', () => {
+  let tmp: string;
+  beforeEach(() => {
+    tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-patch-'));
+  });
+  afterEach(() => rmSync(tmp, { recursive: true, force: true }));
+  const toUri = (p: string): string => pathToFileURL(p).href;
+
+  it('llama3.1 (template in tokenizer_config.json): <name>-generation/ with the patched chat_template.jinja, unchanged copies and a README; the next offer takes another name', () => {
+    const dir = path.join(tmp, 'llama');
+    cpSync(path.join(FIXTURES, 'llama3.1'), dir, { recursive: true });
+    const fix = patchedFolderFix(dir, toUri);
+    assert.equal(fix.refused, undefined, fix.refused);
+    assert.equal(fix.folder, path.join(tmp, 'llama-generation'));
+    assert.equal(fix.title, 'Write a patched template with generation tags to llama-generation/ (select it with Agent Lab: Choose Chat Template…)');
+    const creates = fix.documentChanges!.filter((c) => 'kind' in c);
+    assert.deepEqual(
+      creates.map((c) => ('kind' in c ? [path.basename(fileURLToPath(c.uri)), c.options] : [])),
+      ['chat_template.jinja', 'tokenizer.json', 'tokenizer_config.json', 'README.md'].map((f) => [f, { overwrite: false, ignoreIfExists: false }]),
+    );
+    apply(fix);
+    const out = path.join(tmp, 'llama-generation');
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) assert.ok(readFileSync(path.join(out, f)).equals(readFileSync(path.join(dir, f))), `${f} is copied byte for byte`);
+    const r = patchGenerationTags(sourceOf('llama3.1'), { vars: loadChatModel(files('llama3.1')).tokenVars });
+    assert.ok(r.ok);
+    assert.equal(readFileSync(path.join(out, 'chat_template.jinja'), 'utf8'), r.template);
+    const readme = readFileSync(path.join(out, 'README.md'), 'utf8');
+    assert.match(readme, new RegExp(`the chat template of ${path.join(dir, 'tokenizer_config.json').replace(/[\\.]/g, '\\$&')} \\(its chat_template\\) with 2 \\{% generation %\\} blocks added`));
+    // The new folder is a template folder whose generation mask is no longer all zero; the original is untouched.
+    const row = parseConversationRow({ messages: [{ role: 'user', content: 'Hi?' }, { role: 'assistant', content: 'Hello.' }] });
+    assert.deepEqual(codes(computeRowMask(readTemplateFolder(out), row)), []);
+    assert.ok(codes(computeRowMask(readTemplateFolder(dir), row)).includes('all-zero-generation-mask'));
+    // Applied once, the folder exists: the next fix picks llama-generation-2, never the same folder.
+    const again = patchedFolderFix(dir, toUri);
+    assert.equal(again.folder, path.join(tmp, 'llama-generation-2'));
+    assert.throws(() => apply(fix), /exists: CreateFile refuses/);
+  });
+
+  it('qwen3 (chat_template.jinja): the README names that file; qwen2.5 notes its tool-call newline in the README', () => {
+    const q3 = path.join(tmp, 'qwen3');
+    cpSync(path.join(FIXTURES, 'qwen3'), q3, { recursive: true });
+    const f3 = patchedFolderFix(q3, toUri);
+    apply(f3);
+    assert.match(readFileSync(path.join(tmp, 'qwen3-generation', 'README.md'), 'utf8'), new RegExp(`the chat template of ${path.join(q3, 'chat_template.jinja').replace(/[\\.]/g, '\\$&')} with 1 \\{% generation %\\} block added`));
+    const q25 = path.join(tmp, 'qwen2.5');
+    cpSync(path.join(FIXTURES, 'qwen2.5'), q25, { recursive: true });
+    const f25 = patchedFolderFix(q25, toUri);
+    apply(f25);
+    assert.match(readFileSync(path.join(tmp, 'qwen2.5-generation', 'README.md'), 'utf8'), /Where its generation mask differs from the prefix-difference mask: a tool-call turn: the generation block also holds "\\n" before/);
+  });
+
+  it('refusals: a template it cannot patch, a list of named templates, no free name; each with its reason', () => {
+    const smol = path.join(tmp, 'smol');
+    cpSync(path.join(FIXTURES, 'smollm3'), smol, { recursive: true });
+    assert.equal(patchedFolderFix(smol, toUri).refused, 'the template cannot be patched safely: the template already has {% generation %} blocks');
+    const list = path.join(tmp, 'list');
+    cpSync(path.join(FIXTURES, 'qwen2.5'), list, { recursive: true });
+    const cfg = JSON.parse(readFileSync(path.join(list, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(path.join(list, 'tokenizer_config.json'), JSON.stringify({ ...cfg, chat_template: [{ name: 'default', template: cfg['chat_template'] }, { name: 'tool_use', template: cfg['chat_template'] }] }));
+    assert.match(patchedFolderFix(list, toUri).refused ?? '', /a list of named templates: a single chat_template.jinja would replace every one of them/);
+    const taken = patchedFolderFix(path.join(FIXTURES, 'qwen2.5'), toUri, (p) => existsSync(p) || /-generation(-\d+)?$/.test(p));
+    assert.match(taken.refused ?? '', /qwen2.5-generation and -generation-2 ... -99 beside .* all exist/);
+    assert.equal(freePatchedFolder(path.join(tmp, 'a'), (p) => p.endsWith('a-generation')), path.join(tmp, 'a-generation-2'));
+    // The repository's own qwen2.5-generation fixture is taken: the fix on qwen2.5 picks -2.
+    assert.equal(patchedFolderFix(path.join(FIXTURES, 'qwen2.5'), toUri).folder, path.join(FIXTURES, 'qwen2.5-generation-2'));
   });
 });
