@@ -86,7 +86,22 @@ export function freePatchedFolder(dir: string, exists: (p: string) => boolean = 
  */
 export function patchedFolderFix(dir: string, toUri: (p: string) => string, exists: (p: string) => boolean = fs.existsSync): PatchedFolderFix {
   const title = 'Write a patched template with generation tags';
-  const refuse = (why: string): PatchedFolderFix => ({ title: `${title}…`, refused: why });
+  const folder = freePatchedFolder(dir, exists);
+  if (folder === null) return { title: `${title}…`, refused: `${path.basename(dir)}-generation and -generation-2 ... -99 beside ${dir} all exist` };
+  const files = patchedFolderFiles(dir, folder, exists);
+  if ('refused' in files) return { title: `${title}…`, refused: files.refused };
+  const documentChanges: NonNullable<PatchedFolderFix['documentChanges']> = [];
+  for (const [name, text] of files.files) {
+    const uri = toUri(path.join(folder, name));
+    documentChanges.push({ kind: 'create', uri, options: { overwrite: false, ignoreIfExists: false } });
+    documentChanges.push({ textDocument: { uri, version: null }, edits: [{ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, newText: text }] });
+  }
+  return { title: `${title} to ${path.basename(folder)}/ (select it with Agent Lab: Choose Chat Template…)`, folder, documentChanges };
+}
+
+/** The files of the patched folder `folder` made from the template folder `dir` (name, text), or why there are none. Shared with `agent-lab mask --patch-out`. */
+export function patchedFolderFiles(dir: string, folder: string, exists: (p: string) => boolean = fs.existsSync): { files: [string, string][]; blocks: number; notes: string[] } | { refused: string } {
+  const refuse = (why: string): { refused: string } => ({ refused: why });
   const read = (name: string, cap: number): string | undefined => {
     const file = path.join(dir, name);
     if (!exists(file)) return undefined;
@@ -121,8 +136,6 @@ export function patchedFolderFix(dir: string, toUri: (p: string) => string, exis
   }
   const r = patchGenerationTags(source, { vars: tokenVars });
   if (!r.ok) return refuse(`the template cannot be patched safely: ${r.reason}`);
-  const folder = freePatchedFolder(dir, exists);
-  if (folder === null) return refuse(`${path.basename(dir)}-generation and -generation-2 ... -99 beside ${dir} all exist`);
   const readme = [
     `# ${path.basename(folder)}`,
     '',
@@ -137,11 +150,5 @@ export function patchedFolderFix(dir: string, toUri: (p: string) => string, exis
     ...(configText !== undefined ? ([[TOKENIZER_CONFIG_FILE, configText]] as [string, string][]) : []),
     ['README.md', readme],
   ];
-  const documentChanges: NonNullable<PatchedFolderFix['documentChanges']> = [];
-  for (const [name, text] of files) {
-    const uri = toUri(path.join(folder, name));
-    documentChanges.push({ kind: 'create', uri, options: { overwrite: false, ignoreIfExists: false } });
-    documentChanges.push({ textDocument: { uri, version: null }, edits: [{ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, newText: text }] });
-  }
-  return { title: `${title} to ${path.basename(folder)}/ (select it with Agent Lab: Choose Chat Template…)`, folder, documentChanges };
+  return { files, blocks: r.blocks, notes: r.notes };
 }
