@@ -315,7 +315,11 @@ const sameOut = (a: Node | undefined, b: Node | undefined): boolean => {
 };
 const isBlank = (n: Node): boolean => n.k === 'comment' || (n.k === 'text' && n.s.trim() === '');
 
-/** Outputs every branch of an exhaustive `if` starts with are output once before it (innermost first). */
+/**
+ * Outputs every branch of an exhaustive `if` starts with are output once before it (innermost
+ * first) -- only where whitespace control gives the same text whatever the branch's input:
+ * the whitespace the move takes away or brings together is stripped before and after.
+ */
 function hoist(ns: Node[]): void {
   for (let i = 0; i < ns.length; i++) {
     const n = ns[i]!;
@@ -328,6 +332,21 @@ function hoist(ns: Node[]): void {
       if (firsts.some((f) => f < 0)) break;
       const heads = n.branches.map((b, j) => b.children[firsts[j]!]);
       if (!heads.every((h) => sameOut(h, heads[0]))) break;
+      const op = heads[0] as OutNode;
+      const before = moved.length > 0 ? '' : (ns[i - 1]?.k === 'text' ? (ns[i - 1] as TextNode).s : '');
+      // Before the `if`: what preceded it was stripped by its dash exactly when the output's dash strips it now.
+      if (op.l ? !(n.branches[0]!.head.l || before === '') : before !== '') break;
+      const safe = n.branches.every((b, j) => {
+        const f = firsts[j]!;
+        const blanks = b.children.slice(0, f).some((c) => c.k === 'text' && c.s !== '');
+        if (blanks && !op.l && !b.head.r) return false; // indentation the output printed would vanish
+        const after = b.children[f + 1];
+        if (after === undefined || after.k !== 'text') return true;
+        const next = b.children[f + 2];
+        // Whitespace after the output now follows the branch's tag: it must be stripped either way.
+        return after.s.trim() === '' && (b.head.r || (next !== undefined && dashLeft(next)));
+      });
+      if (!safe) break;
       // All branches left: the output and the blank text before it go.
       n.branches.forEach((b, j) => b.children.splice(0, firsts[j]! + 1));
       moved.push(heads[0]!);
@@ -594,6 +613,7 @@ function patch(source: string, base: Record<string, unknown>): PatchResult {
       const to = list.indexOf(last[d]!.node);
       if (from > to) throw new Refusal(`message ${t.message} of a probe: its supervised text is written out of order`);
       const path = first.slice(0, d + 1);
+      scopeGuard(list, from, to, body());
       // Turn shapes that want overlapping runs of one list share their union (the check below says what it costs).
       const existing = places.find((p) => p.list === list && p.from <= to && from <= p.to);
       if (existing) {
@@ -624,6 +644,37 @@ function patch(source: string, base: Record<string, unknown>): PatchResult {
   }
   const patched = serialize(tree);
   return { ok: true, template: patched, blocks: places.length, notes: verify(source, patched, base, cases) };
+}
+
+/**
+ * transformers compiles `{% generation %}` to a call block, whose body is a scope of its own: a
+ * plain `{% set x = ... %}` inside the block would no longer reach what follows it (@huggingface/jinja,
+ * which only strips the tags, would not show it). Such a run is refused.
+ */
+function scopeGuard(list: Node[], from: number, to: number, loopBody: Node[][]): void {
+  const names = new Set<string>();
+  const walk = (ns: Node[]): void => {
+    for (const n of ns) {
+      if (n.k === 'tag' && n.kw === 'set') {
+        const m = /^(\w+)\s*=/.exec(n.body);
+        if (m) names.add(m[1]!);
+      } else if (n.k === 'block' && n.kw !== 'for' && n.kw !== 'macro') n.branches.forEach((b) => walk(b.children));
+    }
+  };
+  const run = list.slice(from, to + 1);
+  walk(run);
+  if (names.size === 0) return;
+  const skip = new Set<Node>(run);
+  const rest = (ns: Node[]): Node[] => ns.filter((x) => !skip.has(x)).map((x) => (x.k === 'block' ? { ...x, branches: x.branches.map((br) => ({ head: br.head, children: rest(br.children) })) } : x));
+  // What is read outside the run: its text without the targets of other assignments.
+  const outside = loopBody
+    .map((b) => serialize(rest(b)))
+    .join('')
+    .replace(/{%-?\s*set\s+\w+\s*=/g, '');
+  for (const name of names) {
+    // A name, not an attribute or a key of that name (message.content, message['content']).
+    if (new RegExp(`(?<![.\\w'"])${name}\\b`).test(outside)) throw new Refusal(`{% set ${name} %} inside the assistant turn is read outside it: in a {% generation %} block (a scope of its own in transformers) it would no longer be`);
+  }
 }
 
 function contains(ns: Node[], list: Node[]): boolean {

@@ -226,6 +226,30 @@ describe('patchGenerationTags: refusals', () => {
     assert.match(two.ok ? '' : two.reason, /2 loops over messages render text/);
   });
 
+  it('a {% set %} inside the turn that is read after it: refused (a generation block is a scope of its own in transformers)', () => {
+    const t =
+      "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}{% if m.role == 'assistant' %}{{ m.content }}{% set said = m.content %}{{ '<|im_end|>' }}{% else %}{% set said = '' %}{{ m.content + '<|im_end|>' }}{% endif %}{{ '\\n' if said else '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    const r = patchGenerationTags(t);
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /\{% set said %\} inside the assistant turn is read outside it/);
+    // The same template without the read afterwards is patched.
+    const ok = patchGenerationTags(t.replace("{{ '\\n' if said else '\\n' }}", "{{ '\\n' }}"));
+    assert.ok(ok.ok, ok.ok ? '' : ok.reason);
+  });
+
+  it('an output every branch starts with is not hoisted where that would move whitespace: the block then cannot be placed, and says so', () => {
+    // Without dashes, the indentation before each branch's header is printed: hoisting the header would drop it.
+    const t =
+      "{% for m in messages %}{% if m.role == 'assistant' %}{% if m.tool_calls %}\n  {{ '<A>' }}{{ 'calls' + '<E>' }}{% else %}\n  {{ '<A>' }}{{ m.content }}{% endif %}{{ '<E>' }}{% else %}{{ '<U>' + m.content + '<E>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '  <A>' }}{% endif %}";
+    const r = patchGenerationTags(t);
+    assert.equal(r.ok, false, r.ok ? r.template : '');
+    assert.match(r.ok ? '' : r.reason, /a plain turn: the generation block would hold " {2}<A>First answer.<E>" where the prefix-difference mask supervises "First answer.<E>"/);
+    // With dashes the indentation is stripped either way: the header is hoisted and the turn gets its block.
+    const dashed = patchGenerationTags(t.replace(/\{\{ '<A>' \}\}/g, "{{- '<A>' }}").replace("{{ '  <A>' }}", "{{ '<A>' }}"));
+    assert.ok(dashed.ok, dashed.ok ? '' : dashed.reason);
+    assert.match(dashed.template, /\{\{- '<A>' \}\}\{% generation %\}\{% if m.tool_calls %\}/);
+  });
+
   it('a minimal ChatML template: one assistant-only block, outputs printed as written', () => {
     const t =
       "{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\\n' + m.content + '<|im_end|>\\n' }}{% else %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
