@@ -84,11 +84,11 @@ export function freePatchedFolder(dir: string, exists: (p: string) => boolean = 
  * from which file. It writes over nothing (a free name, and CreateFile with overwrite off) and
  * leaves the chatTemplate setting alone: the picker selects the new folder.
  */
-export function patchedFolderFix(dir: string, toUri: (p: string) => string, exists: (p: string) => boolean = fs.existsSync): PatchedFolderFix {
+export function patchedFolderFix(dir: string, toUri: (p: string) => string, exists: (p: string) => boolean = fs.existsSync, loaded?: ChatModel): PatchedFolderFix {
   const title = 'Write a patched template with generation tags';
   const folder = freePatchedFolder(dir, exists);
   if (folder === null) return { title: `${title}…`, refused: `${path.basename(dir)}-generation and -generation-2 ... -99 beside ${dir} all exist` };
-  const files = patchedFolderFiles(dir, folder, exists);
+  const files = patchedFolderFiles(dir, folder, exists, loaded);
   if ('refused' in files) return { title: `${title}…`, refused: files.refused };
   const documentChanges: NonNullable<PatchedFolderFix['documentChanges']> = [];
   for (const [name, text] of files.files) {
@@ -100,7 +100,7 @@ export function patchedFolderFix(dir: string, toUri: (p: string) => string, exis
 }
 
 /** The files of the patched folder `folder` made from the template folder `dir` (name, text), or why there are none. Shared with `agent-lab mask --patch-out`. */
-export function patchedFolderFiles(dir: string, folder: string, exists: (p: string) => boolean = fs.existsSync): { files: [string, string][]; blocks: number; notes: string[] } | { refused: string } {
+export function patchedFolderFiles(dir: string, folder: string, exists: (p: string) => boolean = fs.existsSync, loaded?: ChatModel): { files: [string, string][]; blocks: number; notes: string[] } | { refused: string } {
   const refuse = (why: string): { refused: string } => ({ refused: why });
   const read = (name: string, cap: number): string | undefined => {
     const file = path.join(dir, name);
@@ -122,7 +122,8 @@ export function patchedFolderFiles(dir: string, folder: string, exists: (p: stri
   let from = 'chat_template.jinja';
   let tokenVars: Record<string, string> = {};
   try {
-    const model = loadChatModel({ tokenizerJson, ...(configText !== undefined ? { tokenizerConfigJson: configText } : {}), ...(jinja !== undefined ? { chatTemplateJinja: jinja } : {}) });
+    // The server has the folder loaded already: parsing a real tokenizer.json again takes a second.
+    const model = loaded ?? loadChatModel({ tokenizerJson, ...(configText !== undefined ? { tokenizerConfigJson: configText } : {}), ...(jinja !== undefined ? { chatTemplateJinja: jinja } : {}) });
     tokenVars = model.tokenVars;
     if (source === undefined) {
       const ct = configText !== undefined ? (JSON.parse(configText) as { chat_template?: unknown }).chat_template : undefined;

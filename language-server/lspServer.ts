@@ -553,7 +553,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     let fix = patchFixes.get(key);
     // Once applied, its folder exists: the next offer takes the next free name.
     if (!fix || (fix.folder !== undefined && fs.existsSync(fix.folder))) {
-      fix = patchedFolderFix(t.dir, (p) => pathToFileURL(p).href);
+      fix = patchedFolderFix(t.dir, (p) => pathToFileURL(p).href, fs.existsSync, t.model ?? undefined);
       if (patchFixes.size >= 8) patchFixes.delete(patchFixes.keys().next().value!);
       patchFixes.set(key, fix);
     }
