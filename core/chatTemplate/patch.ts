@@ -640,7 +640,20 @@ function patch(source: string, base: Record<string, unknown>): PatchResult {
     const wrapped = p.conditional
       ? `{%${ld} if ${v}.role == 'assistant' %}{% generation %}${text}{% endgeneration %}{% else %}${text}{% endif ${rd}%}`
       : `{%${ld} generation %}${text}{% endgeneration ${rd}%}`;
-    p.list.splice(p.from, run.length, { k: 'text', s: wrapped });
+    // The new tags are block tags: trim_blocks eats a newline right after the closing one, and
+    // lstrip_blocks the indentation before the opening one, which the outputs around them printed.
+    const next = p.list[p.to + 1];
+    if (!rd && lastNode.k === 'out' && next?.k === 'text' && next.s.startsWith('\n')) next.s = `\n${next.s}`;
+    const prev = p.list[p.from - 1];
+    let indent = '';
+    if (!ld && prev?.k === 'text') {
+      const m = /(^|\n)([ \t]+)$/.exec(prev.s);
+      if (m) {
+        indent = `{{ ${literal(m[2]!)} }}`;
+        prev.s = prev.s.slice(0, prev.s.length - m[2]!.length);
+      }
+    }
+    p.list.splice(p.from, run.length, { k: 'text', s: indent + wrapped });
   }
   const patched = serialize(tree);
   return { ok: true, template: patched, blocks: places.length, notes: verify(source, patched, base, cases) };

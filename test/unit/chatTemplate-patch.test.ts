@@ -11,7 +11,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ChatModel, computeRowMask, loadChatModel, parseConversationRow, patchGenerationTags, type RowMask } from '../../core/chatTemplate';
+import { ChatModel, compileChatTemplate, computeRowMask, loadChatModel, parseConversationRow, patchGenerationTags, type RowMask } from '../../core/chatTemplate';
 import { type PatchedFolderFix, freePatchedFolder, patchedFolderFix, readTemplateFolder } from '../../language-server/chatTemplateFolder';
 import { repoRoot } from '../support/reference';
 
@@ -248,6 +248,33 @@ describe('patchGenerationTags: refusals', () => {
     const dashed = patchGenerationTags(t.replace(/\{\{ '<A>' \}\}/g, "{{- '<A>' }}").replace("{{ '  <A>' }}", "{{ '<A>' }}"));
     assert.ok(dashed.ok, dashed.ok ? '' : dashed.reason);
     assert.match(dashed.template, /\{\{- '<A>' \}\}\{% generation %\}\{% if m.tool_calls %\}/);
+  });
+
+  it('Zephyr-style (a newline printed after each output) and Llama 2-style (set content, then one branch per role) templates: patched, same text', () => {
+    const zephyr =
+      "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+    const llama2 =
+      "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+    const messages = [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Yo' },
+      { role: 'user', content: 'Bye' },
+      { role: 'assistant', content: 'Ciao' },
+    ];
+    const vars = { bos_token: '<s>', eos_token: '</s>', messages, add_generation_prompt: false };
+    for (const [t, want] of [
+      [zephyr, ['Yo</s>', 'Ciao</s>']],
+      [llama2, [' Yo </s>', ' Ciao </s>']],
+    ] as const) {
+      const r = patchGenerationTags(t);
+      assert.ok(r.ok, r.ok ? '' : r.reason);
+      const out = compileChatTemplate(r.template).render(vars);
+      assert.equal(out.text, compileChatTemplate(t).render(vars).text);
+      assert.deepEqual(
+        out.generation.map(([a, b]) => out.text.slice(a, b)),
+        want,
+      );
+    }
   });
 
   it('a minimal ChatML template: one assistant-only block, outputs printed as written', () => {
