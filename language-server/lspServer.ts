@@ -134,6 +134,8 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   let hasConfiguration = false;
   /** Whether the client applies CreateFile in a workspace edit (the patched-template quick fix needs it). */
   let canCreateFiles = false;
+  /** Whether the client shows a disabled code action with its reason (else a fix that cannot apply is left out). */
+  let showsDisabled = false;
   /** The patched-template quick fix per template (key and folder stamp): patching renders probes, code actions come often. */
   const patchFixes = new Map<string, PatchedFolderFix>();
 
@@ -219,6 +221,7 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     hasConfiguration = params.capabilities.workspace?.configuration === true;
     const ws = params.capabilities.workspace?.workspaceEdit;
     canCreateFiles = ws?.documentChanges === true && (ws.resourceOperations ?? []).includes('create');
+    showsDisabled = params.capabilities.textDocument?.codeAction?.disabledSupport === true;
     return {
       capabilities: {
         textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental },
@@ -582,9 +585,10 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       patchOffered = true;
       const p = patchFixFor(doc.uri);
       if (!p) continue;
-      if (p.refused !== undefined) actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, disabled: { reason: p.refused } });
-      else if (!canCreateFiles) actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, disabled: { reason: 'this editor does not apply workspace edits that create files' } });
-      else actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, edit: { documentChanges: p.documentChanges! } });
+      const why = p.refused ?? (canCreateFiles ? undefined : 'this editor does not apply workspace edits that create files');
+      if (why !== undefined) {
+        if (showsDisabled) actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, disabled: { reason: why } });
+      } else actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, edit: { documentChanges: p.documentChanges! } });
     }
     return actions;
   }
