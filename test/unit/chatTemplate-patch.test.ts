@@ -7,6 +7,7 @@
 // where and why. Templates it cannot patch safely get a reason, not a patch. And the quick
 // fix's edit (language-server/chatTemplateFolder.ts): a new folder, nothing written over.
 import * as assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -199,6 +200,54 @@ describe('patchGenerationTags: the published templates', () => {
       k.tokens.map((t) => t.prefix),
     );
   });
+});
+
+/** Debian's python3 (where python3-jinja2 lives), else whatever python3 is on PATH. */
+const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+
+describe('patchGenerationTags: the patched templates under the real Jinja2 (transformers\' settings, {% generation %} as a call block)', () => {
+  for (const fam of ['llama3.1', 'qwen2.5', 'qwen3', 'gemma3', 'mistral'] as const) {
+    it(`${fam}: the same text as the original, and the generation blocks @huggingface/jinja finds`, function () {
+      const { original, patched: p, template } = patched(fam);
+      const rows: Record<string, unknown>[] = fam === 'gemma3' ? [KNOCK] : [KNOCK, TOOL_ROW];
+      const cases: { messages: unknown[]; add_generation_prompt: boolean; vars: Record<string, unknown> }[] = [];
+      for (const row of rows) {
+        const msgs = row['messages'] as unknown[];
+        for (let k = 1; k <= msgs.length; k++) {
+          for (const agp of [false, true]) {
+            const vars = { ...original.tokenVars, ...(row['tools'] ? { tools: row['tools'] } : {}) };
+            try {
+              original.template(row['tools'] !== undefined).render({ ...vars, messages: msgs.slice(0, k), add_generation_prompt: agp });
+            } catch {
+              continue; // a prefix the original refuses
+            }
+            cases.push({ messages: msgs.slice(0, k), add_generation_prompt: agp, vars });
+          }
+        }
+      }
+      const run = (t: string): { text: string; generation: [number, number][] }[] | null => {
+        const r = spawnSync(PYTHON, [path.join(repoRoot, 'test/support/chat_template.py')], { input: JSON.stringify({ template: t, cases }), encoding: 'utf8', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, maxBuffer: 64 * 1024 * 1024 });
+        if (r.error) throw new Error(`python3 could not run (${PYTHON}): ${r.error.message}`);
+        if (r.status === 3) return null;
+        assert.equal(r.status, 0, r.stderr);
+        return JSON.parse(r.stdout) as { text: string; generation: [number, number][] }[];
+      };
+      const want = run(sourceOf(fam));
+      if (want === null) {
+        console.log(`      (pending: jinja2 is not installed for ${PYTHON}; Debian: apt-get install python3-jinja2)`);
+        this.skip();
+      }
+      const got = run(template)!;
+      assert.ok(cases.length >= 8, `${cases.length} cases`);
+      cases.forEach((c, i) => {
+        const ours = p.template(c.vars['tools'] !== undefined).render({ ...c.vars, messages: c.messages, add_generation_prompt: c.add_generation_prompt });
+        assert.equal(got[i]!.text, want![i]!.text, `case ${i}: Jinja2 renders the patch as the original`);
+        assert.equal(got[i]!.text, ours.text, `case ${i}`);
+        assert.deepEqual(got[i]!.generation, ours.generation, `case ${i}: the blocks transformers would see`);
+      });
+      assert.ok(got.some((g) => g.generation.length > 0));
+    });
+  }
 });
 
 describe('patchGenerationTags: refusals', () => {
