@@ -529,12 +529,24 @@ function patch(source: string, base: Record<string, unknown>): PatchResult {
       return a;
     });
   };
+  const outsideNotes: string[] = [];
   for (let round = 0; ; round++) {
     const att = instrument();
     const cuts: { node: OutNode; at: number }[] = [];
     cases.forEach((c, ci) => {
       const a = att[ci]!;
       for (const t of c.r.turns) {
+        // Text the template writes after the loop (Phi-3's final eos_token) ends the last turn's
+        // prefix difference, but no block inside the loop can hold it: the block stops before it, said in a note.
+        if (round === 0 && a.owner[t.start]! >= 0 && a.owner[t.end - 1]! < 0) {
+          let e = t.end;
+          while (e > t.start && a.owner[e - 1]! < 0) e--;
+          const inLoop = e - (c.r.full.slice(t.start, e).length - c.r.full.slice(t.start, e).trimEnd().length);
+          const note = `the last turn: ${JSON.stringify(c.r.full.slice(inLoop, t.end))} after it is written after the message loop, outside any block (the last turn's prefix difference includes it)`;
+          if (!outsideNotes.includes(note)) outsideNotes.push(note);
+          t.end = inLoop;
+          if (t.end <= t.start) throw new Refusal('an assistant turn is written outside the message loop');
+        }
         for (const [pos, edge] of [
           [t.start, 'start'],
           [t.end - 1, 'end'],
@@ -656,7 +668,7 @@ function patch(source: string, base: Record<string, unknown>): PatchResult {
     p.list.splice(p.from, run.length, { k: 'text', s: indent + wrapped });
   }
   const patched = serialize(tree);
-  return { ok: true, template: patched, blocks: places.length, notes: verify(source, patched, base, cases) };
+  return { ok: true, template: patched, blocks: places.length, notes: [...outsideNotes, ...verify(source, patched, base, cases)] };
 }
 
 /**

@@ -326,6 +326,21 @@ describe('patchGenerationTags: refusals', () => {
     }
   });
 
+  it('Phi-3-style (eos_token written after the loop): the block stops at <|end|>, and a note says the trailing eos is outside', () => {
+    const phi3 =
+      "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\\n' + message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}";
+    const r = patchGenerationTags(phi3);
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.deepEqual(r.notes, ['the last turn: "\\n</s>" after it is written after the message loop, outside any block (the last turn\'s prefix difference includes it)']);
+    const vars = { eos_token: '</s>', messages: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Yo' }], add_generation_prompt: false };
+    const out = compileChatTemplate(r.template).render(vars);
+    assert.equal(out.text, compileChatTemplate(phi3).render(vars).text);
+    assert.deepEqual(
+      out.generation.map(([a, b]) => out.text.slice(a, b)),
+      ['Yo<|end|>'],
+    );
+  });
+
   it('a minimal ChatML template: one assistant-only block, outputs printed as written', () => {
     const t =
       "{% for m in messages %}{% if m.role == 'assistant' %}{{ '<|im_start|>assistant\\n' + m.content + '<|im_end|>\\n' }}{% else %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
