@@ -46,6 +46,8 @@ export interface StartOptions {
   rootUri?: string | null;
   /** Advertise workspace/configuration (the server then asks for `agentLab`). */
   configuration?: Record<string, unknown>;
+  /** Advertise workspace edits with CreateFile (documentChanges + resourceOperations: create), as VS Code does. */
+  createFiles?: boolean;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -112,7 +114,7 @@ export class LspClient {
       processId: process.pid,
       rootUri: opts.rootUri ?? null,
       capabilities: {
-        workspace: { configuration: opts.configuration !== undefined },
+        workspace: { configuration: opts.configuration !== undefined, ...(opts.createFiles ? { workspaceEdit: { documentChanges: true, resourceOperations: ['create'] } } : {}) },
         textDocument: {
           hover: { contentFormat: ['markdown', 'plaintext'] },
           publishDiagnostics: { versionSupport: true },

@@ -43,8 +43,8 @@ export interface CommandSpec {
   name: string;
   usage: string;
   options: Record<string, OptionSpec>;
-  /** How many positionals: 'none', 'one' (exactly one), 'one-or-more' (joined by spaces), 'optional'. */
-  positionals: 'none' | 'one' | 'one-or-more' | 'optional';
+  /** How many positionals: 'none', 'one' (exactly one), 'one-or-more' (joined by spaces), 'optional', 'at-most-one' (none or exactly one). */
+  positionals: 'none' | 'one' | 'one-or-more' | 'optional' | 'at-most-one';
   positionalName?: string;
 }
 
@@ -98,10 +98,10 @@ export function parseArgs(argv: readonly string[], spec: CommandSpec): ParsedArg
   if ((spec.positionals === 'one-or-more' || spec.positionals === 'one') && positionals.length === 0) {
     throw new UsageError(`missing ${spec.positionalName ?? 'argument'}`, spec.usage);
   }
-  if (spec.positionals === 'one' && positionals.length > 1) {
+  if ((spec.positionals === 'one' || spec.positionals === 'at-most-one') && positionals.length > 1) {
     throw new UsageError(`expected one ${spec.positionalName ?? 'argument'}, got ${positionals.length} (${positionals.map((p) => JSON.stringify(p)).join(' ')})`, spec.usage);
   }
-  if (spec.positionals === 'one' && positionals[0] === '') throw new UsageError(`${spec.positionalName ?? 'the argument'} is an empty string`, spec.usage);
+  if ((spec.positionals === 'one' || spec.positionals === 'at-most-one') && positionals[0] === '') throw new UsageError(`${spec.positionalName ?? 'the argument'} is an empty string`, spec.usage);
   return { options, positional: positionals.length ? positionals.join(' ') : undefined };
 }
 

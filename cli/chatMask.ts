@@ -7,7 +7,9 @@
 import { BadInputError, CliError, ParsedArgs, UsageError } from './args';
 import { ChatTemplateError, RowError, RowMask, computeRowMask, parseConversationRow } from '../core/chatTemplate';
 import { isObj } from '../core/protocol/isObj';
-import { readTemplateFolder } from '../language-server/chatTemplateFolder';
+import { patchedFolderFiles, readTemplateFolder } from '../language-server/chatTemplateFolder';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { INPUT_LIMITS, readInputText } from '../trainer/files';
 
 export interface JsonRow {
@@ -90,4 +92,29 @@ function printSummary(rows: JsonRow[], masks: RowMask[]): void {
     for (const f of masks[i]!.findings) console.log(`  ${f.severity} ${f.code}: ${f.message}`);
   });
   console.log(`${rows.length} row${rows.length === 1 ? '' : 's'}, ${total} tokens; supervised: ${gen} by the generation mask, ${pre} by the prefix mask`);
+}
+
+/**
+ * `agent-lab mask --template DIR --patch-out NEWDIR`: the quick fix's patched template folder
+ * (chat_template.jinja with generation blocks, copies of the tokenizer files, a README),
+ * written to NEWDIR, which must not exist: nothing is written over.
+ */
+export function cmdPatchTemplate(dir: string, out: string): void {
+  if (fs.existsSync(out)) throw new BadInputError(`--patch-out ${out} exists: the patched template goes to a new folder, never over one`);
+  try {
+    readTemplateFolder(dir);
+  } catch (err) {
+    if (err instanceof ChatTemplateError) throw new BadInputError(err.message);
+    throw err;
+  }
+  const r = patchedFolderFiles(dir, out);
+  if ('refused' in r) throw new CliError(`${dir}: ${r.refused}`);
+  try {
+    fs.mkdirSync(out); // not recursive: a folder made meanwhile fails here rather than being written into
+  } catch (err) {
+    throw new BadInputError(`--patch-out ${out} cannot be made: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  for (const [name, text] of r.files) fs.writeFileSync(path.join(out, name), text, { flag: 'wx' });
+  console.log(`wrote ${out}: chat_template.jinja with ${r.blocks} generation block${r.blocks === 1 ? '' : 's'}, ${r.files.map(([n]) => n).filter((n) => n !== 'chat_template.jinja').join(', ')}`);
+  for (const n of r.notes) console.log(`note: ${n}`);
 }

@@ -8,7 +8,7 @@ import { BACKEND_CHOICES } from '../trainer/backend';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
 import { BENCH_SPEC, cmdBench } from './bench';
-import { cmdChatMask } from './chatMask';
+import { cmdChatMask, cmdPatchTemplate } from './chatMask';
 import { runDemoWithTraining } from './demo';
 import { DISTILL_USAGE, cmdDistill } from './distill';
 import { EXPORT_USAGE, runExportCommand } from './export';
@@ -80,16 +80,27 @@ export const COMMANDS: Record<
       'agent-lab mask [--json] FILE      the loss-mask segments of a .transcript\n' +
       '  agent-lab mask --template DIR [--json] [--max-length N] [--template-kwargs JSON] FILE.jsonl\n' +
       '      (a TRL conversational dataset under a Hugging Face tokenizer folder\'s chat template: each token\'s\n' +
-      '       generation-block and prefix-difference mask, and findings; exit 1 when a row has an error finding)',
+      '       generation-block and prefix-difference mask, and findings; exit 1 when a row has an error finding)\n' +
+      '  agent-lab mask --template DIR --patch-out NEWDIR\n' +
+      '      (writes DIR\'s chat template with {% generation %} blocks, and copies of its tokenizer files, to the new\n' +
+      '       folder NEWDIR; refuses an existing NEWDIR and a template it cannot patch safely)',
     options: {
       json: { kind: 'flag' },
       template: { kind: 'string', path: true },
+      'patch-out': { kind: 'string', path: true },
       'max-length': { kind: 'int', min: 1, max: 100000000 },
       'template-kwargs': { kind: 'string' },
     },
-    positionals: 'one',
+    // --patch-out takes no FILE; every other form needs one (checked below).
+    positionals: 'at-most-one',
     positionalName: 'FILE',
     run: (a) => {
+      if (a.options['patch-out'] !== undefined) {
+        if (a.options['template'] === undefined) throw new UsageError('--patch-out NEWDIR goes with --template DIR');
+        if (a.positional !== undefined) throw new UsageError(`--patch-out writes a template folder and reads no dataset: unexpected argument '${a.positional}'`);
+        return cmdPatchTemplate(a.options['template'] as string, a.options['patch-out'] as string);
+      }
+      if (a.positional === undefined || a.positional === '') throw new UsageError('missing FILE');
       if (a.options['template'] !== undefined) return cmdChatMask(a);
       if (a.options['max-length'] !== undefined || a.options['template-kwargs'] !== undefined) {
         throw new UsageError('--max-length and --template-kwargs go with --template DIR');

@@ -67,6 +67,8 @@ import { DatasetState, runDatasetPass, toLsp, yieldNow } from './datasetPass';
 import { DEFAULT_TUNING, type ServerTuning } from './tuning';
 import { ChatOptions, ChatState, ChatTemplateStore, chatFileCounts, chatHover, chatLossMask, maskOfLine, promptCompletionFix, runChatPass } from './chatDataset';
 import type { RowMask } from '../core/chatTemplate';
+import { PatchedFolderFix, patchedFolderFix } from './chatTemplateFolder';
+import { pathToFileURL } from 'node:url';
 import { WorldAnalysis, WorldFileKind, analyseWorldFileSteps, firstWorldLine, worldHover } from './worldFiles';
 
 export const DEFAULT_DATASET_GLOBS = ['**/*.traces.jsonl'];
@@ -130,6 +132,12 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
   /** Masks of rows hovered lately (a hover recomputes its row: the pass keeps only diagnostics). */
   const hoverMasks = new Map<string, { row: unknown; mask: RowMask | null; error: Diagnostic | null }>();
   let hasConfiguration = false;
+  /** Whether the client applies CreateFile in a workspace edit (the patched-template quick fix needs it). */
+  let canCreateFiles = false;
+  /** Whether the client shows a disabled code action with its reason (else a fix that cannot apply is left out). */
+  let showsDisabled = false;
+  /** The patched-template quick fix per template (key and folder stamp): patching renders probes, code actions come often. */
+  const patchFixes = new Map<string, PatchedFolderFix>();
 
   const applySettings = (raw: unknown): void => {
     if (typeof raw !== 'object' || raw === null) return;
@@ -211,6 +219,9 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     }
     settings.workspaceRoots = roots;
     hasConfiguration = params.capabilities.workspace?.configuration === true;
+    const ws = params.capabilities.workspace?.workspaceEdit;
+    canCreateFiles = ws?.documentChanges === true && (ws.resourceOperations ?? []).includes('create');
+    showsDisabled = params.capabilities.textDocument?.codeAction?.disabledSupport === true;
     return {
       capabilities: {
         textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Incremental },
@@ -537,9 +548,25 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
     return chatLossMask({ uri: doc.uri, line, lineText: text, row: m.row, mask: m.mask, model: t.model, templateDir: t.dir, maxLength: settings.chatMaxLength ?? null, file });
   }
 
-  /** Quick fixes on a chat dataset's rows: an all-zero assistant mask offers the prompt-completion form. */
+  /** The patched-template fix of the row's template folder, computed once per template (and whenever its files change: the key holds their stamp). */
+  function patchFixFor(uri: string): PatchedFolderFix | null {
+    const t = templateFor(uri);
+    if (!t.dir) return null;
+    const key = `${t.key}|${t.dir}`;
+    let fix = patchFixes.get(key);
+    // Once applied, its folder exists: the next offer takes the next free name.
+    if (!fix || (fix.folder !== undefined && fs.existsSync(fix.folder))) {
+      fix = patchedFolderFix(t.dir, (p) => pathToFileURL(p).href, fs.existsSync, t.model ?? undefined);
+      if (patchFixes.size >= 8) patchFixes.delete(patchFixes.keys().next().value!);
+      patchFixes.set(key, fix);
+    }
+    return fix;
+  }
+
+  /** Quick fixes on a chat dataset's rows: an all-zero assistant mask offers the prompt-completion form and a patched template folder. */
   async function chatCodeActions(doc: TextDocument, range: Range, cancelled: () => boolean): Promise<CodeAction[]> {
     const actions: CodeAction[] = [];
+    let patchOffered = false;
     const last = Math.min(range.end.line, doc.lineCount - 1, range.start.line + 200);
     const slicer = slices(cancelled);
     for (let line = range.start.line; line <= last; line++) {
@@ -548,15 +575,20 @@ export function startServer(connection: Connection, overrides: Partial<ServerTun
       if (text.trim() === '') continue;
       const m = chatRowMask(doc.uri, text);
       const zero = m?.mask?.findings.find((f) => f.code === 'all-zero-generation-mask');
-      const fix = zero ? promptCompletionFix(text) : null;
-      if (!zero || !fix) continue;
+      if (!zero) continue;
+      const fix = promptCompletionFix(text);
       const whole: Range = { start: { line, character: 0 }, end: { line, character: text.length } };
-      actions.push({
-        title: fix.title,
-        kind: CodeActionKind.QuickFix,
-        diagnostics: [{ range: whole, severity: DiagnosticSeverity.Error, code: zero.code, source: 'agent-lab', message: zero.message }],
-        edit: { changes: { [doc.uri]: [{ range: whole, newText: fix.text }] } },
-      });
+      const diagnostics = [{ range: whole, severity: DiagnosticSeverity.Error, code: zero.code, source: 'agent-lab', message: zero.message }];
+      if (fix) actions.push({ title: fix.title, kind: CodeActionKind.QuickFix, diagnostics, edit: { changes: { [doc.uri]: [{ range: whole, newText: fix.text }] } } });
+      // One template for the whole file: one patched-folder action, whatever the rows selected.
+      if (patchOffered) continue;
+      patchOffered = true;
+      const p = patchFixFor(doc.uri);
+      if (!p) continue;
+      const why = p.refused ?? (canCreateFiles ? undefined : 'this editor does not apply workspace edits that create files');
+      if (why !== undefined) {
+        if (showsDisabled) actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, disabled: { reason: why } });
+      } else actions.push({ title: p.title, kind: CodeActionKind.QuickFix, diagnostics, edit: { documentChanges: p.documentChanges! } });
     }
     return actions;
   }

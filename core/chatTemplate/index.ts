@@ -7,4 +7,6 @@ export type { ChatModel, TokenizerFolderTexts } from './model';
 export { RowError, looksConversational, parseConversationRow } from './row';
 export type { ConversationRow, Message } from './row';
 export { FINDING_CODES, computeRowMask } from './mask';
+export { patchGenerationTags } from './patch';
+export type { PatchOptions, PatchResult } from './patch';
 export type { Finding, FindingCode, MaskOptions, MaskToken, RowMask, Severity } from './mask';

@@ -6,10 +6,10 @@
 // request (agentLab/lossMask) answers a chat row with each rule per token and the file's totals.
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Hover, PublishDiagnosticsParams } from 'vscode-languageserver-protocol';
 import { chatDatasetText } from '../../bench/chatMask';
 import { LspClient, repoRootFrom } from '../../bench/lspClient';
@@ -34,7 +34,7 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('the setting picks the template: each row gets its finding, a bad row one diagnostic naming why, and hovers name the token', async () => {
-    const client = await LspClient.start({ configuration: { chatTemplate: path.join(FIX, 'qwen2.5') } });
+    const client = await LspClient.start({ configuration: { chatTemplate: path.join(FIX, 'qwen2.5') }, createFiles: true });
     try {
       await client.configured;
       const text = chatDatasetText(40) + '{"text": "a plain row"}\n';
@@ -57,13 +57,24 @@ describe('language server: TRL chat datasets over stdio (issue 30)', function ()
       assert.match(h, /generation blocks \(assistant_only_loss\): \*\*masked\*\*/);
       assert.match(h, /prefix difference \(completion_only_loss\): \*\*supervised\*\*/);
 
-      // The all-zero finding's quick fix: the row as prompt-completion.
-      const actions = await client.request<{ title: string; edit: { changes: Record<string, { newText: string }[]> } }[]>('textDocument/codeAction', {
+      // The all-zero finding's quick fixes: the row as prompt-completion, and a patched template in a new folder.
+      type Action = { title: string; edit: { changes: Record<string, { newText: string }[]>; documentChanges?: ({ kind: string; uri: string; options: unknown } | { textDocument: { uri: string }; edits: { newText: string }[] })[] } };
+      const actions = await client.request<Action[]>('textDocument/codeAction', {
         textDocument: { uri },
         range: { start: { line: 0, character: 0 }, end: { line: 0, character: 1 } },
         context: { diagnostics: [] },
       });
-      assert.equal(actions.length, 1);
+      assert.equal(actions.length, 2);
+      // qwen2.5-generation/ is the repository's hand-patched fixture: the fix takes the next free name, writes over nothing.
+      assert.equal(actions[1]!.title, 'Write a patched template with generation tags to qwen2.5-generation-2/ (select it with Agent Lab: Choose Chat Template…)');
+      const changes = actions[1]!.edit.documentChanges!;
+      assert.deepEqual(
+        changes.filter((c) => 'kind' in c).map((c) => ('kind' in c ? [path.relative(FIX, fileURLToPath(c.uri)), c.kind, c.options] : [])),
+        ['chat_template.jinja', 'tokenizer.json', 'tokenizer_config.json', 'README.md'].map((f) => [path.join('qwen2.5-generation-2', f), 'create', { overwrite: false, ignoreIfExists: false }]),
+      );
+      const jinja = changes.find((c) => 'textDocument' in c && c.textDocument.uri.endsWith('chat_template.jinja'));
+      assert.match(jinja && 'edits' in jinja ? jinja.edits[0]!.newText : '', /{% generation %}/);
+      assert.ok(!existsSync(path.join(FIX, 'qwen2.5-generation-2')), 'offering the fix writes nothing');
       assert.match(actions[0]!.title, /^Make the row prompt-completion: completion_only_loss trains its last assistant turn \(the 2 earlier ones become prompt, untrained\)$/);
       const fixed = JSON.parse(actions[0]!.edit.changes[uri]![0]!.newText) as { prompt: unknown[]; completion: { role: string }[] };
       assert.equal(fixed.prompt.length, 6);

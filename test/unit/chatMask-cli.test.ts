@@ -3,7 +3,7 @@
 // transcript form `agent-lab mask FILE` unchanged.
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { segment } from '../../core/lossMask';
@@ -121,5 +121,30 @@ describe('agent-lab mask --template (chat templates)', function () {
     const r = run('mask', '--json', t);
     assert.equal(r.code, 0);
     assert.deepEqual(JSON.parse(r.stdout), segment(text));
+  });
+  it('--patch-out NEWDIR writes the patched template folder, which then passes the gate; an existing NEWDIR, a FILE beside it or a template it cannot patch are refused', () => {
+    const out = path.join(tmp, 'llama-patched');
+    const r = run('mask', '--template', path.join(FIX, 'llama3.1'), '--patch-out', out);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `wrote ${out}: chat_template.jinja with 2 generation blocks, tokenizer.json, tokenizer_config.json, README.md\n`);
+    assert.equal(readFileSync(path.join(out, 'tokenizer.json'), 'utf8'), readFileSync(path.join(FIX, 'llama3.1', 'tokenizer.json'), 'utf8'));
+    // The original fails the gate (all-zero generation mask), the patched folder passes it.
+    assert.equal(run('mask', '--template', path.join(FIX, 'llama3.1'), data).code, 1);
+    const gate = run('mask', '--template', out, '--json', data);
+    assert.equal(gate.code, 0, gate.stderr);
+    // Never over a folder: the same command again is refused, and nothing changes.
+    const before = readFileSync(path.join(out, 'chat_template.jinja'), 'utf8');
+    const again = run('mask', '--template', path.join(FIX, 'qwen2.5'), '--patch-out', out);
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /--patch-out .*llama-patched exists: the patched template goes to a new folder, never over one/);
+    assert.equal(readFileSync(path.join(out, 'chat_template.jinja'), 'utf8'), before);
+    const smol = run('mask', '--template', path.join(FIX, 'smollm3'), '--patch-out', path.join(tmp, 'smol-patched'));
+    assert.equal(smol.code, 1);
+    assert.match(smol.stderr, /smollm3: the template cannot be patched safely: the template already has \{% generation %\} blocks/);
+    assert.equal(existsSync(path.join(tmp, 'smol-patched')), false);
+    const both = run('mask', '--template', path.join(FIX, 'llama3.1'), '--patch-out', path.join(tmp, 'x'), data);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /reads no dataset: unexpected argument/);
+    assert.match(run('mask', '--template', path.join(FIX, 'llama3.1')).stderr, /missing FILE/);
   });
 });
