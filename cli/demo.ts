@@ -9,7 +9,7 @@ import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData, prepareWorldRunData } fro
 import { readWorldFolder } from '../trainer/worldFolder';
 import { runSft } from '../trainer/sft';
 import { PRESETS } from '../trainer/model';
-import { defaultRecipeName, getRecipe } from '../trainer/recipes';
+import { DEFAULT_RECIPE, demoRecipeName, getRecipe } from '../trainer/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
 import { CONFIG_FILE, REPORT_FILE } from '../core/protocol/folders';
@@ -63,7 +63,7 @@ export function runDemo(options: DemoOptions = {}): DemoReport {
   const runDir = options.runDir ?? path.join('runs', timestamp());
 
   let stage = 0;
-  const recipe = getRecipe(defaultRecipeName(options.world !== undefined));
+  const recipe = getRecipe(demoRecipeName(options.world !== undefined));
   const stageLog = (line: string) => log(`[${++stage}/5] ${line}`);
   const data =
     options.world !== undefined
@@ -170,16 +170,16 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   const log = options.log ?? ((line: string) => console.log(line));
   const minutes = options.minutes ?? DEMO_MINUTES;
   const report = runDemo({ ...options, log });
-  const recipe = getRecipe(defaultRecipeName(options.world !== undefined));
+  const recipe = getRecipe(demoRecipeName(options.world !== undefined));
   if (minutes <= 0) {
     log('');
     log(`Train the student on this data: agent-lab train sft --run ${report.runDir}`);
     return;
   }
   log('');
-  log(`Training the default student (tiny preset, ${recipe.name} recipe) for ${minutes} minute(s); progress on stderr.`);
+  log(`Training the demo student (tiny preset, ${recipe.name} recipe) for ${minutes} minute(s); progress on stderr.`);
   const hooks = trainJobHooks();
-  const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1], ...(options.world !== undefined ? { world: options.world } : {}) }, hooks);
+  const result = await runSft({ runDir: report.runDir, minutes, evalPoints: [1], recipe: recipe.name, ...(options.world !== undefined ? { world: options.world } : {}) }, hooks);
   const s = result.summary;
   const pctOf = (x: number | undefined) => (x === undefined ? 'n/a' : `${(100 * x).toFixed(1)}%`);
   log('');
@@ -192,7 +192,8 @@ export async function runDemoWithTraining(options: DemoOptions = {}): Promise<vo
   const tiny = PRESETS.tiny;
   // Said from the preset itself, so these lines never drift from the defaults.
   const full = tiny.steps !== undefined ? `${tiny.steps} optimiser steps` : `${tiny.minutes} minutes of optimiser time, evaluations not counted`;
-  log(`The full recipe (the tiny preset's default budget: ${full}; ${recipe.name} recipe):`);
+  const fullRecipe = options.world === undefined ? DEFAULT_RECIPE : recipe.name;
+  log(`The full recipe (the tiny preset's default budget: ${full}; ${fullRecipe} recipe, which also copies names it never saw):`);
   log('  agent-lab train sft --run runs/student');
   log('  agent-lab eval --run runs/student --split heldout          # then --split fresh-values: does it read or remember?');
   log('  agent-lab train grpo --from runs/student --run runs/grpo');

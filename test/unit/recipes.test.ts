@@ -5,7 +5,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runTeacherKnobs } from '../../trainer/jobs';
-import { DEFAULT_RECIPE, getRecipe } from '../../trainer/recipes';
+import { DEFAULT_RECIPE, defaultRecipeName, demoRecipeName, getRecipe } from '../../trainer/recipes';
 import { DataOrder } from '../../trainer/dataOrder';
 import { type ExamplePools, poolKey, poolSampler } from '../../trainer/sft';
 import type { TrainExample } from '../../trainer/data';
@@ -15,9 +15,14 @@ describe("trainer/recipes: the default recipe and a run's teacher", () => {
   before(() => (tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-recipes-'))));
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('the default recipe reads: counterfactual-value worlds, compares drawn most, k = 1 where the top hit holds', () => {
+  it('the default recipe reads: counterfactual-value worlds, renamed copies half of them kin, compares drawn most, k = 1 where the top hit holds', () => {
     const r = getRecipe(DEFAULT_RECIPE);
-    assert.equal(r.name, 'reader-k1-fresh-compare');
+    assert.equal(r.name, 'reader-k1-own-names-kin');
+    assert.equal(r.augment?.ownNames, 6400);
+    assert.equal(r.augment?.ownNamesKin, 0.5);
+    // The demo's five minutes keep the recipe they were measured with.
+    assert.equal(getRecipe(demoRecipeName(false)).name, 'reader-k1-fresh-compare');
+    assert.equal(demoRecipeName(true), defaultRecipeName(true));
     assert.equal(r.teacherTopHit, true);
     assert.equal(r.augment?.share, 0.75);
     assert.deepEqual(r.shapeWeights, { lookup: 0.1, double: 0.15, sum: 0.35, compare: 0.4 });
