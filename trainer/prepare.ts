@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
 import { findOverlaps } from '../core/overlap';
-import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJsonText, trainBpe } from '../core/tokenizer';
+import { BpeTokenizer, type Tokenizer, anyTokenizerFromJsonText, canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/tokenizer';
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { TASK_FACTS, buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
@@ -349,12 +349,13 @@ export function readTraceRows(file: string, tools?: readonly McpTool[] | null): 
   });
 }
 
-export function loadTokenizer(runDir: string): BpeTokenizer {
+/** The run's tokenizer, either kind (the lab's BPE, or a base model's Hugging Face tokenizer with the wire specials added). */
+export function loadTokenizer(runDir: string): Tokenizer {
   const file = dataFiles(runDir).tokenizer;
   if (!exists(file)) throw new InputError(`${file} is missing: the run folder has no tokenizer`);
   const text = readInputText(file, 'the tokenizer', INPUT_LIMITS.tokenizer);
   try {
-    return tokenizerFromJsonText(text);
+    return anyTokenizerFromJsonText(text);
   } catch (err) {
     throw new InputError(`${file}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
   }

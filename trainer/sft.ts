@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { overlapKey } from '../core/overlap';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, JobResult, SftSummary } from '../core/protocol/worker';
-import { type BpeTokenizer, tokenizerHash } from '../core/tokenizer';
+import { type Tokenizer, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { TASK_FACTS } from '../core/world';
 import { WorldTask, allTasksOf, freshSplitTasks, splitManifest, worldName } from '../core/worlds';
@@ -168,7 +168,7 @@ export const poolKey = (turns: string, origin: Origin, kind: string) => `${turns
  */
 function examplePools(
   trainRows: ReturnType<typeof readTraceRows>,
-  tokenizer: BpeTokenizer,
+  tokenizer: Tokenizer,
   maxLen: number,
   recipe: Recipe,
 ): { pools: ExamplePools; dropped: number; fullCount: number; firstCount: number } {
