@@ -63,6 +63,9 @@ export function tokenizeTrace(text: string, tok: Tokenizer): TokenizedTrace {
       at += len;
     }
   }
+  // The labels align on bytes: a tokenizer whose tokens do not add up to the text's bytes
+  // (a normalizer or a prefix space that changes the text) would label the wrong tokens.
+  if (at !== b) throw new Error(`the tokenizer's tokens stand for ${at} bytes of a ${b}-byte transcript: its encoding does not keep the text byte for byte, so the loss mask cannot be aligned (a byte-level tokenizer is needed)`);
   return { ids: Int32Array.from(ids), kinds: Uint8Array.from(kinds), copy: Uint8Array.from(copy) };
 }
 
