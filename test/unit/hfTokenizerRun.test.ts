@@ -19,6 +19,9 @@ import { ModelConfig, StackModel } from '../../trainer/model';
 import { loadTokenizer } from '../../trainer/prepare';
 import { foreignByteLevelTokenizer } from '../support/hfTokenizer';
 import { repoRoot } from '../support/reference';
+import { TokenizerStore } from '../../language-server/tokenizers';
+import { analyseTranscript } from '../../language-server/analysis/transcript';
+import { countTokens, tokenTable } from '../../language-server/analysis/tokens';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
 const run = (...args: string[]): { code: number; stdout: string; stderr: string } => {
@@ -121,6 +124,17 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     assert.equal(summary.step, 40);
     const q = run('run', '--run', runDir, '--backend', 'wasm', '--json', '--', 'What is the capital of France?');
     assert.equal(q.code, 0, q.stderr);
+
+    // The language server measures a file inside the run with the run's tokenizer, whichever kind.
+    const resolved = new TokenizerStore().resolve(path.join(runDir, 'data', 'train.traces.jsonl'), null);
+    assert.equal(resolved.problem, null);
+    assert.equal(resolved.info.source, 'run');
+    assert.ok(resolved.tok instanceof HfTokenizer);
+    const table = tokenTable(analyseTranscript(t), resolved.tok);
+    assert.deepEqual([...table.ids], tok.encode(t));
+    assert.equal(countTokens(analyseTranscript(t), resolved.tok), table.ids.length);
+    assert.equal(table.ends[table.ends.length - 1], t.length); // the last token ends at the text's end
+    assert.ok(table.supervised.some((x) => x === 1) && table.special.some((x) => x === 1));
 
     // Resumed (here: finished, so nothing to do beyond loading) with the same tokenizer.
     const again = run('train', 'sft', '--resume', '--run', runDir, '--backend', 'wasm', '--threads', '1');
