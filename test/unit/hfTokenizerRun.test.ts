@@ -136,6 +136,13 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     assert.equal(table.ends[table.ends.length - 1], t.length); // the last token ends at the text's end
     assert.ok(table.supervised.some((x) => x === 1) && table.special.some((x) => x === 1));
 
+    // GRPO from it: the rollouts decode with the model's tokenizer; the GRPO run carries it.
+    const grpoDir = path.join(tmp, 'grpo');
+    const g = run('train', 'grpo', '--from', runDir, '--steps', '1', '--tasks', '2', '--group', '2', '--eval-limit', '0', '--prescreen', '0', '--backend', 'wasm', '--threads', '1', '--run', grpoDir);
+    assert.equal(g.code, 0, g.stderr);
+    assert.match(g.stderr, /PASS {2}special tokens are single ids: 9 specials, one id each \(\d+/);
+    assert.equal(tokenizerHash(loadTokenizer(grpoDir)), tokenizerHash(tok));
+
     // Resumed (here: finished, so nothing to do beyond loading) with the same tokenizer.
     const again = run('train', 'sft', '--resume', '--run', runDir, '--backend', 'wasm', '--threads', '1');
     assert.equal(again.code, 0, again.stderr);
