@@ -360,7 +360,7 @@ export class AgentRuntime {
     const strength = this.policy.copyBias ?? 0;
     if (strength === 0) return null;
     const tok = this.tokenizer;
-    this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) ? null : tok.decode([id])));
+    this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) || tok.idToToken(id) === undefined ? null : tok.decode([id])));
     return new CopyBias(this.tokenStrings, question, strength);
   }
 

@@ -46,7 +46,8 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
 
 /** The grammar as a token mask over this tokenizer's vocabulary (specials never allowed, but <|end|>). */
 export function tokenizerCallMask(tokenizer: Tokenizer, templates: readonly Template[] = TEMPLATES): CallMask {
-  const strings = Array.from({ length: tokenizer.vocabSize }, (_, id) => (tokenizer.isSpecial(id) ? null : tokenizer.decode([id])));
+  // An id no token has (a gap in a model's vocabulary) is never allowed, as a special.
+  const strings = Array.from({ length: tokenizer.vocabSize }, (_, id) => (tokenizer.isSpecial(id) || tokenizer.idToToken(id) === undefined ? null : tokenizer.decode([id])));
   // A user's world may narrow the grammar (its tool list, core/worldTools.ts); the default is the textbook's.
   const masker = new TokenMasker(compileVocabulary(strings, tokenizer.specialIds['<|end|>'], templates));
   return {

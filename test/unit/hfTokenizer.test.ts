@@ -20,6 +20,7 @@ import {
   withWireSpecials,
 } from '../../core/tokenizer';
 import { foreignByteLevelTokenizer, wordLevelTokenizer } from '../support/hfTokenizer';
+import { tokenizerCallMask } from '../../trainer/policy';
 import { defaultWorldTexts } from '../../core/tokenizer';
 
 const texts = defaultWorldTexts();
@@ -118,6 +119,23 @@ describe('HfTokenizer: a Hugging Face tokenizer.json behind the lab\'s Tokenizer
     assert.ok(!tok.isSpecial(tok.encode('the')[0]!));
     assert.ok(tok.isSpecial(tok.encode('<|endoftext|>')[0]!));
     assert.equal(typeof tok.idToToken(tok.encode(' the')[0]!), 'string');
+  });
+
+  it("the grammar's token mask over the model's vocabulary: the call's first token allowed, specials but <|end|> and gaps never", () => {
+    // A gap in the id space (ids without a token, as some models' vocabularies have): the model's special moved up.
+    const gappy = structuredClone(base) as { model: { vocab: Record<string, number> }; added_tokens: { id: number }[] };
+    gappy.model.vocab['<|endoftext|>'] = baseSize + 5;
+    gappy.added_tokens[0]!.id = baseSize + 5;
+    const tok = new HfTokenizer(withWireSpecials(gappy as unknown as Record<string, unknown>, baseSize + 6).json);
+    assert.equal(tok.idToToken(baseSize - 1), undefined);
+    const mask = tokenizerCallMask(tok);
+    const logits = new Float32Array(tok.vocabSize).fill(1);
+    mask.apply(logits, mask.start());
+    const allowed = [...logits.keys()].filter((i) => logits[i]! > -1e9);
+    assert.ok(allowed.includes(tok.encode('{')[0]!), 'a call opens with {');
+    assert.ok(!allowed.includes(baseSize - 1), 'the gap');
+    for (const s of SPECIAL_TOKENS) assert.ok(!allowed.includes(tok.specialIds[s]), s);
+    assert.ok(!allowed.includes(baseSize + 5), '<|endoftext|>');
   });
 
   it("the lab's BPE is the same interface, and the dispatching reader keeps it the lab's", () => {
