@@ -143,6 +143,15 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     assert.match(g.stderr, /PASS {2}special tokens are single ids: 9 specials, one id each \(\d+/);
     assert.equal(tokenizerHash(loadTokenizer(grpoDir)), tokenizerHash(tok));
 
+    // Exported, the folder names the wire specials' ids where the tokenizer has them, and loads back.
+    const exported = path.join(tmp, 'exported');
+    const x = run('export', '--format', 'hf', '--run', runDir, '--out', exported);
+    assert.equal(x.code, 0, x.stderr);
+    const hfConfig = JSON.parse(fs.readFileSync(path.join(exported, 'config.json'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual([hfConfig['vocab_size'], hfConfig['bos_token_id'], hfConfig['eos_token_id'], hfConfig['pad_token_id']], [V + 9, V, V + 1, V + 2]);
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(exported, 'generation_config.json'), 'utf8')), { bos_token_id: V, eos_token_id: V + 1, pad_token_id: V + 2 });
+    assert.equal(fs.readFileSync(path.join(exported, 'tokenizer.json'), 'utf8'), text);
+
     // Resumed (here: finished, so nothing to do beyond loading) with the same tokenizer.
     const again = run('train', 'sft', '--resume', '--run', runDir, '--backend', 'wasm', '--threads', '1');
     assert.equal(again.code, 0, again.stderr);
