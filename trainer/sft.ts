@@ -401,6 +401,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       const files = baseFiles(dir);
       model = StackModel.fromWeights(cfg, loadHfFolder(dir).weights);
       trainable = LoraModel.create(model, loraSpec, { dir, files }, seed);
+    } else if (previous?.base && !previous.from) {
+      // A full fine-tune of a base model starts again from the base (with its added rows), not from noise.
+      const b = loadHfFolder(previous.base.dir);
+      trainable = model = StackModel.fromWeights(cfg, withAddedRows(b.model, b.weights, cfg.vocab));
     } else trainable = model = StackModel.create(cfg, seed);
     opt = trainer(trainable);
     metrics = openMetrics(runDir, 0);

@@ -155,6 +155,18 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     // Resumed (here: finished, so nothing to do beyond loading) with the same tokenizer.
     const again = run('train', 'sft', '--resume', '--run', runDir, '--backend', 'wasm', '--threads', '1');
     assert.equal(again.code, 0, again.stderr);
+
+    // Killed before its first checkpoint: the resume starts again from the base and its added
+    // rows (not from noise), so the same 40 steps give the same weights, bit for bit.
+    const killed = path.join(tmp, 'killed');
+    fs.mkdirSync(killed);
+    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'data', 'world']) fs.cpSync(path.join(runDir, f), path.join(killed, f), { recursive: true });
+    const k = run('train', 'sft', '--resume', '--run', killed, '--backend', 'wasm', '--threads', '1');
+    assert.equal(k.code, 0, k.stderr);
+    assert.match(k.stderr, /has no checkpoint yet .*starting again from step 0/);
+    const w1 = loadCheckpoint(runDir, 'latest').weights;
+    const w2 = loadCheckpoint(killed, 'latest').weights;
+    for (const name of ['tok_embeddings', 'lm_head', 'layers.0.wqkv']) assert.deepEqual(w2[name], w1[name], name);
   });
 
   it('bad input: a tokenizer.json that does not parse or load, a vocab_size below its ids, --lora over added rows: one line, exit 2, nothing written', () => {
