@@ -7,7 +7,7 @@
 import { BadInputError, ParsedArgs, UsageError } from './args';
 import { BackendAsk, initBackend } from '../trainer/backend';
 import { InputError } from '../trainer/files';
-import { HfModelFolder, hfModelFromFolder, hfTokenizerKind, inspectHfFolder } from '../trainer/hfModel';
+import { HfModelFolder, hfModelFromFolder, hfTokenizerKind, inspectHfFolder, ownTokenizerOf } from '../trainer/hfModel';
 import { headDimOf, normEpsOf } from '../trainer/model';
 import { SPECIAL_TOKENS } from '../core/tokenizer';
 
@@ -53,9 +53,25 @@ function describe(f: HfModelFolder): Record<string, unknown> {
       tok.kind === 'lab'
         ? { kind: 'lab', file: tok.file, vocab: tok.tokenizer.vocabSize, specials: Object.fromEntries(SPECIAL_TOKENS.map((s, i) => [s, i])) }
         : tok.kind === 'foreign'
-          ? { kind: 'foreign', file: tok.file, note: `not the lab's tokenizer (${tok.why}); Hugging Face tokenizers are a later step of issue 29` }
+          ? hfTokenizerInfo(f, tok.file)
           : { kind: 'absent', file: tok.file },
   };
+}
+
+/** A model's own Hugging Face tokenizer as `train sft --base` would take it: reported, never refused, by inspect. */
+function hfTokenizerInfo(f: HfModelFolder, file: string): Record<string, unknown> {
+  try {
+    const own = ownTokenizerOf(f.dir, f, file);
+    const n = own.added.length;
+    return {
+      kind: 'hf',
+      file,
+      added: own.added,
+      note: `the model's own tokenizer: train sft --base uses it${n ? `, adding the ${n} wire-format special(s) it lacks as tokens ${own.added[0]!.id}..${own.added[n - 1]!.id}` : ' (it holds the wire-format specials)'}`,
+    };
+  } catch (err) {
+    return { kind: 'hf', file, problem: (err as Error).message, note: 'train sft --base refuses it' };
+  }
 }
 
 export async function cmdModel(a: ParsedArgs): Promise<void> {

@@ -8,14 +8,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { TokenizerInfo } from '../core/protocol/lsp';
 import { DEFAULT_MAX_LEN } from '../core/sftFormat';
-import { BpeTokenizer, tokenizerFromJsonText, trainDefaultTokenizer } from '../core/tokenizer';
+import { type BpeTokenizer, type Tokenizer, anyTokenizerFromJsonText, trainDefaultTokenizer } from '../core/tokenizer';
 import { TEMPLATES, type Template } from '../core/grammar';
 import { parseToolList, templatesFor } from '../core/worldTools';
 import { CONFIG_FILE, RUN_WORLD_DIR, TOKENIZER_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 
 export interface ResolvedTokenizer {
-  tok: BpeTokenizer;
+  tok: Tokenizer;
   info: TokenizerInfo;
   /** Identity for caches: results computed with one key stay valid for it. */
   key: string;
@@ -32,7 +32,7 @@ export interface ResolvedTokenizer {
 interface Loaded {
   mtimeMs: number;
   size: number;
-  tok: BpeTokenizer | null;
+  tok: Tokenizer | null;
   error: string | null;
 }
 
@@ -120,7 +120,7 @@ export class TokenizerStore {
   }
 
   private make(
-    tok: BpeTokenizer,
+    tok: Tokenizer,
     source: TokenizerInfo['source'],
     file: string | null,
     runDir: string | null,
@@ -169,7 +169,7 @@ export class TokenizerStore {
     if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit;
     let loaded: Loaded;
     try {
-      const tok = tokenizerFromJsonText(readRegularFile(file, MAX_TOKENIZER_BYTES));
+      const tok = anyTokenizerFromJsonText(readRegularFile(file, MAX_TOKENIZER_BYTES));
       loaded = { mtimeMs: st.mtimeMs, size: st.size, tok, error: null };
       this.log(`loaded ${file} (${tok.vocabSize} tokens)`);
     } catch (e) {

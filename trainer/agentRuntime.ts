@@ -9,7 +9,7 @@ import type { StateSet } from '../core/grammar';
 import { pyJsonDumps } from '../core/pyjson';
 import type { Task } from '../core/types';
 import { ASST, END, FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep, renderToolResult } from '../core/wire';
-import type { BpeTokenizer } from '../core/tokenizer';
+import type { Tokenizer } from '../core/tokenizer';
 import { CopyBias } from '../core/copyBias';
 
 /** An incremental decoder: append tokens, get the next-token logits. */
@@ -106,7 +106,7 @@ export class AgentRuntime {
 
   constructor(
     readonly policy: Policy,
-    readonly tokenizer: BpeTokenizer,
+    readonly tokenizer: Tokenizer,
     readonly env: ToolEnv,
     readonly mask: CallMask | null,
   ) {
@@ -360,7 +360,7 @@ export class AgentRuntime {
     const strength = this.policy.copyBias ?? 0;
     if (strength === 0) return null;
     const tok = this.tokenizer;
-    this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) ? null : tok.decode([id])));
+    this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) || tok.idToToken(id) === undefined ? null : tok.decode([id])));
     return new CopyBias(this.tokenStrings, question, strength);
   }
 

@@ -5,7 +5,7 @@ import { SPAN_KINDS, SpanKind, annotateSpans } from '../core/spans';
 import { IGNORE_INDEX } from '../core/sftFormat';
 import { segment } from '../core/lossMask';
 import { ASST, END } from '../core/wire';
-import type { BpeTokenizer } from '../core/tokenizer';
+import type { Tokenizer } from '../core/tokenizer';
 
 /** Span-kind codes per token; UNSUPERVISED for masked tokens. */
 export const UNSUPERVISED = 255;
@@ -24,7 +24,7 @@ function utf8Length(cp: number): number {
 }
 
 /** Tokenizes a transcript segment by segment (as build_example does) and labels every token. */
-export function tokenizeTrace(text: string, tok: BpeTokenizer): TokenizedTrace {
+export function tokenizeTrace(text: string, tok: Tokenizer): TokenizedTrace {
   // Per-byte kind and copy flags from the character spans.
   const byteOffsetOfChar: number[] = [];
   let b = 0;
@@ -63,6 +63,9 @@ export function tokenizeTrace(text: string, tok: BpeTokenizer): TokenizedTrace {
       at += len;
     }
   }
+  // The labels align on bytes: a tokenizer whose tokens do not add up to the text's bytes
+  // (a normalizer or a prefix space that changes the text) would label the wrong tokens.
+  if (at !== b) throw new Error(`the tokenizer's tokens stand for ${at} bytes of a ${b}-byte transcript: its encoding does not keep the text byte for byte, so the loss mask cannot be aligned (a byte-level tokenizer is needed)`);
   return { ids: Int32Array.from(ids), kinds: Uint8Array.from(kinds), copy: Uint8Array.from(copy) };
 }
 

@@ -5,7 +5,7 @@
 // source under tsx in a development checkout.
 import * as path from 'node:path';
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
-import { tokenizerFromJsonText } from '../core/tokenizer';
+import { anyTokenizerFromJsonText } from '../core/tokenizer';
 import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, worldTemplates, type WorldTask } from '../core/worlds';
 import { TEMPLATES } from '../core/grammar';
 import type { Task } from '../core/types';
@@ -122,7 +122,7 @@ async function workerMain(req: EvalShardRequest): Promise<void> {
     await initBackend(req.backend);
     for (const w of req.customWorlds) registerCustomWorld(w);
     const model = StackModel.fromWeights(req.cfg, unflatten(req.cfg, req.flat));
-    const tokenizer = tokenizerFromJsonText(req.tokenizerJson);
+    const tokenizer = anyTokenizerFromJsonText(req.tokenizerJson);
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));
     const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world) }));
     const out = await evaluateItems(

@@ -8,7 +8,7 @@
 import { rollout as teacherRollout } from '../core/distill';
 import { isNoTeacherKind } from '../core/differenceTasks';
 import { makeStubTeacher } from '../core/stubTeacher';
-import type { BpeTokenizer } from '../core/tokenizer';
+import type { Tokenizer } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { worldEnv, type WorldId } from '../core/worlds';
 import type { Episode } from './agentRuntime';
@@ -22,7 +22,7 @@ import { stubTeacherOptions, type TeacherKnobs } from './recipes';
  * Null when the teacher does not solve it, the transcript outgrows `maxSeq`, or the task is
  * of a family no teacher demonstrates (core/differenceTasks.ts).
  */
-export function teacherEpisode(task: Task, world: WorldId, tokenizer: BpeTokenizer, knobs: TeacherKnobs, maxSeq: number, maxSteps: number): Episode | null {
+export function teacherEpisode(task: Task, world: WorldId, tokenizer: Tokenizer, knobs: TeacherKnobs, maxSeq: number, maxSteps: number): Episode | null {
   // A no-teacher family (fresh-differences) has no teacher to guide with: the group stays the student's.
   if (isNoTeacherKind(task.kind)) return null;
   const env = worldEnv(world);

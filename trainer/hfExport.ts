@@ -14,7 +14,7 @@ import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
 import { HF_MODULE, LoraSpec, LoraTarget, loraParamSpecs } from './lora';
 import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
-import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from '../core/protocol/folders';
+import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** Presets whose students export (no previous-token tables): named when one does not. */
 export const EXPORTABLE_HINT = 'tiny-plain, small, long and stack-100m export (tiny and tiny-deep add previous-token tables)';
@@ -27,8 +27,32 @@ export function hfArchitectureOf(cfg: ModelConfig): { architecture: HfArchitectu
   return { architecture: cfg.qkvBias ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM' };
 }
 
-/** The config.json of a model (special token ids: the lab's wire format, bos 0, eos 1, pad 2). */
-export function hfConfigOf(cfg: ModelConfig, architecture: HfArchitecture, dtype: 'float32' | 'bfloat16' | 'float16' = 'float32'): Record<string, unknown> {
+/** The wire format's bos, eos and pad ids: 0, 1, 2 in the lab's tokenizer; where a model's own tokenizer has them added. */
+export interface WireTokenIds {
+  bos_token_id: number;
+  eos_token_id: number;
+  pad_token_id: number;
+}
+const LAB_TOKEN_IDS: WireTokenIds = { bos_token_id: 0, eos_token_id: 1, pad_token_id: 2 };
+
+/** The wire ids of a tokenizer.json's text, read from its added tokens (the lab's when it names none). */
+export function wireTokenIdsOf(tokenizerJson: string | undefined): WireTokenIds {
+  if (tokenizerJson === undefined) return LAB_TOKEN_IDS;
+  let added: unknown;
+  try {
+    added = (JSON.parse(tokenizerJson) as { added_tokens?: unknown }).added_tokens;
+  } catch {
+    return LAB_TOKEN_IDS; // the run's loaders refuse such a file first
+  }
+  const idOf = (content: string, dflt: number): number => {
+    const t = Array.isArray(added) ? (added as { content?: unknown; id?: unknown }[]).find((x) => x && x.content === content) : undefined;
+    return typeof t?.id === 'number' ? t.id : dflt;
+  };
+  return { bos_token_id: idOf('<|bos|>', 0), eos_token_id: idOf('<|eos|>', 1), pad_token_id: idOf('<|pad|>', 2) };
+}
+
+/** The config.json of a model (special token ids: the wire format's, bos 0, eos 1, pad 2 in the lab's tokenizer). */
+export function hfConfigOf(cfg: ModelConfig, architecture: HfArchitecture, dtype: 'float32' | 'bfloat16' | 'float16' = 'float32', ids: WireTokenIds = LAB_TOKEN_IDS): Record<string, unknown> {
   const qwen = architecture === 'Qwen2ForCausalLM';
   return {
     architectures: [architecture],
@@ -48,9 +72,7 @@ export function hfConfigOf(cfg: ModelConfig, architecture: HfArchitecture, dtype
     tie_word_embeddings: cfg.tiedHead !== false,
     attention_dropout: 0.0,
     ...(qwen ? { use_sliding_window: false, sliding_window: null, max_window_layers: cfg.layers } : { attention_bias: false, mlp_bias: false, pretraining_tp: 1 }),
-    bos_token_id: 0,
-    eos_token_id: 1,
-    pad_token_id: 2,
+    ...ids,
     torch_dtype: dtype,
     use_cache: true,
   };
@@ -122,10 +144,12 @@ export interface HfExportResult {
 export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<string, Float32Array>, extraFiles: Record<string, string> = {}, metadata: Record<string, string> = {}): HfExportResult {
   const arch = hfArchitectureOf(cfg);
   if ('refused' in arch) throw new InputError(`cannot export as a Hugging Face model: ${arch.refused}`);
+  // A run with a model's own tokenizer has the wire specials as added tokens after its vocabulary.
+  const ids = wireTokenIdsOf(extraFiles[TOKENIZER_FILE]);
   return writeNewFolder(outDir, arch.architecture, (staging) => {
     const files: Record<string, string> = {
-      [HF_CONFIG_FILE]: JSON.stringify(hfConfigOf(cfg, arch.architecture), null, 2) + '\n',
-      'generation_config.json': JSON.stringify({ bos_token_id: 0, eos_token_id: 1, pad_token_id: 2 }, null, 2) + '\n',
+      [HF_CONFIG_FILE]: JSON.stringify(hfConfigOf(cfg, arch.architecture, 'float32', ids), null, 2) + '\n',
+      'generation_config.json': JSON.stringify(ids, null, 2) + '\n',
       ...extraFiles,
     };
     for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(staging, name), text);

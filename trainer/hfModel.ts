@@ -23,11 +23,22 @@
 //   lm_head.weight [V, d] (untied only)                     lm_head [V, d]
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type BpeTokenizer, tokenizerFromJsonText, tokenizerHash } from '../core/tokenizer';
+import {
+  type BpeTokenizer,
+  HfTokenizer,
+  type SpecialToken,
+  anyTokenizerFromJsonText,
+  parseTokenizerJson,
+  tokenizerFromJsonText,
+  tokenizerHash,
+  tokenizerJsonSize,
+  withWireSpecials,
+} from '../core/tokenizer';
+import type { GivenTokenizer } from './prepare';
 import { INPUT_LIMITS, InputError, readInputObject, readInputText } from './files';
 import { ModelConfig, RopeScaling, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from './model';
 import { SafetensorsModel, StDtype } from './safetensorsFile';
-import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
+import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** The q, k and v projections in the order the lab's fused wqkv (and bqkv) holds them, with their widths. */
 export function qkvProjections(cfg: ModelConfig): readonly (readonly ['q_proj' | 'k_proj' | 'v_proj', number])[] {
@@ -328,20 +339,118 @@ export function hfModelFromFolder(dir: string): { model: StackModel; folder: HfM
   return { model: StackModel.fromWeights(folder.model, folder.weights), folder };
 }
 
+/** A base model's own Hugging Face tokenizer, made the run's: the wire specials it lacked added after the embedding's rows. */
+export interface OwnTokenizer {
+  /** The base's tokenizer.json. */
+  file: string;
+  /** The run's tokenizer files (the base's plus the added tokens). */
+  given: GivenTokenizer;
+  /** The wire specials added, with their ids (empty when the tokenizer had them all). */
+  added: { content: SpecialToken; id: number }[];
+  /** The run's embedding rows: the model's vocab_size plus the added tokens. */
+  vocab: number;
+}
+
+/** What `train sft --base DIR` starts from: the inspected folder, and the model's own tokenizer when it is not the lab's. */
+export interface BaseStart {
+  folder: HfModelFolder;
+  own: OwnTokenizer | null;
+}
+
+/**
+ * The run's tokenizer from a base model's own tokenizer.json: the wire specials it lacks
+ * become special added tokens with ids from vocab_size on (new embedding rows, see
+ * withAddedRows), tokenizer_config.json is the base's (or a minimal one) with them in its
+ * added_tokens_decoder. A file that does not parse or load, or holds more ids than the model
+ * has rows, is an InputError naming the file and the field.
+ */
+export function ownTokenizerOf(base: string, folder: HfModelFolder, file: string): OwnTokenizer {
+  const fail = (err: unknown): never => {
+    throw new InputError(`${file}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
+  };
+  let obj: Record<string, unknown> = {};
+  let size = 0;
+  try {
+    obj = parseTokenizerJson(readInputText(file, 'the tokenizer', INPUT_LIMITS.tokenizer));
+    size = tokenizerJsonSize(obj);
+  } catch (err) {
+    if (err instanceof InputError) throw err;
+    fail(err);
+  }
+  const V = folder.model.vocab;
+  if (V < size) throw new InputError(`${path.join(base, HF_CONFIG_FILE)}: "vocab_size" ${V} is smaller than the ${size} ids of ${file}: those tokens would have no embedding row`);
+  const { json, added } = withWireSpecials(obj, V);
+  try {
+    new HfTokenizer(json); // every wire special one special id, the whole file loads
+  } catch (err) {
+    fail(err);
+  }
+  const configFile = path.join(base, TOKENIZER_CONFIG_FILE);
+  const config: Record<string, unknown> = fs.existsSync(configFile) ? readInputObject(configFile, 'the tokenizer config') : { tokenizer_class: 'PreTrainedTokenizerFast' };
+  // transformers' default clean-up rewrites " ." to "." on decode: the wire format's text must round-trip.
+  config['clean_up_tokenization_spaces'] = false;
+  const dec = config['added_tokens_decoder'];
+  if (typeof dec === 'object' && dec !== null && !Array.isArray(dec)) {
+    for (const a of added) (dec as Record<string, unknown>)[String(a.id)] = { content: a.content, lstrip: false, normalized: false, rstrip: false, single_word: false, special: true };
+  }
+  const from = `${file} with ${added.length} wire-format special(s) added as tokens ${added.length ? `${added[0]!.id}..${added[added.length - 1]!.id}` : ''}`.trim();
+  return { file, given: { json: JSON.stringify(json), config, from }, added, vocab: V + added.length };
+}
+
+/**
+ * A base model's weights with `vocab` embedding rows: each new row (and, untied, each new
+ * row of lm_head) the mean of the existing rows, so an added token starts as "an average
+ * token" rather than noise or zero.
+ */
+export function withAddedRows(cfg: ModelConfig, weights: Record<string, Float32Array>, vocab: number): Record<string, Float32Array> {
+  if (vocab === cfg.vocab) return weights;
+  if (vocab < cfg.vocab) throw new Error(`withAddedRows: ${vocab} rows is fewer than the model's ${cfg.vocab}`);
+  const d = cfg.dModel;
+  const grow = (w: Float32Array): Float32Array => {
+    const out = new Float32Array(vocab * d);
+    out.set(w.subarray(0, cfg.vocab * d));
+    const mean = new Float64Array(d);
+    for (let r = 0; r < cfg.vocab; r++) for (let j = 0; j < d; j++) mean[j]! += w[r * d + j]!;
+    for (let j = 0; j < d; j++) mean[j]! /= cfg.vocab;
+    for (let r = cfg.vocab; r < vocab; r++) for (let j = 0; j < d; j++) out[r * d + j] = mean[j]!;
+    return out;
+  };
+  const out: Record<string, Float32Array> = { ...weights, tok_embeddings: grow(weights['tok_embeddings']!) };
+  if (weights['lm_head']) out['lm_head'] = grow(weights['lm_head']);
+  return out;
+}
+
 /**
  * `train sft --base DIR`, checked before the run writes anything: the folder loads (config,
- * every weight's name, shape and dtype), its tokenizer is the lab's, and it is the run's
- * (`runTokenizerFile`, which must exist: a new run trains its own tokenizer, whose ids would
- * mean other strings to the model). A Hugging Face model's own tokenizer is refused in one
- * line: that road (HF tokenizers, the wire format's specials as added tokens) is a later
- * step of issue 29. Returns the inspected folder (no weights read).
+ * every weight's name, shape and dtype) and its tokenizer is usable. The lab's own tokenizer
+ * (an exported run's) must be the run's (`runTokenizerFile`, which must exist: a new run
+ * trains its own, whose ids would mean other strings to the model). A model's own Hugging
+ * Face tokenizer becomes the run's (`own`: the wire specials it lacks added as tokens), so the
+ * run folder must hold no other tokenizer.json. LoRA keeps the embedding frozen, so it takes
+ * a model's own tokenizer only when no token is added. Returns the inspected folder (no weights read).
  */
-export function checkBaseFolder(base: string, runTokenizerFile: string): HfModelFolder {
+export function checkBaseFolder(base: string, runTokenizerFile: string, opts: { lora?: boolean } = {}): BaseStart {
   const folder = inspectHfFolder(base);
   const tok = hfTokenizerKind(base);
-  const later = "fine-tuning with a model's own Hugging Face tokenizer is a later step of issue 29 (not built yet); today --base takes a folder with the lab's tokenizer, as `agent-lab export --format hf` writes";
-  if (tok.kind === 'absent') throw new InputError(`--base ${base}: no tokenizer.json (the tokenizer the model was trained with is needed); ${later}`);
-  if (tok.kind === 'foreign') throw new InputError(`--base ${tok.file} is not the lab's tokenizer (${tok.why}): ${later}`);
+  if (tok.kind === 'absent') throw new InputError(`--base ${base}: no tokenizer.json (the tokenizer the model was trained with is needed)`);
+  if (tok.kind === 'foreign') {
+    const own = ownTokenizerOf(base, folder, tok.file);
+    if (opts.lora && own.added.length) {
+      throw new InputError(
+        `--lora with --base ${base}: its tokenizer lacks ${own.added.length} wire-format special(s) (${own.added.map((a) => a.content).join(' ')}), added as new embedding rows that LoRA would keep frozen at their mean: fine-tune fully (no --lora)`,
+      );
+    }
+    if (fs.existsSync(runTokenizerFile)) {
+      const runTok = anyTokenizerFromJsonText(readInputText(runTokenizerFile, 'the tokenizer', INPUT_LIMITS.tokenizer));
+      const want = new HfTokenizer(JSON.parse(own.given.json) as Record<string, unknown>);
+      if (tokenizerHash(runTok) !== tokenizerHash(want)) {
+        throw new InputError(
+          `--base ${tok.file}: the run folder holds another tokenizer, ${runTokenizerFile} (${tokenizerHash(runTok)}): the model's own tokenizer needs a run folder without one (data/ may stay: it is tokenized with the model's)`,
+        );
+      }
+    }
+    return { folder, own };
+  }
   if (!fs.existsSync(runTokenizerFile)) {
     throw new InputError(
       `--base ${base}: the run folder has no tokenizer.json yet, and a new run trains its own, whose ids would mean other strings to the model: ` +
@@ -353,5 +462,5 @@ export function checkBaseFolder(base: string, runTokenizerFile: string): HfModel
     throw new InputError(`--base ${tok.file} (${tokenizerHash(tok.tokenizer)}) is not the run's tokenizer ${runTokenizerFile} (${tokenizerHash(runTok)}): the model's ids would mean other strings`);
   }
   if (folder.model.vocab < runTok.vocabSize) throw new InputError(`--base ${base}: vocab_size ${folder.model.vocab} is smaller than its tokenizer's ${runTok.vocabSize} tokens`);
-  return folder;
+  return { folder, own: null };
 }

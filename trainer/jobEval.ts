@@ -8,7 +8,7 @@ import type { Template } from '../core/grammar';
 import { overlapKey } from '../core/overlap';
 import { makeTaskPool } from '../core/world';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
-import type { BpeTokenizer } from '../core/tokenizer';
+import type { Tokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { SEED_WORLD, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, worldEnv, worldTemplates } from '../core/worlds';
@@ -111,7 +111,7 @@ export function loadWorldTasks(file: string): WorldTask[] {
  */
 export async function evaluateModel(
   model: StackModel,
-  tokenizer: BpeTokenizer,
+  tokenizer: Tokenizer,
   tasks: readonly (Task | WorldTask)[],
   split: string,
   trainingKeys: ReadonlySet<string>,

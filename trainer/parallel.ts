@@ -33,7 +33,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from './backend';
 import { findWorkerScript } from './workerScript';
 import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, makeRng, paramSpecs } from './model';
-import { tokenizerFromJsonText, type BpeTokenizer } from '../core/tokenizer';
+import { anyTokenizerFromJsonText, type Tokenizer } from '../core/tokenizer';
 import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldTemplates } from '../core/worlds';
 import { TEMPLATES, type Template } from '../core/grammar';
 import { AgentRuntime, type Episode, type EpisodeOptions, type EpisodeTask } from './agentRuntime';
@@ -471,7 +471,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
   Atomics.store(ctrl, READY, 1);
   Atomics.notify(ctrl, READY);
   let model: StackModel | null = null;
-  let tokenizer: BpeTokenizer | null = null;
+  let tokenizer: Tokenizer | null = null;
   let runtime: AgentRuntime | null = null;
   let runtimeTemplates: readonly Template[] = TEMPLATES;
   let seen = 0;
@@ -496,7 +496,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
           continue;
         }
         if (msg.type === 'tokenizer') {
-          tokenizer = tokenizerFromJsonText(msg.json!);
+          tokenizer = anyTokenizerFromJsonText(msg.json!);
           runtime = null;
           continue;
         }

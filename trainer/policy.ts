@@ -3,7 +3,7 @@
 // and the vocabulary trie as the runtime's CallMask.
 import { TEMPLATES, startStates, type StateSet, type Template } from '../core/grammar';
 import { TokenMasker, compileVocabulary } from '../core/tokenMask';
-import type { BpeTokenizer } from '../core/tokenizer';
+import type { Tokenizer } from '../core/tokenizer';
 import type { CallMask, DecodeSession, Policy } from './agentRuntime';
 import type { KvCache, StackModel } from './model';
 
@@ -45,8 +45,9 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
 }
 
 /** The grammar as a token mask over this tokenizer's vocabulary (specials never allowed, but <|end|>). */
-export function tokenizerCallMask(tokenizer: BpeTokenizer, templates: readonly Template[] = TEMPLATES): CallMask {
-  const strings = Array.from({ length: tokenizer.vocabSize }, (_, id) => (tokenizer.isSpecial(id) ? null : tokenizer.decode([id])));
+export function tokenizerCallMask(tokenizer: Tokenizer, templates: readonly Template[] = TEMPLATES): CallMask {
+  // An id no token has (a gap in a model's vocabulary) is never allowed, as a special.
+  const strings = Array.from({ length: tokenizer.vocabSize }, (_, id) => (tokenizer.isSpecial(id) || tokenizer.idToToken(id) === undefined ? null : tokenizer.decode([id])));
   // A user's world may narrow the grammar (its tool list, core/worldTools.ts); the default is the textbook's.
   const masker = new TokenMasker(compileVocabulary(strings, tokenizer.specialIds['<|end|>'], templates));
   return {

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import { renderPrompt } from '../core/distill';
 import { RewardAudit, RewardSpec, auditReward, formatAudit } from '../core/reward';
-import type { BpeTokenizer } from '../core/tokenizer';
+import type { Tokenizer } from '../core/tokenizer';
 import { ASST, SPECIAL_TOKENS } from '../core/wire';
 import { readJsonl } from './prepare';
 
@@ -93,7 +93,7 @@ export function checkPromptDrift(sftTracesFile: string, systemPrompt: string | u
 }
 
 /** Every special token is one id in the tokenizer the checkpoint was trained with. */
-export function checkSpecialTokens(tokenizer: BpeTokenizer, expectedSha?: string, actualSha?: string): PreflightCheck {
+export function checkSpecialTokens(tokenizer: Tokenizer, expectedSha?: string, actualSha?: string): PreflightCheck {
   const name = 'special tokens are single ids';
   const bad: string[] = [];
   for (const s of SPECIAL_TOKENS) {
@@ -130,7 +130,7 @@ export function checkSampling(temperature: number, groupSize: number): Preflight
 export function runPreflight(o: {
   sftTracesFile: string;
   systemPrompt: string | undefined;
-  tokenizer: BpeTokenizer;
+  tokenizer: Tokenizer;
   tokenizerSha?: { expected: string; actual: string };
   reward: RewardSpec;
   temperature: number;

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DistillStats, ToolEnv, TraceRow, distill, makeStubTeacher } from '../core/distill';
 import { findOverlaps } from '../core/overlap';
-import { BpeTokenizer, canonicalTokenizerJson, tokenizerConfig, tokenizerFromJsonText, trainBpe } from '../core/tokenizer';
+import { BpeTokenizer, type Tokenizer, anyTokenizerFromJsonText, canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/tokenizer';
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { TASK_FACTS, buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
@@ -33,8 +33,26 @@ export interface PreparedData {
   augment?: { worlds: string[]; tasks: number; rows: number; ownNames?: number; yield: Record<string, { kept: number; tasks: number }> };
   heldout: { tasks: Task[]; rows: TraceRow[]; yield: Record<string, { kept: number; tasks: number }> };
   overlap: { exact: number; swapped: number };
-  tokenizer: BpeTokenizer;
+  tokenizer: Tokenizer;
   tokenizerSeconds: number;
+}
+
+/**
+ * A run's tokenizer given rather than trained: `train sft --base DIR` with the model's own
+ * Hugging Face tokenizer (the base's tokenizer.json plus the wire specials as added tokens).
+ */
+export interface GivenTokenizer {
+  /** tokenizer.json's text, compact. */
+  json: string;
+  /** tokenizer_config.json to write beside it. */
+  config: Record<string, unknown>;
+  /** Where it came from, for data/prepared.json. */
+  from: string;
+}
+
+/** The trained tokenizer, or the given one (no BPE training). */
+function runTokenizer(given: GivenTokenizer | undefined, train: () => BpeTokenizer): Tokenizer {
+  return given ? anyTokenizerFromJsonText(given.json) : train();
 }
 
 /** A renamed copy's world: its source world's name and this suffix (one world in the counts, its copies apart). */
@@ -128,12 +146,12 @@ export const TOKENIZER_DATA = { version: 2, vocabCap: RUN_VOCAB_CAP, text: 'pass
 
 /** data/prepared.json: how the tokenizer was trained and what the augmentation drew. */
 export interface PreparedRecord {
-  tokenizer: typeof TOKENIZER_DATA;
+  tokenizer: typeof TOKENIZER_DATA | { given: string };
   augmentation: { worlds: number; rows: number; ownNames: number } | null;
 }
 
-function preparedRecord(augment: PreparedData['augment']): PreparedRecord {
-  return { tokenizer: TOKENIZER_DATA, augmentation: augment ? { worlds: augment.worlds.length, rows: augment.rows, ownNames: augment.ownNames ?? 0 } : null };
+function preparedRecord(augment: PreparedData['augment'], given?: GivenTokenizer): PreparedRecord {
+  return { tokenizer: given ? { given: given.from } : TOKENIZER_DATA, augmentation: augment ? { worlds: augment.worlds.length, rows: augment.rows, ownNames: augment.ownNames ?? 0 } : null };
 }
 
 /** A run's data/prepared.json, or null for a run made before it was written (or data brought by hand). */
@@ -157,6 +175,7 @@ export function prepareRunData(
   pool: PoolName,
   log: (line: string) => void = () => {},
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {},
+  given?: GivenTokenizer,
 ): PreparedData {
   refuseToOverwriteData(runDir);
   const augment = recipe.augment;
@@ -239,15 +258,15 @@ export function prepareRunData(
   writeJsonlAtomic(files.heldoutTraces, he.rows);
   writeJsonlAtomic(files.trainTasks, [...training.tasks.map(taskToRow), ...augTasks]);
 
-  log('training the tokenizer on the world');
+  log(given ? `the tokenizer is ${given.from}` : 'training the tokenizer on the world');
   const t0 = Date.now();
   // What the student trains on and nothing else: never the held-out transcripts (what eval
   // asks), and the augmentation's text, so the pieces of the new names and values it copies are trained ones.
-  const tokenizer = trainBpe(tokenizerText(corpus.map((p) => p.text), tr.rows, augRows), { vocabSize: RUN_VOCAB_CAP });
+  const tokenizer = runTokenizer(given, () => trainBpe(tokenizerText(corpus.map((p) => p.text), tr.rows, augRows), { vocabSize: RUN_VOCAB_CAP }));
   const tokenizerSeconds = (Date.now() - t0) / 1000;
   writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
-  writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig());
-  writeJsonAtomic(files.prepared, preparedRecord(augmentInfo));
+  writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), given?.config ?? tokenizerConfig());
+  writeJsonAtomic(files.prepared, preparedRecord(augmentInfo, given));
   const overlaps = findOverlaps(split.train, split.heldout);
   return {
     corpusSize: corpus.length,
@@ -273,6 +292,7 @@ export async function ensureRunData(
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'> = {},
   source?: WorldSource,
   stop: () => boolean = () => false,
+  given?: GivenTokenizer,
 ): Promise<'present' | 'tokenizer-trained' | 'prepared'> {
   const files = dataFiles(runDir);
   if (source) {
@@ -285,18 +305,24 @@ export async function ensureRunData(
       return 'present';
     }
     refuseToOverwriteData(runDir);
-    await prepareWorldRunDataStoppable(runDir, source, log, recipe, stop); // a user's world can be big: it hears a stop
+    await prepareWorldRunDataStoppable(runDir, source, log, recipe, stop, given); // a user's world can be big: it hears a stop
     return 'prepared';
   }
   if (exists(files.trainTraces)) {
     if (exists(files.tokenizer)) return 'present';
+    if (given) {
+      log(`${runDir} has data/train.traces.jsonl but no tokenizer.json: writing ${given.from} (data/ is left as it is)`);
+      writeFileAtomic(files.tokenizer, given.json);
+      writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), given.config);
+      return 'tokenizer-trained';
+    }
     log(`${runDir} has data/train.traces.jsonl but no tokenizer.json: training the tokenizer from the data there (data/ is left as it is)`);
     trainTokenizerFromRunData(runDir, log);
     return 'tokenizer-trained';
   }
   refuseToOverwriteData(runDir);
   log(`${runDir} has no data/: building the default world and distilling it with the stub teacher`);
-  prepareRunData(runDir, pool, log, recipe);
+  prepareRunData(runDir, pool, log, recipe, given);
   return 'prepared';
 }
 
@@ -349,12 +375,13 @@ export function readTraceRows(file: string, tools?: readonly McpTool[] | null): 
   });
 }
 
-export function loadTokenizer(runDir: string): BpeTokenizer {
+/** The run's tokenizer, either kind (the lab's BPE, or a base model's Hugging Face tokenizer with the wire specials added). */
+export function loadTokenizer(runDir: string): Tokenizer {
   const file = dataFiles(runDir).tokenizer;
   if (!exists(file)) throw new InputError(`${file} is missing: the run folder has no tokenizer`);
   const text = readInputText(file, 'the tokenizer', INPUT_LIMITS.tokenizer);
   try {
-    return tokenizerFromJsonText(text);
+    return anyTokenizerFromJsonText(text);
   } catch (err) {
     throw new InputError(`${file}: ${(err as Error).message.replace(/^tokenizer\.json: /, '')}`);
   }
@@ -412,8 +439,9 @@ export async function prepareWorldRunDataStoppable(
   log: (line: string) => void,
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
   stop: () => boolean,
+  given?: GivenTokenizer,
 ): Promise<PreparedData> {
-  const work = worldRunData(runDir, source, log, recipe);
+  const work = worldRunData(runDir, source, log, recipe, given);
   for (let turn = Date.now(); ;) {
     const r = work.next();
     if (r.done) return r.value;
@@ -433,6 +461,7 @@ function* worldRunData(
   source: WorldSource,
   log: (line: string) => void,
   recipe: Pick<Recipe, 'augment' | 'teacherTopHit' | 'teacherNotes' | 'teacherVerdict'>,
+  given?: GivenTokenizer,
 ): Generator<void, PreparedData> {
   const w = source.world;
   const augmentable = recipe.augment !== undefined && recipe.augment.share > 0 && recipe.augment.worlds + (recipe.augment.entityWorlds ?? 0) > 0;
@@ -500,7 +529,7 @@ function* worldRunData(
   const t0 = Date.now();
   // Never the held-out transcripts (their questions and answers are what eval asks); the
   // augmentation's text is in, so the pieces of names and values the student copies are trained ones.
-  const tokenizer = trainBpe(tokenizerText(w.corpus.map((p) => p.text), trainRows, aug?.rows ?? []), { vocabSize: RUN_VOCAB_CAP });
+  const tokenizer = runTokenizer(given, () => trainBpe(tokenizerText(w.corpus.map((p) => p.text), trainRows, aug?.rows ?? []), { vocabSize: RUN_VOCAB_CAP }));
   const tokenizerSeconds = (Date.now() - t0) / 1000;
   // Everything is made before the first write, and a failed write takes back what this call
   // wrote: a failed or stopped preparation leaves no file a retry would refuse to build over.
@@ -518,8 +547,8 @@ function* worldRunData(
     const taskRows = [...trainTasks.map((t) => ({ ...taskToRow(t), world: worldName(w.id) })), ...(aug?.tasks ?? [])];
     write(files.trainTasks, () => writeJsonlAtomic(files.trainTasks, taskRows));
     write(files.tokenizer, () => writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer)));
-    write(path.join(runDir, TOKENIZER_CONFIG_FILE), () => writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig()));
-    write(files.prepared, () => writeJsonAtomic(files.prepared, preparedRecord(aug?.info)));
+    write(path.join(runDir, TOKENIZER_CONFIG_FILE), () => writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), given?.config ?? tokenizerConfig()));
+    write(files.prepared, () => writeJsonAtomic(files.prepared, preparedRecord(aug?.info, given)));
   } catch (err) {
     for (const f of made) fs.rmSync(f, { recursive: true, force: true });
     throw err;

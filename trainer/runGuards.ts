@@ -4,7 +4,7 @@
 // divergence (consecutive non-finite steps) stopped with the last good checkpoint kept,
 // and old checkpoints pruned. The decisions are in docs/decisions.md, "Hardening (issue 11)".
 import * as path from 'node:path';
-import { type BpeTokenizer, tokenizerHash } from '../core/tokenizer';
+import { type Tokenizer, tokenizerHash } from '../core/tokenizer';
 import { LoadedCheckpoint, NonFiniteWeightsError, latestCheckpoint, pruneCheckpoints } from './checkpoint';
 import { InputError, exists, readInputObject, readInputText } from './files';
 import { DataOrderState, dataOrderStateProblem } from './dataOrder';
@@ -40,7 +40,7 @@ export function readRunConfig(runDir: string): { file: string; config: Record<st
  * The run's tokenizer.json must be the one it was trained with (config.json's `tokenizer.sha256`):
  * a vocabulary of the same size with other ids would load and answer in nonsense.
  */
-export function checkRunTokenizer(config: Record<string, unknown>, file: string, tokenizer: BpeTokenizer): void {
+export function checkRunTokenizer(config: Record<string, unknown>, file: string, tokenizer: Tokenizer): void {
   const recorded = (config['tokenizer'] as { sha256?: unknown } | undefined)?.sha256;
   if (typeof recorded !== 'string') return; // runs from before the record
   const actual = tokenizerHash(tokenizer);
@@ -131,7 +131,7 @@ const sameModel = (a: ModelConfig, b: ModelConfig): boolean =>
  * tokenizer with more tokens than the checkpoint has embedding rows, is refused: the
  * folder mixes two runs.
  */
-export function checkpointModelConfig(ck: LoadedCheckpoint, expected: { model: ModelConfig | null; what: string } | null, tokenizer: BpeTokenizer | null): ModelConfig {
+export function checkpointModelConfig(ck: LoadedCheckpoint, expected: { model: ModelConfig | null; what: string } | null, tokenizer: Tokenizer | null): ModelConfig {
   if (expected?.model && !sameModel(expected.model, ck.config)) {
     throw new InputError(
       `${expected.what} describes a model (${dims(expected.model)}) that differs from checkpoint ${ck.dir}'s (${dims(ck.config)}): ` +
@@ -145,7 +145,7 @@ export function checkpointModelConfig(ck: LoadedCheckpoint, expected: { model: M
 }
 
 /** The model of a checkpoint (see checkpointModelConfig), weights set. */
-export function modelFromCheckpoint(ck: LoadedCheckpoint, expected: { model: ModelConfig | null; what: string } | null, tokenizer: BpeTokenizer | null): StackModel {
+export function modelFromCheckpoint(ck: LoadedCheckpoint, expected: { model: ModelConfig | null; what: string } | null, tokenizer: Tokenizer | null): StackModel {
   return StackModel.fromWeights(checkpointModelConfig(ck, expected, tokenizer), ck.weights);
 }
 

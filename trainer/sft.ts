@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { overlapKey } from '../core/overlap';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, JobResult, SftSummary } from '../core/protocol/worker';
-import { type BpeTokenizer, tokenizerHash } from '../core/tokenizer';
+import { type Tokenizer, tokenizerHash, tokenizerKind } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { TASK_FACTS } from '../core/world';
 import { WorldTask, allTasksOf, freshSplitTasks, splitManifest, worldName } from '../core/worlds';
@@ -16,7 +16,7 @@ import { TrainExample, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tok
 import { DataOrder, DataOrderState } from './dataOrder';
 import type { EvalSummary } from './eval';
 import { InputError, writeJsonAtomic } from './files';
-import { checkBaseFolder, loadHfFolder } from './hfModel';
+import { checkBaseFolder, loadHfFolder, withAddedRows } from './hfModel';
 import { LoraModel, LoraSpec, baseFiles, checkLoraRecord, parseLoraSpec } from './lora';
 import { evaluateModel, loadTasks, trainingKeysOf } from './jobEval';
 import {
@@ -168,7 +168,7 @@ export const poolKey = (turns: string, origin: Origin, kind: string) => `${turns
  */
 function examplePools(
   trainRows: ReturnType<typeof readTraceRows>,
-  tokenizer: BpeTokenizer,
+  tokenizer: Tokenizer,
   maxLen: number,
   recipe: Recipe,
 ): { pools: ExamplePools; dropped: number; fullCount: number; firstCount: number } {
@@ -245,7 +245,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   const files = dataFiles(runDir);
   const previous = previousRunConfig(runDir, 'sft', o.resume, checkSftConfig, 'ignore') as RunConfig | null;
   if (o.base !== undefined && (o.from !== undefined || previous?.from)) throw new UserError('--base and --from both give the starting weights: give one of them');
-  // --base is checked before anything is written (its tokenizer must be the run's, already there).
+  // --base is checked before anything is written (a lab tokenizer must be the run's, already there; a model's own becomes the run's).
   if (o.lora !== undefined && o.base === undefined) throw new UserError('--lora trains adapters on a frozen base model: give --base HF_DIR too');
   let loraSpec: LoraSpec | null = null;
   if (o.lora !== undefined && !previous) {
@@ -255,7 +255,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       throw new UserError((err as Error).message);
     }
   }
-  const baseFolder = !previous && o.base !== undefined ? checkBaseFolder(path.resolve(o.base), files.tokenizer) : null;
+  const baseStart = !previous && o.base !== undefined ? checkBaseFolder(path.resolve(o.base), files.tokenizer, { lora: o.lora !== undefined }) : null;
+  const baseFolder = baseStart?.folder ?? null;
+  // The model's own Hugging Face tokenizer: the run's, with the wire specials it lacked as new rows.
+  const ownTokenizer = baseStart?.own ?? null;
   const fromRun = continuedFrom(runDir, previous, o.from);
   // A resumed or continued LoRA run trains its adapters on (checkpoint.json's base).
   const recordedLora = previous?.lora ?? fromRun?.config.lora;
@@ -292,6 +295,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     recipe,
     source,
     () => hooks.isCancelled(),
+    ownTokenizer?.given,
   );
   const worldSplits = runSplits(runDir);
   const tokenizer = loadTokenizer(runDir);
@@ -304,7 +308,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       ? configModel(fromRun.config as unknown as Record<string, unknown>, path.join(fromRun.dir, CONFIG_FILE))
       : null;
   if (previous) checkRunTokenizer(previous as unknown as Record<string, unknown>, configFile, tokenizer);
-  const cfg = recorded ?? baseFolder?.model ?? presetConfig(presetName, tokenizer.vocabSize);
+  const cfg = recorded ?? (baseFolder ? { ...baseFolder.model, vocab: ownTokenizer?.vocab ?? baseFolder.model.vocab } : presetConfig(presetName, tokenizer.vocabSize));
   // A resume's checkpoint is checked before the data is tokenized: damage fails at once.
   const resumeFrom = o.resume && latestCheckpoint(runDir) !== null ? loadCheckpoint(runDir, 'latest') : null;
   if (resumeFrom)
@@ -397,6 +401,10 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       const files = baseFiles(dir);
       model = StackModel.fromWeights(cfg, loadHfFolder(dir).weights);
       trainable = LoraModel.create(model, loraSpec, { dir, files }, seed);
+    } else if (previous?.base && !previous.from) {
+      // A full fine-tune of a base model starts again from the base (with its added rows), not from noise.
+      const b = loadHfFolder(previous.base.dir);
+      trainable = model = StackModel.fromWeights(cfg, withAddedRows(b.model, b.weights, cfg.vocab));
     } else trainable = model = StackModel.create(cfg, seed);
     opt = trainer(trainable);
     metrics = openMetrics(runDir, 0);
@@ -434,11 +442,12 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       hooks.log('info', `continued SFT from ${fromRun.dir} (${ck.name}) at a constant lr of ${preset.lr * preset.minLrRatio}`);
     } else if (baseFolder) {
       const files = baseFiles(baseFolder.dir); // before reading: a folder changed meanwhile is refused at the next load
-      trainable = model = StackModel.fromWeights(cfg, loadHfFolder(baseFolder.dir).weights);
+      trainable = model = StackModel.fromWeights(cfg, withAddedRows(baseFolder.model, loadHfFolder(baseFolder.dir).weights, cfg.vocab));
       if (loraSpec) trainable = LoraModel.create(model, loraSpec, { dir: baseFolder.dir, files }, seed);
       hooks.log(
         'info',
         `starting from ${baseFolder.dir} (${baseFolder.architecture}, ${baseFolder.params} parameters, ${baseFolder.dtypes.join('+')}), the optimiser settings of preset ${presetName}` +
+          (ownTokenizer ? `; the model's own tokenizer (${ownTokenizer.added.length ? `${ownTokenizer.added.length} wire-format specials added as tokens ${ownTokenizer.added[0]!.id}..${ownTokenizer.added[ownTokenizer.added.length - 1]!.id}, their rows the mean of the others` : 'it holds the wire-format specials'})` : '') +
           (loraSpec ? `; LoRA r=${loraSpec.r} alpha=${loraSpec.alpha} on ${loraSpec.targets.join(',')}: ${(trainable as LoraModel).paramCount()} trainable parameters, the base frozen` : ''),
       );
     } else trainable = model = StackModel.create(cfg, seed);
@@ -479,7 +488,13 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       // The folder the world came from (its copy is the run's world/).
       // A continued run names the folder its start came from, not the copy it was handed.
       ...(split.world ? { world: source ? worldRecord(source.world) : (fromRun?.config.world ?? worldRecord(split.world)) } : {}),
-      tokenizer: { sha256: tokenizerHash(tokenizer), vocabSize: tokenizer.vocabSize, ...(preparedTokenizer ? { data: preparedTokenizer } : {}) },
+      tokenizer: {
+        sha256: tokenizerHash(tokenizer),
+        vocabSize: tokenizer.vocabSize,
+        ...(preparedTokenizer ? { data: preparedTokenizer } : {}),
+        // A model's own tokenizer (absent kind: the lab's): where it came from and the wire specials added to it.
+        ...(tokenizerKind(tokenizer) === 'hf' ? { kind: 'hf' as const, ...(ownTokenizer ? { base: ownTokenizer.file, added: ownTokenizer.added } : {}) } : {}),
+      },
       ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
       codeVersion: CODE_VERSION,
       created: new Date().toISOString(),

@@ -1,7 +1,10 @@
 // The lab's tokenizer: byte-level BPE with the nine wire-format specials as ids 0..8,
-// digits split one per token, saved and loaded as a Hugging Face tokenizer.json.
+// digits split one per token, saved and loaded as a Hugging Face tokenizer.json. Beside it,
+// a model's own Hugging Face tokenizer (hf.ts); both behind one interface (types.ts).
 import { BpeTokenizer } from './bpe';
 import { utf8Encode } from './bytelevel';
+import { HfTokenizer, looksLikeLabTokenizer, parseTokenizerJson } from './hf';
+import type { Tokenizer } from './types';
 
 export {
   BpeTokenizer,
@@ -15,10 +18,19 @@ export type { AddedTokenJson, SpecialToken, TokenizerJson, TrainOptions } from '
 export { BYTE_TO_UNICODE, UNICODE_TO_BYTE, fromByteLevel, preTokenize, toByteLevel } from './bytelevel';
 export { defaultWorldTexts, trainDefaultTokenizer } from './default';
 export type { DefaultWorldTexts } from './default';
+export { HfTokenizer, TokenizerJsonError, looksLikeLabTokenizer, missingWireSpecials, parseTokenizerJson, tokenizerJsonSize, withWireSpecials } from './hf';
+export type { Tokenizer } from './types';
+
+/** Which implementation a tokenizer is: the lab's BPE or a Hugging Face tokenizer.json. */
+export function tokenizerKind(tok: Tokenizer): 'lab' | 'hf' {
+  return tok instanceof HfTokenizer ? 'hf' : 'lab';
+}
 
 /** The tokenizer.json text we write: compact, deterministic (same tokenizer, same bytes). */
-export function canonicalTokenizerJson(tok: BpeTokenizer): string {
-  return JSON.stringify(tok.toJSON());
+export function canonicalTokenizerJson(tok: Tokenizer): string {
+  if (tok instanceof HfTokenizer) return tok.jsonText;
+  if (tok instanceof BpeTokenizer) return JSON.stringify(tok.toJSON());
+  throw new Error('canonicalTokenizerJson: neither the lab\'s BPE nor a Hugging Face tokenizer');
 }
 
 /** Parses tokenizer.json text; errors say whether the JSON or the tokenizer is wrong. */
@@ -33,10 +45,20 @@ export function tokenizerFromJsonText(text: string): BpeTokenizer {
 }
 
 /**
+ * A run's tokenizer.json, either kind: the lab's (its nine specials at ids 0..8; read by the
+ * strict reader, whose errors name the damage) or a Hugging Face one holding the wire
+ * specials as added tokens. Errors start "tokenizer.json: FIELD".
+ */
+export function anyTokenizerFromJsonText(text: string): Tokenizer {
+  const obj = parseTokenizerJson(text);
+  return looksLikeLabTokenizer(obj) ? BpeTokenizer.fromJSON(obj) : new HfTokenizer(obj);
+}
+
+/**
  * Stable content hash for run configs: "sha256:" + hex of the canonical JSON. It
  * depends only on vocabulary and merges, not on how a file was indented.
  */
-export function tokenizerHash(tok: BpeTokenizer): string {
+export function tokenizerHash(tok: Tokenizer): string {
   return `sha256:${sha256Hex(utf8Encode(canonicalTokenizerJson(tok)))}`;
 }
 

@@ -1,7 +1,7 @@
 // A transcript's tokens as SFT sees them (encodeWithMask: segment by segment), with each
 // token's UTF-16 offsets, and the diagnostics that need a tokenizer (over-length).
 import { DEFAULT_MAX_LEN } from '../../core/sftFormat';
-import type { BpeTokenizer } from '../../core/tokenizer';
+import type { Tokenizer } from '../../core/tokenizer';
 import type { TDiagnostic, TranscriptAnalysis } from './transcript';
 
 export interface TokenTable {
@@ -14,12 +14,12 @@ export interface TokenTable {
 
 // Span texts repeat across a dataset (the system prompt, markers, observations): their
 // token counts are kept per tokenizer, in a bounded map.
-const COUNT_CACHE = new WeakMap<BpeTokenizer, Map<string, number>>();
+const COUNT_CACHE = new WeakMap<Tokenizer, Map<string, number>>();
 const COUNT_CACHE_MAX = 20_000;
 const COUNT_CACHE_PIECE = 4096;
 
 /** Only the count: what the over-length check needs for every row. */
-export function countTokens(a: TranscriptAnalysis, tok: BpeTokenizer): number {
+export function countTokens(a: TranscriptAnalysis, tok: Tokenizer): number {
   return runToEnd(countTokensSteps(a, tok));
 }
 
@@ -31,7 +31,7 @@ function runToEnd<T>(steps: Generator<void, T>): T {
 }
 
 /** countTokens as a generator that yields between spans and chunks (large transcripts work in slices). */
-export function* countTokensSteps(a: TranscriptAnalysis, tok: BpeTokenizer): Generator<void, number> {
+export function* countTokensSteps(a: TranscriptAnalysis, tok: Tokenizer): Generator<void, number> {
   let cache = COUNT_CACHE.get(tok);
   if (!cache) {
     cache = new Map();
@@ -99,7 +99,7 @@ function utf8Len(cp: number): number {
 }
 
 /** Every token with offsets. A token that cuts a character covers the whole character. */
-export function tokenTable(a: TranscriptAnalysis, tok: BpeTokenizer): TokenTable {
+export function tokenTable(a: TranscriptAnalysis, tok: Tokenizer): TokenTable {
   return runToEnd(tokenTableSteps(a, tok));
 }
 
@@ -152,7 +152,7 @@ class TableBuilder {
 }
 
 /** tokenTable as a generator that yields between spans and chunks; `expected` (the count, when known) sizes the arrays. */
-export function* tokenTableSteps(a: TranscriptAnalysis, tok: BpeTokenizer, expected = 0): Generator<void, TokenTable> {
+export function* tokenTableSteps(a: TranscriptAnalysis, tok: Tokenizer, expected = 0): Generator<void, TokenTable> {
   const t = new TableBuilder(Math.max(16, expected));
   let work = 0;
   for (const s of a.spans) {
@@ -177,9 +177,9 @@ interface PieceTokens {
   ends: Int32Array;
   special: Uint8Array;
 }
-const PIECE_CACHE = new WeakMap<BpeTokenizer, Map<string, PieceTokens>>();
+const PIECE_CACHE = new WeakMap<Tokenizer, Map<string, PieceTokens>>();
 
-function pushPiece(piece: string, base: number, supervised: boolean, tok: BpeTokenizer, t: TableBuilder): void {
+function pushPiece(piece: string, base: number, supervised: boolean, tok: Tokenizer, t: TableBuilder): void {
   let cache = PIECE_CACHE.get(tok);
   if (!cache) {
     cache = new Map();
@@ -200,7 +200,7 @@ function pushPiece(piece: string, base: number, supervised: boolean, tok: BpeTok
   for (let i = 0; i < p.ids.length; i++) t.add(p.ids[i]!, base + p.starts[i]!, base + p.ends[i]!, sup, p.special[i]!);
 }
 
-function encodePiece(piece: string, base: number, supervised: boolean, tok: BpeTokenizer, t: TableBuilder): void {
+function encodePiece(piece: string, base: number, supervised: boolean, tok: Tokenizer, t: TableBuilder): void {
   const ids = tok.encode(piece);
   if (ASCII.test(piece)) {
     // One byte per character: offsets are byte offsets.
@@ -246,7 +246,7 @@ function encodePiece(piece: string, base: number, supervised: boolean, tok: BpeT
  * The offset where token `index` starts, without the whole table: span counts (cached)
  * up to the span that holds it, then that span's tokens only. -1 when there is no such token.
  */
-export function tokenStartAt(a: TranscriptAnalysis, tok: BpeTokenizer, index: number): number {
+export function tokenStartAt(a: TranscriptAnalysis, tok: Tokenizer, index: number): number {
   let before = 0;
   for (const s of a.spans) {
     const piece = a.text.slice(s.start, s.end);

@@ -1,7 +1,8 @@
 // `agent-lab train sft --base HF_DIR`: a Hugging Face model folder as the starting weights.
-// The lab's own exported students start (their tokenizer is the run's); a folder with a
-// model's own Hugging Face tokenizer, or none, or another run's, is refused in one line,
-// exit 2, before the run folder is touched (the HF tokenizer road is a later step of issue 29).
+// The lab's own exported students start (their tokenizer is the run's); a folder with no
+// tokenizer, or another run's, or a model's own Hugging Face tokenizer over a run that holds a
+// lab tokenizer, is refused in one line, exit 2, before the run folder is touched (a model's
+// own tokenizer in a fresh run: test/unit/hfTokenizerRun.test.ts).
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -64,13 +65,15 @@ describe('agent-lab train sft --base HF_DIR', function () {
   });
   after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-  it("refuses a model's own Hugging Face tokenizer in one line (a later step of issue 29), nothing written", () => {
+  it("a model's own Hugging Face tokenizer is not mixed with a run's lab tokenizer; no tokenizer at all is refused; nothing written", () => {
     const foreign = path.join(tmp, 'foreign');
     fs.cpSync(hf, foreign, { recursive: true });
     fs.writeFileSync(path.join(foreign, 'tokenizer.json'), FOREIGN_TOKENIZER);
+    // The data run holds the lab's tokenizer: the model's own would mean other ids (test/unit/hfTokenizerRun.test.ts trains with it).
+    const before = fs.readdirSync(data).sort();
+    oneLine(run('train', 'sft', '--base', foreign, '--steps', '1', '--run', data), /--base .*foreign\/tokenizer\.json: the run folder holds another tokenizer, .*tokenizer\.json \(sha256:[0-9a-f]+\): the model's own tokenizer needs a run folder without one/);
+    assert.deepEqual(fs.readdirSync(data).sort(), before);
     const target = path.join(tmp, 'r-foreign');
-    oneLine(run('train', 'sft', '--base', foreign, '--steps', '1', '--run', target), /--base .*foreign\/tokenizer\.json is not the lab's tokenizer \(pre_tokenizer must be .*\): fine-tuning with a model's own Hugging Face tokenizer is a later step of issue 29/);
-    assert.ok(!fs.existsSync(target));
     fs.rmSync(path.join(foreign, 'tokenizer.json'));
     oneLine(run('train', 'sft', '--base', foreign, '--steps', '1', '--run', target), /--base .*foreign: no tokenizer\.json/);
     assert.ok(!fs.existsSync(target));

@@ -247,7 +247,7 @@ describe('agent-lab export --format hf, model inspect, model logits', function (
     fs.writeFileSync(path.join(bad, 'tokenizer.json'), JSON.stringify({ version: '1.0', model: { type: 'Unigram' } }));
     const f = run('model', 'inspect', '--base', bad, '--json');
     assert.equal(f.code, 0, f.stderr);
-    assert.match(JSON.stringify((JSON.parse(f.stdout) as Record<string, unknown>)['tokenizer']), /"kind":"foreign".*a later step of issue 29/);
+    assert.match(JSON.stringify((JSON.parse(f.stdout) as Record<string, unknown>)['tokenizer']), /"kind":"hf".*"problem":".*tokenizer\.json: .*"note":"train sft --base refuses it"/);
   });
 
   it('a tiny-preset run (previous-token tables) is refused in one line that names presets that export', async () => {
