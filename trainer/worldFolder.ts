@@ -335,7 +335,7 @@ export function worldRecord(w: LoadedWorld): { name: string; dir: string; id: st
 export function freshSpecs(heldoutPerWorld: number): Record<FreshName, FreshSpec> {
   const perWorld = Math.max(1, Math.min(50, heldoutPerWorld));
   const worlds = Math.min(100, Math.max(10, Math.ceil(500 / perWorld)));
-  const seeds = (from: number, n = worlds) => Array.from({ length: n }, (_, i) => from + i);
+  const seeds = (from: number) => Array.from({ length: worlds }, (_, i) => from + i);
   return {
     'fresh-values': { kind: 'values', seeds: seeds(1_000_001), tasks_per_world: perWorld },
     'fresh-entities': { kind: 'entities', seeds: seeds(2_000_001), tasks_per_world: perWorld },
