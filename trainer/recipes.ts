@@ -316,8 +316,8 @@ export function teacherKnobsOf(recipe: unknown): TeacherKnobs {
 }
 /**
  * Picked on the mean of dev and dev-entities (200 tasks each of reserved worlds; tiny, 8,000
- * steps; docs/results.md "Kin names"): 'reader-k1-own-names-kin' 0.610 ± 0.064 (seeds 0 and
- * 2) against, at seed 0, 0.615 for 'reader-k1-own-names', 0.605 for 'reader-k1-names-own'
+ * steps; docs/results.md "Kin names"): 'reader-k1-own-names-kin' 0.621 ± 0.049 (three
+ * seeds) against, at seed 0, 0.615 for 'reader-k1-own-names', 0.605 for 'reader-k1-names-own'
  * and 0.49 for 'reader-k1-fresh-compare' (dev 0.85, dev-entities 0.125: it copies no new
  * name). Before it, picked on dev alone (docs/results.md "The
  * compare, drawn more often"):
