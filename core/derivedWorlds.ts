@@ -105,10 +105,21 @@ const CODAS = ['', '', '', 'n', 'r', 'l', 's', 'm', 'x', 'th', 'nd', 'sk'];
  * A pronounceable word of about `length` letters (32 x 10 x 12 per syllable: a name space of
  * millions), or, given `syllables`, one made of those alone (kin names, below).
  */
-function pseudoWord(rng: PyRandom, length: number, syllables?: readonly string[]): string {
+function pseudoWord(rng: PyRandom, length: number, syllables?: readonly string[], varied = false): string {
   let w = '';
+  let last = -1;
   while (w.length < Math.max(3, length - 1)) {
-    w += syllables ? syllables[rng.randrange(syllables.length)]! : ONSETS[rng.randrange(ONSETS.length)]! + VOWELS[rng.randrange(VOWELS.length)]! + CODAS[rng.randrange(CODAS.length)]!;
+    if (!syllables) {
+      w += ONSETS[rng.randrange(ONSETS.length)]! + VOWELS[rng.randrange(VOWELS.length)]! + CODAS[rng.randrange(CODAS.length)]!;
+    } else if (varied && last >= 0 && syllables.length > 1) {
+      // Never the same syllable twice in a row: a student trained on "venven" learns to loop.
+      const k = rng.randrange(syllables.length - 1);
+      last = k >= last ? k + 1 : k;
+      w += syllables[last]!;
+    } else {
+      last = rng.randrange(syllables.length);
+      w += syllables[last]!;
+    }
   }
   return w;
 }
@@ -139,7 +150,7 @@ const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
  * letters after digits ("540M") and separators are kept, unless the name has nothing else
  * ("grouped-query attention": then its longer lower-case words are new words).
  */
-export function nameLike(name: string, rng: PyRandom, syllables?: readonly string[]): string {
+export function nameLike(name: string, rng: PyRandom, syllables?: readonly string[], varied = false): string {
   const tokens = name.match(/[A-Z]+(?![a-z])|[A-Z][a-z]+|[a-z]+|[0-9]+|[^A-Za-z0-9]+/g) ?? [name];
   const afterDigits = (i: number) => i > 0 && /^[0-9]+$/.test(tokens[i - 1]!);
   const isCapitalised = (tok: string, i: number) => /^[A-Z][a-z]+$/.test(tok) && !afterDigits(i);
@@ -148,16 +159,19 @@ export function nameLike(name: string, rng: PyRandom, syllables?: readonly strin
   let out = '';
   tokens.forEach((tok, i) => {
     if (/^[0-9]+$/.test(tok)) {
+      // Varied: one digit more or fewer a third of the time each ("Junpe-40M" beside "Stack-100M"),
+      // so a number is copied digit by digit, not completed to the table's usual width.
+      const width = varied ? Math.max(1, tok.length + rng.randrange(3) - 1) : tok.length;
       let d = '';
-      for (let k = 0; k < tok.length; k++) d += String(k === 0 && tok.length > 1 ? 1 + rng.randrange(9) : rng.randrange(10));
+      for (let k = 0; k < width; k++) d += String(k === 0 && width > 1 ? 1 + rng.randrange(9) : rng.randrange(10));
       out += d;
     } else if (isCapitalised(tok, i)) {
-      const w = pseudoWord(rng, tok.length, syllables);
+      const w = pseudoWord(rng, tok.length, syllables, varied);
       out += w[0]!.toUpperCase() + w.slice(1);
     } else if (isCapitals(tok, i)) {
       for (let k = 0; k < tok.length; k++) out += LETTERS[rng.randrange(26)];
     } else if (/^[a-z]+$/.test(tok) && onlyLowerCase && (tokens.length === 1 || tok.length >= 4)) {
-      out += pseudoWord(rng, tok.length, syllables); // a lower-case name is a name, not a function word
+      out += pseudoWord(rng, tok.length, syllables, varied); // a lower-case name is a name, not a function word
     } else {
       out += tok;
     }
@@ -175,15 +189,16 @@ export function newNamesFor(
   avoid: ReadonlySet<string> = new Set(),
   taken: Set<string> = new Set([...entities, ...avoid]),
   syllables?: readonly string[],
+  varied = false,
 ): Map<string, string> {
   const renamed = new Map<string, string>();
   for (const entity of entities) {
     if (renamed.has(entity)) continue;
-    let name = nameLike(entity, rng, syllables);
+    let name = nameLike(entity, rng, syllables, varied);
     for (let tries = 0; taken.has(name) || name.toLowerCase() === entity.toLowerCase(); tries++) {
       // A name with no word to renew keeps its shape by a new word in front; kin names that
       // keep meeting taken ones fall back to free syllables.
-      name = tries < 20 ? nameLike(entity, rng, tries < 10 ? syllables : undefined) : `${nameLike('Name', rng)} ${entity}`;
+      name = tries < 20 ? nameLike(entity, rng, tries < 10 ? syllables : undefined, varied) : `${nameLike('Name', rng)} ${entity}`;
     }
     taken.add(name);
     renamed.set(entity, name);
@@ -262,7 +277,8 @@ export function parentGoldOf(task: Task, parent: readonly Fact[], renamed: Reado
  * names drawn for this copy alone (shaped like each, apart from every entity and `avoid`).
  * The text stays self-consistent: the question, the thoughts, the queries and the passages
  * the tools returned all carry the new names. `kin`: the copy's names are made of a few
- * syllables drawn for it (kinSyllables), so they share pieces.
+ * syllables drawn for it (kinSyllables), so they share pieces. `varied`: no syllable twice in
+ * a row, and numbers one digit longer or shorter a third of the time each (nameLike).
  */
 export function withOwnNames(
   text: string,
@@ -271,8 +287,9 @@ export function withOwnNames(
   rng: PyRandom,
   avoid: ReadonlySet<string>,
   kin = false,
+  varied = false,
 ): { text: string; task: Task; renamed: Map<string, string> } {
   const named = entities.filter((e) => text.includes(e) || task.hints.facts.some(([f]) => f === e));
-  const renamed = newNamesFor(named, rng, avoid, new Set([...entities, ...avoid]), kin ? kinSyllables(rng) : undefined);
+  const renamed = newNamesFor(named, rng, avoid, new Set([...entities, ...avoid]), kin ? kinSyllables(rng) : undefined, varied);
   return { text: renameInText(text, renamed), task: renameTask(task, renamed), renamed };
 }

@@ -14,7 +14,7 @@ import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, n
 import { type DerivedSpec, deriveFacts, withOwnNames } from '../core/derivedWorlds';
 import { PyRandom } from '../core/pyrandom';
 import { overlapKey } from '../core/overlap';
-import { stubTeacherOptions, type Recipe } from './recipes';
+import { stubTeacherOptions, type Augmentation, type Recipe } from './recipes';
 import { rowToPassage } from '../core/worldRows';
 import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
@@ -76,27 +76,55 @@ function ownNameCopies(
   avoid: ReadonlySet<string>,
   purpose: string,
   kinShare = 0,
+  options: { varied?: boolean; sameAttributeShare?: number } = {},
 ): { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[] } {
   const out: { rows: (TraceRow & { world: string })[]; tasks: AugmentTaskRow[] } = { rows: [], tasks: [] };
   const usable = rows.filter((r) => taskOf(r) !== undefined);
   if (count <= 0 || usable.length === 0) return out;
+  const sameShare = options.sameAttributeShare ?? 0;
+  const pairs = sameShare > 0 ? usable.filter((r) => asksOneAttributeOfTwo(taskOf(r)!)) : [];
   const rng = new PyRandom(OWN_NAMES_SEED);
   let order: number[] = [];
+  let pairOrder: number[] = [];
   for (let k = 0; k < count; k++) {
-    if (order.length === 0) {
-      order = usable.map((_, i) => i);
-      rng.shuffle(order);
+    let row: TraceRow & { world: string };
+    // Drawn only for recipes that ask for pairs (and kin names, below), so the other recipes' copies stay as they were.
+    if (pairs.length > 0 && rng.random() < sameShare) {
+      if (pairOrder.length === 0) {
+        pairOrder = pairs.map((_, i) => i);
+        rng.shuffle(pairOrder);
+      }
+      row = pairs[pairOrder.pop()!]!;
+    } else {
+      if (order.length === 0) {
+        order = usable.map((_, i) => i);
+        rng.shuffle(order);
+      }
+      row = usable[order.pop()!]!;
     }
-    const row = usable[order.pop()!]!;
-    // Drawn only for recipes with kin names, so the other recipes' copies stay as they were.
     const kin = kinShare > 0 && rng.random() < kinShare;
-    const copy = withOwnNames(row.text, taskOf(row)!, entities, rng, avoid, kin);
+    const copy = withOwnNames(row.text, taskOf(row)!, entities, rng, avoid, kin, options.varied ?? false);
     assertNoEvaluationNames([copy.task], purpose, avoid);
     const world = row.world + OWN_NAMES_SUFFIX;
     out.rows.push({ task: copy.task.question, text: copy.text, kind: row.kind, world });
     out.tasks.push({ ...taskToRow(copy.task), world, derived: true });
   }
   return out;
+}
+
+/** How the renamed copies were drawn, for the augmentation's log line ('' for the plain draw). */
+function copiesDrawn(augment: Augmentation): string {
+  const parts = [
+    ...((augment.ownNamesSameAttribute ?? 0) > 0 ? [`${Math.round(100 * augment.ownNamesSameAttribute!)}% from questions asking one attribute of two names`] : []),
+    ...(augment.ownNamesVaried ? ['varied names: no syllable twice in a row, numbers of other widths'] : []),
+  ];
+  return parts.length > 0 ? ` (${parts.join('; ')})` : '';
+}
+
+/** A two-name task asking the same attribute of both ("the publication year of A ... of B"). */
+export function asksOneAttributeOfTwo(task: Task): boolean {
+  const f = task.hints.facts;
+  return f.length === 2 && f[0]![1] === f[1]![1] && f[0]![0] !== f[1]![0];
 }
 
 export const dataFiles = (runDir: string) => ({
@@ -240,6 +268,7 @@ export function prepareRunData(
         namesTrainingMustNotSee(),
         'the renamed copies of the textbook augmentation',
         augment.ownNamesKin ?? 0,
+        { varied: augment.ownNamesVaried ?? false, sameAttributeShare: augment.ownNamesSameAttribute ?? 0 },
       );
       augRows.push(...copies.rows);
       augTasks.push(...copies.tasks);
@@ -250,7 +279,8 @@ export function prepareRunData(
       `augmentation: ${augRows.length} transcripts from ${augment.worlds} counterfactual-value worlds (${names[0]} .. ${names[augment.worlds - 1]})` +
         (entityWorlds > 0 ? ` and ${entityWorlds} new-entity worlds (${names[augment.worlds]} .. ${names[names.length - 1]})` : '') +
         (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : '') +
-        ((augment.ownNamesKin ?? 0) > 0 ? ` (${Math.round(100 * augment.ownNamesKin!)}% of the copies with kin names)` : ''),
+        ((augment.ownNamesKin ?? 0) > 0 ? ` (${Math.round(100 * augment.ownNamesKin!)}% of the copies with kin names)` : '') +
+        copiesDrawn(augment),
     );
   }
   const files = dataFiles(runDir);
@@ -654,6 +684,7 @@ function* worldAugmentation(
       evalNames,
       `the renamed copies of ${w.dir}'s augmentation`,
       augment.ownNamesKin ?? 0,
+      { varied: augment.ownNamesVaried ?? false, sameAttributeShare: augment.ownNamesSameAttribute ?? 0 },
     );
     rows.push(...copies.rows);
     tasks.push(...copies.tasks);
@@ -664,6 +695,7 @@ function* worldAugmentation(
       (entityWorlds > 0 ? ` and ${entityWorlds} new-name worlds` : '') +
       (ownNames > 0 ? `, ${ownNames} of them copies with names of their own` : '') +
       ((augment.ownNamesKin ?? 0) > 0 ? ` (${Math.round(100 * augment.ownNamesKin!)}% with kin names)` : '') +
+      copiesDrawn(augment) +
       ` derived from ${w.manifest!.name}'s table (no name of the ${evalNames.size} in fresh-entities and dev-entities), drawn at ${Math.round(100 * augment.share)}% of the batches`,
   );
   return { rows, tasks, info: { worlds: names, tasks: tasks.length, rows: rows.length, ...(ownNames > 0 ? { ownNames } : {}), yield: y } };

@@ -41,6 +41,19 @@ export interface Augmentation {
    */
   ownNamesKin?: number;
   /**
+   * The copies' names are varied: kin names never repeat a syllable back to back (a student
+   * trained on "Venven" loops: "Loholvenvenven"), and a name's number is one digit longer or
+   * shorter a third of the time each ("Junpe-40M" beside "Stack-100M": copied digit by digit,
+   * not completed to the table's usual width). docs/decisions.md, "Pair copies".
+   */
+  ownNamesVaried?: boolean;
+  /**
+   * Share of the copies drawn from two-name transcripts that ask the same attribute of both
+   * names ("add the publication year of A to the publication year of B"): there only the
+   * name's place in the question tells which to search second (docs/decisions.md, "Pair copies").
+   */
+  ownNamesSameAttribute?: number;
+  /**
    * A fresh world's compares: as many whose winner differs from the seed world's as whose
    * winner is the same (core/worlds.ts balancedCompares). Drawn plainly, 3 in 4 keep the
    * seed's winner, so naming the remembered winner of a pair pays most of the time.
@@ -226,6 +239,14 @@ export const RECIPES: Record<string, Recipe> = {
     name: 'reader-k1-own-names-kin',
     description: 'reader-k1-own-names whose copies, half of them, carry kin names: the names of one question share syllables, so each is copied whole, not by its last piece',
     augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 6400, ownNamesKin: 0.5 },
+    shapeWeights: COMPARE_HEAVY,
+  },
+  'reader-k1-own-names-pairs': {
+    ...READER_K1_ANSWER,
+    name: 'reader-k1-own-names-pairs',
+    description:
+      'reader-k1-own-names-kin whose names are varied (no syllable twice in a row, numbers of other widths) and whose copies are drawn, two in five, from questions asking one attribute of two names',
+    augment: { share: 0.75, worlds: 40, perShape: 40, ownNames: 6400, ownNamesKin: 0.5, ownNamesVaried: true, ownNamesSameAttribute: 0.4 },
     shapeWeights: COMPARE_HEAVY,
   },
   'reader-k1-names-own-kin': {

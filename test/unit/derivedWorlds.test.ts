@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { TASK_FACTS } from '../../core/world';
 import { ReservedWorldError, namesTrainingMustNotSee } from '../../core/worlds';
 import { worldRlTaskPool } from '../../trainer/grpo';
-import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, derivedWorldTasks, prepareRunData, prepareWorldRunData, tokenizerText, worldEvaluationNames } from '../../trainer/prepare';
+import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, asksOneAttributeOfTwo, derivedWorldTasks, prepareRunData, prepareWorldRunData, tokenizerText, worldEvaluationNames } from '../../trainer/prepare';
 import { readWorldFolder } from '../../trainer/worldFolder';
 import { main } from '../../cli/main';
 import { capture } from '../support/capture';
@@ -295,6 +295,39 @@ describe('new names made of trained pieces (issue 27): transcripts with names of
         for (const [e] of task.hints.facts) assert.ok(!reserved.has(e) && !seedNames.includes(e), `${e} may not be trained on`);
         for (const n of reserved) assert.ok(!hasWord(String(r['text']), n), `a copy names ${n}, an evaluation or RL name`);
       });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('pair copies: varied kin names repeat no syllable back to back and vary their numbers; copies drawn from one-attribute pairs', () => {
+    // The kin student looped on repeated syllables ("Loholvenvenven") and completed "Junpe-40M"
+    // to the table's three digits; its worst questions ask one attribute of two new names.
+    const rng = new PyRandom(5);
+    const widths = new Set<number>();
+    let plainRepeats = 0;
+    for (let i = 0; i < 200; i++) {
+      const syllables = kinSyllables(rng);
+      const varied = nameLike('Stack-100M Chinchilla', rng, syllables, true);
+      const [word, num, word2] = [varied.split('-')[0]!, varied.match(/-(\d+)M/)![1]!, varied.split(' ')[1]!];
+      widths.add(num.length);
+      for (const w of [word, word2]) assert.ok(!syllables.some((s) => s.length > 0 && w.toLowerCase().includes(s + s)), `${w} repeats a syllable of ${syllables.join('/')}`);
+      const plain = nameLike('Chinchilla', rng, syllables).toLowerCase();
+      if (syllables.some((s) => plain.includes(s + s))) plainRepeats++;
+    }
+    assert.deepEqual([...widths].sort(), [2, 3, 4]);
+    assert.ok(plainRepeats > 20, `plain kin names repeated a syllable in only ${plainRepeats} of 200: the check above can fail`);
+    // Without `varied` a name is drawn as before, draw for draw.
+    assert.equal(nameLike('Stack-100M', new PyRandom(7), ['ka', 'ven', 'lo']), nameLike('Stack-100M', new PyRandom(7), ['ka', 'ven', 'lo'], false));
+
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-lab-pairs-'));
+    try {
+      prepareRunData(dir, 'seed', () => {}, { augment: { share: 0.5, worlds: 2, perShape: 3, ownNames: 40, ownNamesKin: 1, ownNamesVaried: true, ownNamesSameAttribute: 1 } });
+      const tasks = jsonl(path.join(dir, 'data', 'train.tasks.jsonl')).filter((r) => String(r['world']).endsWith(OWN_NAMES_SUFFIX)) as unknown as Task[];
+      assert.equal(tasks.length, 40);
+      for (const t of tasks) assert.ok(asksOneAttributeOfTwo(t), `${t.question} does not ask one attribute of two names`);
+      const all = jsonl(path.join(dir, 'data', 'train.tasks.jsonl')) as unknown as Task[];
+      assert.ok(all.some((t) => t.hints.facts.length === 2 && !asksOneAttributeOfTwo(t)), 'the rest of the data has other two-name questions: the check above can fail');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
