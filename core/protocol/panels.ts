@@ -184,6 +184,57 @@ export interface CurvesState {
   hidden: string[];
 }
 
+/** One phase of an SFT recipe's curriculum (trainer/recipes.ts): its share of the budget, the examples, the batch. */
+export interface CurriculumPhaseView {
+  fraction: number;
+  turns: string;
+  batch: number;
+}
+
+/** The pre-screen's prediction for one task shape (or all): the share of groups with a spread and its 90% interval. */
+export interface PrescreenFigureView {
+  /** A task shape, or 'all'. */
+  kind: string;
+  tasks: number;
+  passRate: number;
+  share: number;
+  low: number;
+  high: number;
+}
+
+/**
+ * A GRPO run's checks before step 1, from its config.json (trainer/grpo.ts writes them
+ * there): the pre-flight checks, the pass-rate pre-screen (per shape) and its verdict.
+ */
+export interface PreflightView {
+  checks: { name: string; ok: boolean; detail: string }[];
+  prescreen: {
+    samples: number;
+    group: number;
+    wholePool: boolean;
+    /** 'all' first, then one per shape. */
+    figures: PrescreenFigureView[];
+  } | null;
+  verdict: {
+    ok: boolean;
+    bound: number;
+    threshold: number;
+    cause: string | null;
+    detail: string | null;
+    next: string | null;
+    forced: boolean;
+    refused: boolean;
+  } | null;
+}
+
+/** What a run's config.json says that the curves need: its kind, recipe and curriculum, and a GRPO run's pre-flight. */
+export interface RunMeta {
+  kind: string;
+  recipe: string | null;
+  curriculum: CurriculumPhaseView[];
+  preflight: PreflightView | null;
+}
+
 // =============================================================================================
 // Grammar Debugger
 // =============================================================================================
@@ -240,7 +291,7 @@ export type ToWebview =
   | { type: 'inspector/error'; message: string }
   | { type: 'lossMask/show'; view: MaskView }
   | { type: 'lossMask/status'; level: 'info' | 'waiting' | 'error'; message: string }
-  | { type: 'curves/run'; run: RunRef; records: MetricRecord[]; reset: boolean; live: boolean; problems: string[] }
+  | { type: 'curves/run'; run: RunRef; records: MetricRecord[]; reset: boolean; live: boolean; problems: string[]; meta?: RunMeta | null }
   | { type: 'curves/removed'; id: string }
   | { type: 'curves/status'; message: string }
   | { type: 'grammar/trace'; source: GrammarSource; trace: GrammarTrace; cursor: number | null };
@@ -402,6 +453,43 @@ function isMaskView(v: unknown): v is MaskView {
 
 const isRunRef = (v: unknown): v is RunRef => isObj(v) && isStr(v['id']) && isStr(v['label']) && isStr(v['dir']);
 
+const isCurriculumPhase = (v: unknown): v is CurriculumPhaseView => isObj(v) && isNum(v['fraction']) && isStr(v['turns']) && isNum(v['batch']);
+const isPrescreenFigure = (v: unknown): v is PrescreenFigureView =>
+  isObj(v) && isStr(v['kind']) && isNat(v['tasks']) && isNum(v['passRate']) && isNum(v['share']) && isNum(v['low']) && isNum(v['high']);
+
+export function isPreflightView(v: unknown): v is PreflightView {
+  if (!isObj(v) || !Array.isArray(v['checks'])) return false;
+  if (!v['checks'].every((c) => isObj(c) && isStr(c['name']) && isBool(c['ok']) && isStr(c['detail']))) return false;
+  const p = v['prescreen'];
+  if (p !== null && !(isObj(p) && isNat(p['samples']) && isNat(p['group']) && isBool(p['wholePool']) && Array.isArray(p['figures']) && p['figures'].every(isPrescreenFigure))) {
+    return false;
+  }
+  const d = v['verdict'];
+  return (
+    d === null ||
+    (isObj(d) &&
+      isBool(d['ok']) &&
+      isNum(d['bound']) &&
+      isNum(d['threshold']) &&
+      strOrNull(d['cause']) &&
+      strOrNull(d['detail']) &&
+      strOrNull(d['next']) &&
+      isBool(d['forced']) &&
+      isBool(d['refused']))
+  );
+}
+
+export function isRunMeta(v: unknown): v is RunMeta {
+  return (
+    isObj(v) &&
+    isStr(v['kind']) &&
+    strOrNull(v['recipe']) &&
+    Array.isArray(v['curriculum']) &&
+    v['curriculum'].every(isCurriculumPhase) &&
+    (v['preflight'] === null || isPreflightView(v['preflight']))
+  );
+}
+
 function isGrammarStep(v: unknown): v is GrammarStep {
   return isObj(v) && strArray(v['states']) && isStr(v['allowed']) && strArray(v['allowedGroups']) && isBool(v['accepts']);
 }
@@ -447,7 +535,8 @@ export function parseToWebview(v: unknown): Parsed<ToWebview> {
           v['records'].every(isMetricRecord) &&
           isBool(v['reset']) &&
           isBool(v['live']) &&
-          strArray(v['problems']),
+          strArray(v['problems']) &&
+          (v['meta'] === undefined || v['meta'] === null || isRunMeta(v['meta'])),
       );
     case 'curves/removed':
       return yes(isStr(v['id']));

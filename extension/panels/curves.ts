@@ -13,6 +13,7 @@ import { PanelController, PanelHost, createPanel } from './host';
 import { liveRuns, onLiveMetrics } from './liveMetrics';
 import { MetricsTail } from './metricsTail';
 import { CONFIG_FILE, METRICS_FILE } from '../../core/protocol/folders';
+import { readRunMeta } from '../runMeta';
 
 const POLL_MS = 1000;
 const MEMENTO_KEY = 'agentLab.curves.runs';
@@ -62,6 +63,7 @@ export class CurvesPanel implements PanelController {
     if (current && !current.host.isDisposed) {
       current.host.panel.reveal(undefined, true);
       for (const d of dirs) if (!current.runs.has(d)) current.addRun(d, true);
+      else current.refresh(d);
       return current;
     }
     // The runs the last panel showed come back (a panel replacing a tab that was not revived).
@@ -126,8 +128,16 @@ export class CurvesPanel implements PanelController {
     if (got) this.postRun(run, got.records, got.reset);
   }
 
+  /** Posts the run again with what its config.json says now (a GRPO run's pre-screen is written before its first metrics line). */
+  refresh(dir: string): void {
+    const run = this.runs.get(dir);
+    if (run) this.postRun(run, [], false);
+  }
+
   private postRun(run: TrackedRun, records: MetricRecord[], reset: boolean): void {
-    const msg: ToWebview = { type: 'curves/run', run: run.ref, records, reset, live: liveRuns.has(run.ref.dir), problems: run.problems.slice(-5) };
+    // config.json is read each time: its kind, curriculum and a GRPO run's pre-flight (the panel draws the phase marks and the pre-flight table).
+    const meta = readRunMeta(run.ref.dir);
+    const msg: ToWebview = { type: 'curves/run', run: run.ref, records, reset, live: liveRuns.has(run.ref.dir), problems: run.problems.slice(-5), meta };
     if (this.host.post(msg)) this.posted += records.length;
   }
 

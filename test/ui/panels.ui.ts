@@ -332,8 +332,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await press(page, 'Enter');
       await waitFor('the GRPO charts', async () => (await attr(f, '.chart[data-chart="grpo-zero-std"]', 'data-regions')) === '1', 15_000);
       assert.equal(await attr(f, '.chart[data-chart="grpo-reward"]', 'data-series'), '1');
-      // The SFT run's held-out and dev lines, and the GRPO run's held-out line.
-      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '3', 'two runs overlaid');
+      // The SFT run's held-out and dev lines on the SFT axis; the GRPO run's held-out line on its own (GRPO steps).
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '2', 'the SFT run');
+      assert.equal(await attr(f, '.chart[data-chart="grpo-heldout-acc"]', 'data-series'), '1', 'the GRPO run, on GRPO steps');
       assert.equal(await f.locator('.run').count(), 2);
     });
 
