@@ -170,6 +170,13 @@ describe('curves: what the charts say (issue 35, item 8)', () => {
     assert.deepEqual(loss.markers, [{ runId: 'r', runIndex: 0, x: 401, label: 'phase 2 of 2: whole transcripts, batch 2' }]);
     assert.match(loss.note ?? '', /curriculum moved to its next phase/);
     assert.equal(charts.find((c) => c.id === 'sft-acc')!.markers.length, 1);
+    // An accuracy chart measured only after the change has no mark (and no note about one).
+    const late = [...records, { phase: 'eval', step: 500, time: 1, split: 'heldout', accuracy: 0.3 } as MetricRecord, { phase: 'eval', step: 600, time: 1, split: 'heldout', accuracy: 0.4 } as MetricRecord];
+    const acc = buildCharts([{ id: 'r', label: 'run', records: late, meta }]).find((c) => c.id === 'heldout-acc')!;
+    assert.deepEqual(acc.markers, []);
+    assert.doesNotMatch(acc.note ?? '', /curriculum/);
+    const around = [...late, { phase: 'eval', step: 300, time: 1, split: 'heldout', accuracy: 0.2 } as MetricRecord];
+    assert.equal(buildCharts([{ id: 'r', label: 'run', records: around, meta }]).find((c) => c.id === 'heldout-acc')!.markers.length, 1);
     assert.equal(loss.xLabel, 'SFT step');
   });
 

@@ -131,8 +131,10 @@ const phaseMarks: Plugin = {
       ctx.fillStyle = color;
       const text = `step ${m.x}: ${m.label}`;
       const w = ctx.measureText(text).width;
-      // Right of the line unless it would leave the chart; stacked when several runs mark.
-      const tx = px + 4 + w > chartArea.right ? px - 4 - w : px + 4;
+      // Right of the line unless it would leave the chart, then left of it; never outside the
+      // chart area (a long label near the left edge starts at the edge); stacked when several runs mark.
+      const right = px + 4 + w <= chartArea.right;
+      const tx = Math.max(chartArea.left + 2, right ? px + 4 : Math.min(px - 4 - w, chartArea.right - w - 2));
       ctx.fillText(text, tx, chartArea.top + 12 + 13 * i);
     });
     ctx.restore();

@@ -321,7 +321,11 @@ export function buildCharts(runs: readonly RunInput[], hidden: ReadonlySet<strin
         if (def.zeroStd) regions.push(...zeroStdRegions(points, run.id));
       }
       if (any && def.phases && !isGrpoRun(run)) {
-        for (const b of phaseBoundaries(run.records, run.meta?.curriculum)) markers.push({ runId: run.id, runIndex, x: b.step, label: b.label });
+        // Only where this chart has the run's points around it (an accuracy chart measured at step 124 and 303 has no step 59).
+        const xs = series.filter((s) => s.runId === run.id).flatMap((s) => s.points.map((p) => p.x));
+        const lo = Math.min(...xs);
+        const hi = Math.max(...xs);
+        for (const b of phaseBoundaries(run.records, run.meta?.curriculum)) if (b.step >= lo && b.step <= hi) markers.push({ runId: run.id, runIndex, x: b.step, label: b.label });
       }
     });
     if (!series.some((s) => s.role === 'line' || s.role === 'dashed')) continue;
