@@ -114,7 +114,7 @@ export function minutesText(kind: 'sft' | 'grpo', s: SftSummary | GrpoSummary): 
     const pre = g.prescreen_minutes ?? 0;
     const ev = g.eval_minutes ?? 0;
     const other = Math.max(0, rest - pre - ev);
-    const parts = [...(pre >= 0.05 ? [`pre-screen ${m(pre)}`] : []), ...(ev >= 0.05 ? [`held-out evaluations ${m(ev)}`] : []), `checkpoints and the rest ${m(other)}`];
+    const parts = [...(pre >= 0.05 ? [`pre-screen ${m(pre)}`] : []), ...(ev >= 0.05 ? [`held-out evaluations ${m(ev)}`] : []), ...(other >= 0.05 ? [`checkpoints and the rest ${m(other)}`] : [])];
     return `${m(s.minutes)} ${counted} (what the budget counts), ${m(s.wallMinutes)} in all: ${parts.join(', ')}.`;
   }
   return `${m(s.minutes)} ${counted} (what the budget counts), ${m(s.wallMinutes)} in all with the held-out evaluations and checkpoints.`;
@@ -140,9 +140,11 @@ export function grpoOutcomeText(s: GrpoSummary): string {
     else cause = `: the rollouts solved ${pct} of their tasks, but each task's rollouts agreed (a confident student: a hotter --temperature spreads them)`;
   }
   const zero = s.frac_reward_zero_std.reduce((a, b) => a + b, 0) / steps;
-  const share = `mean frac_reward_zero_std ${zero.toFixed(2)}`;
-  if (idle === steps) return `${unchanged ? 'Unchanged: ' : ''}none of the ${steps} steps had a group with a spread in reward, so the policy was never updated (${share})${cause}.`;
-  if (idle > 0) return `${unchanged ? 'Unchanged: ' : ''}${idle} of ${steps} steps had no group with a spread, so nothing was updated on them (${share})${unchanged ? cause : ''}.`;
+  // Mostly flat rewards explain it; rewards that differed while nothing trained were a spread of step counts alone (dropped).
+  const share = zero >= 0.5 ? `mean frac_reward_zero_std ${zero.toFixed(2)}` : 'their rewards differed by step counts alone, which dynamic sampling drops';
+  // "A group to learn from": one whose rollouts differed (in correctness, under dynamic sampling).
+  if (idle === steps) return `${unchanged ? 'Unchanged: ' : ''}none of the ${steps} steps had a group to learn from (a group whose rollouts differed), so the policy was never updated (${share})${cause}.`;
+  if (idle > 0) return `${unchanged ? 'Unchanged: ' : ''}${idle} of ${steps} steps had no group to learn from (a group whose rollouts differed), so nothing was updated on them (${share})${unchanged ? cause : ''}.`;
   return unchanged ? `Unchanged although every step updated the policy: ${steps} updates moved no held-out answer (more steps, or --tasks 16 for more groups per update).` : '';
 }
 

@@ -40,11 +40,16 @@ export function grpoFigures(message: string): string {
   const groups = Number(flat[2]);
   const spread = groups - Number(flat[1]);
   const share = groups > 0 ? Math.round((100 * spread) / groups) : 0;
-  return [
-    `reward ${Number(reward).toFixed(2)}`,
-    ...(solved !== undefined ? [`solved ${solved}%`] : []),
-    `${spread} of ${groups} group${groups === 1 ? '' : 's'} with a spread (${share}%)${spread === 0 ? ': no update' : ''}`,
-  ].join(' · ');
+  const keptText = /trained on (\d+)/.exec(detail)?.[1];
+  const kept = keptText !== undefined ? Number(keptText) : spread;
+  const s = groups === 1 ? '' : 's';
+  // Dynamic sampling keeps only groups whose rollouts differ in correctness: a spread of step
+  // counts alone is dropped, so "with a spread" and "trained on" can differ.
+  const groupsText =
+    kept === spread
+      ? `${spread} of ${groups} group${s} with a spread (${share}%)`
+      : `${kept} of ${groups} group${s} trained on (${spread} with a reward spread, kept only where correctness differed)`;
+  return [`reward ${Number(reward).toFixed(2)}`, ...(solved !== undefined ? [`solved ${solved}%`] : []), `${groupsText}${kept === 0 ? ': no update' : ''}`].join(' · ');
 }
 
 /** "about 3.2 min left" from the fraction done and the wall time it took; '' before it can tell. */

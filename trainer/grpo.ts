@@ -972,7 +972,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         budget.steps !== undefined ? step : Math.round(elapsed()),
         budget.steps ?? Math.round(budgetMs / 1000),
         `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
-          `flat groups ${groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%)`,
+          `flat groups ${groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%), trained on ${keptGroups.length}`,
       );
       if (stoppedFlat) break;
       if (checkpoints.due()) await checkpoint();

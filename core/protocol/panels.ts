@@ -380,6 +380,8 @@ export type FromWebview =
   | { type: 'curves/addRun' }
   | { type: 'curves/removeRun'; id: string }
   | { type: 'curves/savePng'; chart: string; dataUrl: string }
+  /** A refused GRPO run's card: train again from its SFT run with the suggested pool, or anyway (--force). */
+  | { type: 'curves/retryGrpo'; id: string; pool: string | null; force: boolean }
   | { type: 'grammar/check'; text: string }
   | { type: 'grammar/fromEditor' }
   | { type: 'grammar/reveal'; index: number }
@@ -439,6 +441,12 @@ export function parseFromWebview(v: unknown): Parsed<FromWebview> {
     }
     case 'curves/removeRun':
       return keys('id') && isStr(v['id'], 4096) ? ok({ type: t, id: v['id'] }) : bad(`${t}: id must be a string`);
+    case 'curves/retryGrpo': {
+      const { id, pool, force } = v;
+      return keys('id', 'pool', 'force') && isStr(id, 4096) && (pool === null || isSplitName(pool)) && isBool(force)
+        ? ok({ type: t, id, pool, force })
+        : bad(`${t}: id must be a run folder, pool a pool name or null, force a boolean`);
+    }
     case 'curves/savePng': {
       const { chart, dataUrl } = v;
       if (!keys('chart', 'dataUrl') || !isStr(chart, 64) || !/^[a-z0-9-]+$/.test(chart)) return bad(`${t}: chart must be a short id`);

@@ -14,6 +14,8 @@ import { liveRuns, onLiveMetrics } from './liveMetrics';
 import { MetricsTail } from './metricsTail';
 import { CONFIG_FILE, METRICS_FILE } from '../../core/protocol/folders';
 import { readRunMeta } from '../runMeta';
+import { readJson } from '../runFolders';
+import { RL_POOLS } from '../../core/protocol/grpoOptions';
 
 const POLL_MS = 1000;
 const MEMENTO_KEY = 'agentLab.curves.runs';
@@ -167,6 +169,17 @@ export class CurvesPanel implements PanelController {
       case 'curves/savePng':
         await savePng(msg.chart, msg.dataUrl, this.runDirs[0]);
         return;
+      case 'curves/retryGrpo': {
+        // Only a run the panel shows, and only a pool the trainer knows: Train (GRPO) from its SFT run.
+        if (!this.runs.has(msg.id)) return;
+        const from = readJson(path.join(msg.id, CONFIG_FILE))?.['from'];
+        const fromRunDir = typeof from === 'object' && from !== null ? (from as Record<string, unknown>)['run'] : undefined;
+        if (typeof fromRunDir !== 'string') return;
+        const pool = msg.pool !== null && (RL_POOLS as readonly string[]).includes(msg.pool) ? msg.pool : undefined;
+        if (msg.pool !== null && pool === undefined) return;
+        void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir, ...(pool ? { pool } : {}), ...(msg.force ? { force: true } : {}) });
+        return;
+      }
       default:
         return;
     }

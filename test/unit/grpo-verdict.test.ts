@@ -209,7 +209,7 @@ describe('GRPO pre-screen verdict and auto-stop, end to end (tiny preset)', func
     assert.equal(typeof summary.rollout_accuracy, 'number');
     assert.equal(summary.prescreen_minutes, 0, '--prescreen 0');
     assert.equal(summary.eval_minutes, 0, '--eval-limit 0');
-    assert.match(grpoOutcomeText(summary), /none of the 2 steps had a group with a spread in reward, so the policy was never updated/);
+    assert.match(grpoOutcomeText(summary), /none of the 2 steps had a group to learn from \(a group whose rollouts differed\), so the policy was never updated/);
     const ck = loadCheckpoint(run, 'latest');
     assert.equal(ck.step, 2);
     assert.ok(existsSync(path.join(run, 'tokenizer.json')));

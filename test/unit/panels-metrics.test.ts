@@ -12,7 +12,7 @@ import { writeSyntheticGrpoRun } from '../ui/fixtures';
 import { buildCharts, chipText, formatTick, heldoutLossNote, lineCount, mergeRecords, phaseBoundaries, pointsOf, zeroStdRegions } from '../../webview-ui/curves/series';
 import { preflightTable } from '../../webview-ui/curves/preflight';
 import { preflightLine, preflightViewOf, prescreenRows, runMetaOf } from '../../extension/runMeta';
-import { isRunMeta, parseToWebview } from '../../core/protocol/panels';
+import { isRunMeta, parseFromWebviewFor, parseToWebview } from '../../core/protocol/panels';
 
 const sft = (step: number, loss: number, extra: Record<string, unknown> = {}): MetricRecord => ({ phase: 'sft', step, time: step / 2, loss, sup_acc: step / 100, ...extra });
 
@@ -188,6 +188,8 @@ describe('curves: what the charts say (issue 35, item 8)', () => {
     const cut = records.map((r) => (r.step > 400 ? { ...r, heldout_loss: undefined } : r));
     assert.match(heldoutLossNote({ id: 'r', label: 'run', records: cut })!, /last point is step 400, .* to step 600/);
     assert.equal(heldoutLossNote({ id: 'r', label: 'run', records: [sft(1, 2)] }), null);
+    const nan = records.map((r) => (r.step > 400 && r['heldout_loss'] !== undefined ? { ...r, heldout_loss: null } : r));
+    assert.match(heldoutLossNote({ id: 'r', label: 'run', records: nan })!, /from step 450 it is not a finite number \(recorded as null in 4 lines: the held-out loss overflowed\), so the line stops at step 400\.$/);
   });
 
   it('GRPO steps get their own axis: an SFT run and a GRPO run overlaid draw two accuracy charts', () => {
@@ -301,7 +303,17 @@ describe('GRPO pre-flight from config.json (issue 33: the editor shows the table
     assert.equal(t.verdictClass, 'fail');
     assert.match(t.verdict, /^FAIL: refused before step 1: the predicted share is below 5% \(bound 3%\)/);
     assert.equal(t.next, 'Next: --pool fresh-values (training worlds with new values, never distilled); or Train Anyway (--force).');
-    assert.equal(preflightTable(preflightViewOf({ ...refused, refused: false, forced: true })!).verdictClass, 'forced');
+    assert.equal(t.refused, true, 'the card offers to train again');
+    assert.equal(t.pool, 'fresh-values', 'with the pool the next step names');
+    const forced = preflightTable(preflightViewOf({ ...refused, refused: false, forced: true })!);
+    assert.equal(forced.verdictClass, 'forced');
+    assert.equal(forced.refused, false, 'a forced run trains: nothing to offer');
+    assert.equal(preflightTable(preflightViewOf(config)!).pool, null);
+    // The card's button: validated like every webview message.
+    assert.ok(parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: 'fresh-values', force: false }).ok);
+    assert.ok(parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: true }).ok);
+    assert.ok(!parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: '--force', force: false }).ok, 'a pool is a name');
+    assert.ok(!parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: null }).ok, 'force is required');
   });
 
   it('a run meta travels in the curves message and is validated', () => {

@@ -33,6 +33,12 @@ describe('progress text', () => {
   it('says a flat GRPO step updated nothing, and a minutes budget in minutes', () => {
     assert.equal(grpoFigures('step 3: reward 1.000, solved 100%, flat groups 4/4 (zero-spread 100%)'), 'reward 1.00 · solved 100% · 0 of 4 groups with a spread (0%): no update');
     assert.equal(grpoFigures('step 3: something else'), 'something else');
+    // Dynamic sampling drops a spread of step counts alone (every rollout wrong): nothing trained although rewards differed.
+    assert.equal(
+      grpoFigures('step 4: reward -0.026, solved 0%, flat groups 0/12 (zero-spread 0%), trained on 0'),
+      'reward -0.03 · solved 0% · 0 of 12 groups trained on (12 with a reward spread, kept only where correctness differed): no update',
+    );
+    assert.equal(grpoFigures('step 4: reward 0.4, solved 40%, flat groups 1/4 (zero-spread 25%), trained on 3'), 'reward 0.40 · solved 40% · 3 of 4 groups with a spread (75%)');
     const v = describeProgress('grpo', { phase: 'grpo', done: 72, total: 180, message: 'step 3: reward 0.420, solved 40%, flat groups 3/4 (zero-spread 75%)' }, 80);
     assert.equal(v.text, 'GRPO step 3 · 1.2 of 3.0 min trained, about 1.8 min left · reward 0.42 · solved 40% · 1 of 4 groups with a spread (25%)');
   });

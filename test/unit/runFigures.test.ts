@@ -48,15 +48,27 @@ describe('one figure per run (issue 35)', () => {
     };
     const msg = trainingFinishMessage('grpo', 'g', g, 60);
     assert.match(msg, /^GRPO g finished: 60 steps in 3\.0 min of rollouts and updates \(what the budget counts\), 4\.1 min in all: pre-screen 0\.6 min, held-out evaluations 0\.4 min, checkpoints and the rest 0\.1 min\. /);
-    assert.match(msg, /32\.7% → 32\.7% on 55 held-out tasks at step-60\. Unchanged: 52 of 60 steps had no group with a spread, so nothing was updated on them \(mean frac_reward_zero_std 0\.97\): the rollouts solved 95% of their tasks, so a group's rollouts were all right \(a pool the student knows/);
+    assert.match(msg, /32\.7% → 32\.7% on 55 held-out tasks at step-60\. Unchanged: 52 of 60 steps had no group to learn from \(a group whose rollouts differed\), so nothing was updated on them \(mean frac_reward_zero_std 0\.97\): the rollouts solved 95% of their tasks, so a group's rollouts were all right \(a pool the student knows/);
     assert.equal(grpoOutcomeText({ ...g, no_update_steps: 60, rollout_accuracy: 0.02, frac_reward_zero_std: Array(60).fill(1) }),
-      'Unchanged: none of the 60 steps had a group with a spread in reward, so the policy was never updated (mean frac_reward_zero_std 1.00): the rollouts solved 2% of their tasks, so a group\'s rollouts were all wrong (too hard for this student: SFT more first).');
+      'Unchanged: none of the 60 steps had a group to learn from (a group whose rollouts differed), so the policy was never updated (mean frac_reward_zero_std 1.00): the rollouts solved 2% of their tasks, so a group\'s rollouts were all wrong (too hard for this student: SFT more first).');
     assert.match(grpoOutcomeText({ ...g, no_update_steps: 0, frac_reward_zero_std: Array(60).fill(0.5) }), /^Unchanged although every step updated the policy/);
     assert.equal(grpoOutcomeText({ ...g, heldout_accuracy: 0.4, no_update_steps: 0 }), '', 'a figure that moved after updates needs no excuse');
-    assert.match(grpoOutcomeText({ ...g, heldout_accuracy: 0.4 }), /^52 of 60 steps had no group with a spread, so nothing was updated on them \(mean frac_reward_zero_std 0\.97\)\.$/);
+    assert.match(grpoOutcomeText({ ...g, heldout_accuracy: 0.4 }), /^52 of 60 steps had no group to learn from \(a group whose rollouts differed\), so nothing was updated on them \(mean frac_reward_zero_std 0\.97\)\.$/);
     // An older summary without the new fields: the count from frac_reward_zero_std, no cause.
     const old = { ...g, no_update_steps: undefined, rollout_accuracy: undefined, prescreen_minutes: undefined, eval_minutes: undefined };
-    assert.match(trainingFinishMessage('grpo', 'g', old, 60), /4\.1 min in all with the held-out evaluations and checkpoints\. .*Unchanged: 52 of 60 steps had no group with a spread/);
+    assert.match(trainingFinishMessage('grpo', 'g', old, 60), /4\.1 min in all with the held-out evaluations and checkpoints\. .*Unchanged: 52 of 60 steps had no group to learn from/);
+    // A measured run (tiny preset, 6 steps from a student that solved nothing): every group's rewards differed by step counts only.
+    const measured: GrpoSummary = {
+      runDir: '/g', from: '/s', steps: 6, minutes: 1.7184, wallMinutes: 2.3378, backend: 'wasm', heldout_accuracy_before: 0, heldout_accuracy: 0, heldout_n: 10, heldout_of: 50, heldout_step: 6,
+      frac_reward_zero_std: [0, 0, 0, 0, 0, 0], no_update_steps: 6, rollout_accuracy: 0, prescreen_minutes: 0.4376, eval_minutes: 0.1724, curve: [],
+    };
+    assert.equal(
+      trainingFinishMessage('grpo', 'ux-grpo', measured, 6),
+      'GRPO ux-grpo finished: 6 steps in 1.7 min of rollouts and updates (what the budget counts), 2.3 min in all: pre-screen 0.4 min, held-out evaluations 0.2 min. ' +
+        'Held-out exact match 0.0% → 0.0% on 10 of the 50 held-out tasks at step-6. Evaluate measures all 50. ' +
+        'Unchanged: none of the 6 steps had a group to learn from (a group whose rollouts differed), so the policy was never updated ' +
+        "(their rewards differed by step counts alone, which dynamic sampling drops): the rollouts solved 0% of their tasks, so a group's rollouts were all wrong (too hard for this student: SFT more first).",
+    );
     assert.equal(minutesText('grpo', { ...g, wallMinutes: 3.02 }), '3.0 min.');
   });
 

@@ -261,12 +261,12 @@ function renderPreflights(): void {
   clear(preflights);
   for (const run of runs.values()) {
     if (hidden.has(run.ref.id) || !run.meta?.preflight) continue;
-    preflights.append(preflightCard(run.ref.label, run.meta.preflight));
+    preflights.append(preflightCard(run.ref.id, run.ref.label, run.meta.preflight));
   }
   preflights.hidden = preflights.childElementCount === 0;
 }
 
-function preflightCard(label: string, view: PreflightView): HTMLElement {
+function preflightCard(id: string, label: string, view: PreflightView): HTMLElement {
   const t = preflightTable(view);
   const table = h(
     'table',
@@ -283,7 +283,22 @@ function preflightCard(label: string, view: PreflightView): HTMLElement {
     t.rows.length ? table : h('p', { class: 'muted' }, t.noScreen),
     h('p', { class: 'verdict' }, t.verdict),
     ...(t.next ? [h('p', { class: 'next muted' }, t.next)] : []),
+    ...(t.refused ? [retryButtons(id, t.pool)] : []),
   );
+}
+
+/** A refused run: train again from its SFT run with the suggested pool, or anyway (the refusal's own buttons, here too). */
+function retryButtons(id: string, pool: string | null): HTMLElement {
+  const buttons: HTMLElement[] = [];
+  if (pool) {
+    const b = h('button', { class: 'retry-pool' }, `Train with --pool ${pool}`);
+    b.addEventListener('click', () => post({ type: 'curves/retryGrpo', id, pool, force: false }));
+    buttons.push(b);
+  }
+  const anyway = h('button', { class: 'secondary retry-force' }, 'Train Anyway');
+  anyway.addEventListener('click', () => post({ type: 'curves/retryGrpo', id, pool: null, force: true }));
+  buttons.push(anyway);
+  return h('div', { class: 'actions' }, ...buttons);
 }
 
 function renderRuns(): void {

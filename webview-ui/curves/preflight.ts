@@ -13,6 +13,10 @@ export interface PreflightTable {
   next: string | null;
   /** What stands in for the table when no pre-screen ran. */
   noScreen: string;
+  /** A refused run (not forced): its card offers to train again. */
+  refused: boolean;
+  /** The pool the verdict's next step names (`--pool fresh-values`), for a button; null when none. */
+  pool: string | null;
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(0)}%`;
@@ -42,5 +46,7 @@ export function preflightTable(view: PreflightView): PreflightTable {
   }
   const next = v && !v.ok && v.next ? `Next: ${v.next.replace(/`/g, '')}; or Train Anyway (--force).` : null;
   const noScreen = ps ? '' : 'No pre-screen ran (a run too short to judge skips it; --prescreen N runs one).';
-  return { head, rows, verdictClass, verdict, next, noScreen };
+  const refused = !!v && !v.ok && !v.forced;
+  const pool = refused ? (/`--pool ([a-z-]+)`/.exec(v.next ?? '')?.[1] ?? null) : null;
+  return { head, rows, verdictClass, verdict, next, noScreen, refused, pool };
 }

@@ -277,6 +277,11 @@ export function heldoutLossNote(run: RunInput): string | null {
   const every = pts.length >= 2 ? pts[1]!.x - pts[0]!.x : pts[0]!.x;
   const lastHeld = pts.at(-1)!.x;
   const base = `${run.label}: held-out loss is measured every ${every} steps on the held-out transcripts (the dashed line)`;
+  // A non-finite loss is written as null (JSON has no NaN): the line has no point there.
+  const nonFinite = run.records.filter((r) => r.phase === 'sft' && r.step > lastHeld && 'heldout_loss' in r && r['heldout_loss'] === null).map((r) => r.step);
+  if (nonFinite.length) {
+    return `${base}; from step ${nonFinite[0]} it is not a finite number (recorded as null in ${nonFinite.length} line${nonFinite.length === 1 ? '' : 's'}: the held-out loss overflowed), so the line stops at step ${lastHeld}.`;
+  }
   if (last - lastHeld <= every) return `${base}.`;
   return `${base}; its last point is step ${lastHeld}, the run's metrics hold none after it (the run trained on to step ${last}).`;
 }
