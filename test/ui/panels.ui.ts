@@ -383,6 +383,21 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
     });
   });
 
+  describe('Compare Runs', () => {
+    it('tables the runs folder: the short real run with its held-out figure of 5 tasks and its recipe', async () => {
+      const { page } = ui();
+      await runCommand(page, 'Agent Lab: Compare Runs');
+      const f = await panelFrame(page, 'compare');
+      await waitFor('the table with the short run', async () => Number(await bodyData(f, 'rows')) >= 1 && (await f.locator('tr[data-run="short"]').count()) === 1);
+      const cells = await f.locator('tr[data-run="short"] td').allTextContents();
+      assert.equal(cells[0], 'sft', 'the kind');
+      assert.ok(cells.some((c) => /^\d+\.\d% \(\d\/5 of \d+\)$/.test(c)), `held-out: its Evaluate on 5 tasks, of the split (${cells.join(' | ')})`);
+      assert.match(await frameText(f, 'table.results thead'), /held-out/);
+      // One run against itself: nothing to compare.
+      assert.equal(await f.locator('#diff').isDisabled(), true);
+    });
+  });
+
   describe('State after a reload (webview serializer)', () => {
     it('brings the inspector back with its filter and selection', async () => {
       const { page } = ui();

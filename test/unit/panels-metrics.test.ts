@@ -287,6 +287,7 @@ describe('GRPO pre-flight from config.json (issue 33: the editor shows the table
     assert.equal(t.rows[0]![0], 'all shapes');
     assert.equal(t.head[3], 'groups with a spread (G = 8)');
     assert.equal(t.next, null);
+    assert.equal(t.headline, 'PASS · 34% of groups predicted with a spread (90% 22%–47%)');
     assert.equal(preflightViewOf({ kind: 'sft' }), null, 'an SFT run has none');
     assert.equal(preflightViewOf({ kind: 'grpo' }), null, 'nothing recorded yet');
   });

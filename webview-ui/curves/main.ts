@@ -275,17 +275,23 @@ function preflightCard(id: string, label: string, view: PreflightView): HTMLElem
     h('tbody', {}, ...t.rows.map((r) => h('tr', {}, ...r.map((c, i) => (i === 0 ? h('th', { scope: 'row' }, c) : h('td', {}, c)))))),
   );
   const checks = h('ul', { class: 'checks' }, ...view.checks.map((c) => h('li', { class: c.ok ? 'ok' : 'bad', title: c.detail }, `${c.ok ? '✓' : '✗'} ${c.name}`)));
-  return h(
-    'section',
-    { class: `preflight ${t.verdictClass}`, 'data-run': label, 'data-verdict': t.verdictClass },
-    h('h2', {}, `Before step 1 — ${label}`),
+  // Open while it matters (before step 1, or when it did not pass); the reader's toggle is kept across renders.
+  const started = runs.get(id)?.records.some((r) => r.phase === 'grpo') ?? false;
+  const open = preflightOpen.get(id) ?? (!started || t.verdictClass !== 'pass');
+  const el = h(
+    'details',
+    { class: `preflight ${t.verdictClass}`, 'data-run': label, 'data-verdict': t.verdictClass, open },
+    h('summary', {}, h('h2', {}, `Before step 1 — ${label}: ${t.headline}`)),
     checks,
     t.rows.length ? table : h('p', { class: 'muted' }, t.noScreen),
     h('p', { class: 'verdict' }, t.verdict),
     ...(t.next ? [h('p', { class: 'next muted' }, t.next)] : []),
     ...(t.refused ? [retryButtons(id, t.pool)] : []),
   );
+  el.addEventListener('toggle', () => preflightOpen.set(id, el.open));
+  return el;
 }
+const preflightOpen = new Map<string, boolean>();
 
 /** A refused run: train again from its SFT run with the suggested pool, or anyway (the refusal's own buttons, here too). */
 function retryButtons(id: string, pool: string | null): HTMLElement {

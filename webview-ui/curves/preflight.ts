@@ -13,6 +13,8 @@ export interface PreflightTable {
   next: string | null;
   /** What stands in for the table when no pre-screen ran. */
   noScreen: string;
+  /** One line for the card's summary: "PASS · 34% of groups predicted with a spread (90% 22%–47%)". */
+  headline: string;
   /** A refused run (not forced): its card offers to train again. */
   refused: boolean;
   /** The pool the verdict's next step names (`--pool fresh-values`), for a button; null when none. */
@@ -48,5 +50,8 @@ export function preflightTable(view: PreflightView): PreflightTable {
   const noScreen = ps ? '' : 'No pre-screen ran (a run too short to judge skips it; --prescreen N runs one).';
   const refused = !!v && !v.ok && !v.forced;
   const pool = refused ? (/`--pool ([a-z-]+)`/.exec(v.next ?? '')?.[1] ?? null) : null;
-  return { head, rows, verdictClass, verdict, next, noScreen, refused, pool };
+  const all = ps?.figures.find((f) => f.kind === 'all');
+  const word = { pass: 'PASS', fail: 'FAIL', forced: 'FAIL (forced)', none: 'no verdict yet' }[verdictClass];
+  const headline = all ? `${word} · ${pct(all.share)} of groups predicted with a spread (90% ${pct(all.low)}–${pct(all.high)})` : word;
+  return { head, rows, verdictClass, verdict, next, noScreen, refused, pool, headline };
 }
