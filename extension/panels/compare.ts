@@ -62,10 +62,11 @@ export class ComparePanel implements PanelController {
     const live = liveRunDirs();
     this.dirs = workspaceRuns();
     const runs = this.dirs.map((d) => readRun(d, runOutcome(d), live.has(d)));
+    // The table first: the webview clears its banner when a table arrives.
+    this.host.post({ type: 'compare/table', table: compareTable(runs) });
     if (runs.length === 0) {
       this.host.post({ type: 'compare/status', message: 'No run in the runs folder yet. Train one (Agent Lab: Train (SFT)); evaluate it to fill the table.' });
     }
-    this.host.post({ type: 'compare/table', table: compareTable(runs) });
   }
 
   onReady(): void {
