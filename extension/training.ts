@@ -515,7 +515,8 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     message = s
       ? trainingFinishMessage(spec.kind, name, s, stepsDone)
       : `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps. (No held-out evaluation in this run: Evaluate gives the figure.)`;
-    actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves'];
+    // A GRPO run is judged beside its SFT start: the results table has both.
+    actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves', 'Compare Runs'];
   }
   result.message = message;
   result.actions = actions;
@@ -526,6 +527,7 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     if (choice === 'Open Curves') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [spec.runDir] });
     if (choice === 'Evaluate') void vscode.commands.executeCommand('agentLab.evaluate', { runDir: spec.runDir, split: 'heldout' });
     if (choice === 'Train (GRPO)') void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: spec.runDir });
+    if (choice === 'Compare Runs') void vscode.commands.executeCommand('agentLab.compareRuns');
     if (choice === 'Inspect Evaluation' && spec.kind === 'eval') {
       void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, evalRowsFile(spec.split))));
     }
