@@ -37,6 +37,11 @@ export function compareRow(r: RunInfo): CompareRow {
     figures.push({ split: 'heldout', accuracy: held.accuracy, n: held.n, of: held.of ?? null, step: held.step ?? null, source: held.source, byKind: held.byKind ?? {} });
   }
   figures.sort((a, b) => byOrder(SPLIT_ORDER)(a.split, b.split));
+  // A GRPO run beside its SFT start, per split measured on both (runFolders.ts rlComparison).
+  for (const s of r.rl?.splits ?? []) {
+    const f = figures.find((x) => x.split === s.split);
+    if (f) f.start = s.start;
+  }
   return {
     dir: r.dir,
     name: r.name,

@@ -294,6 +294,8 @@ export interface CompareFigure {
   source: 'evaluate' | 'training';
   /** Solved of evaluated per task shape. */
   byKind: Record<string, { n: number; accuracy: number }>;
+  /** A GRPO run: its SFT start's figure on this split (the Runs view's comparison), when both were measured. */
+  start?: number;
 }
 
 /** One run's row: what it is, how long it trained, and its figure per split. */
@@ -562,7 +564,8 @@ function isCompareFigure(v: unknown): v is CompareFigure {
     numOrNull(v['of']) &&
     numOrNull(v['step']) &&
     (v['source'] === 'evaluate' || v['source'] === 'training') &&
-    isKindMap(v['byKind'])
+    isKindMap(v['byKind']) &&
+    (v['start'] === undefined || isNum(v['start']))
   );
 }
 

@@ -77,7 +77,9 @@ describe('Compare Runs (issue 35)', () => {
     const text = tableText(t);
     assert.deepEqual(text.head, ['run', 'kind', 'recipe', 'steps', 'minutes', 'held-out', 'fresh-values', 'held-out lookup', 'held-out sum']);
     assert.deepEqual(text.rows[0]!.cells, ['s0', 'sft', 'copy', '400', '3.0', '50.0% (2/4)', '25.0% (1/4 of 500)', '2/2', '0/2']);
-    assert.deepEqual(text.rows[1]!.cells, ['g0', 'grpo', 'from s0', '60', '2.5', '75.0% (3/4)', '50.0% (3/5 of 500)', '2/2', '1/2']);
+    // Beside its SFT start: held-out from its step-0 point (50%), fresh-values from the start's own Evaluate (25%).
+    assert.deepEqual(text.rows[1]!.cells, ['g0', 'grpo', 'from s0', '60', '2.5', '75.0% (3/4) +25.0', '50.0% (3/5 of 500) +25.0', '2/2', '1/2']);
+    assert.match(text.rows[1]!.titles[5]!, /its SFT start: 50\.0%/);
     assert.equal(text.rows[0]!.titles[5], 'end of training, step-400');
     assert.deepEqual(commonRowSplits(t, sft, grpo), ['fresh-values']);
     assert.equal(figureCell(undefined), '—');

@@ -9,14 +9,18 @@ export const splitName = (split: string): string => (split === 'heldout' ? 'held
 export function figureCell(f: CompareFigure | undefined): string {
   if (!f) return '—';
   const pct = `${(100 * f.accuracy).toFixed(1)}%`;
-  if (f.n === null) return pct;
-  return `${pct} (${Math.round(f.accuracy * f.n)}/${f.n}${f.of !== null && f.of !== f.n ? ` of ${f.of}` : ''})`;
+  // A GRPO run's change from its SFT start, in points.
+  const d = f.start !== undefined ? 100 * (f.accuracy - f.start) : null;
+  const delta = d !== null ? ` ${d >= 0 ? '+' : '−'}${Math.abs(d).toFixed(1)}` : '';
+  if (f.n === null) return `${pct}${delta}`;
+  return `${pct} (${Math.round(f.accuracy * f.n)}/${f.n}${f.of !== null && f.of !== f.n ? ` of ${f.of}` : ''})${delta}`;
 }
 
 /** A figure's tooltip: which evaluation made it, at which checkpoint. */
 export function figureTitle(f: CompareFigure | undefined): string {
   if (!f) return 'not evaluated on this split';
-  return `${f.source === 'evaluate' ? 'Evaluate' : 'end of training'}${f.step !== null ? `, step-${f.step}` : ''}`;
+  const start = f.start !== undefined ? `; its SFT start: ${(100 * f.start).toFixed(1)}% (the change in points after the figure)` : '';
+  return `${f.source === 'evaluate' ? 'Evaluate' : 'end of training'}${f.step !== null ? `, step-${f.step}` : ''}${start}`;
 }
 
 /** "5/10": a shape's solved of evaluated; "—" when the figure has no such shape. */
