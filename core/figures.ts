@@ -89,13 +89,63 @@ export function evaluateFigure(s: EvalJobSummary): Figure {
  * what it is of, the checkpoint and the accuracy per shape (GRPO: before → after).
  */
 export function trainingFinishMessage(kind: 'sft' | 'grpo', name: string, s: SftSummary | GrpoSummary, stepsDone: number): string {
-  const head = `${kind.toUpperCase()} ${name} finished: ${stepsDone} steps in ${s.minutes.toFixed(1)} min.`;
+  const head = `${kind.toUpperCase()} ${name} finished: ${stepsDone} steps in ${minutesText(kind, s)}`;
   const f = trainingFigure(s);
-  if (!f) return `${head} (No held-out evaluation in this run: Evaluate gives the figure.)`;
+  const why = kind === 'grpo' ? grpoOutcomeText(s as GrpoSummary) : '';
+  if (!f) return `${head} (No held-out evaluation in this run: Evaluate gives the figure.)${why ? ` ${why}` : ''}`;
   const before = 'heldout_accuracy_before' in s && typeof s.heldout_accuracy_before === 'number' ? `${percent(s.heldout_accuracy_before)} → ` : '';
   const shapes = shapeLine(f.byKind);
   const more = f.of !== undefined && f.of > f.n ? ` Evaluate measures all ${f.of}.` : '';
-  return `${head} Held-out exact match ${before}${percent(f.accuracy)} on ${taskCount(f)} at step-${f.step}${shapes ? ` (${shapes})` : ''}.${more}`;
+  return `${head} Held-out exact match ${before}${percent(f.accuracy)} on ${taskCount(f)} at step-${f.step}${shapes ? ` (${shapes})` : ''}.${more}${why ? ` ${why}` : ''}`;
+}
+
+/**
+ * The minutes a run took, budget apart from the rest (issue 35: "a 3-minute budget took 4.1
+ * minutes"): the budget counts optimiser time (SFT) or rollouts and updates (GRPO); the wall
+ * time adds the pre-screen, the held-out evaluations, checkpoints and start-up.
+ */
+export function minutesText(kind: 'sft' | 'grpo', s: SftSummary | GrpoSummary): string {
+  const m = (x: number) => `${x.toFixed(1)} min`;
+  const counted = kind === 'grpo' ? 'of rollouts and updates' : 'of training';
+  const rest = s.wallMinutes - s.minutes;
+  if (!(rest >= 0.05)) return `${m(s.minutes)}.`;
+  const g = s as GrpoSummary;
+  if (kind === 'grpo' && (g.prescreen_minutes !== undefined || g.eval_minutes !== undefined)) {
+    const pre = g.prescreen_minutes ?? 0;
+    const ev = g.eval_minutes ?? 0;
+    const other = Math.max(0, rest - pre - ev);
+    const parts = [...(pre >= 0.05 ? [`pre-screen ${m(pre)}`] : []), ...(ev >= 0.05 ? [`held-out evaluations ${m(ev)}`] : []), ...(other >= 0.05 ? [`checkpoints and the rest ${m(other)}`] : [])];
+    return `${m(s.minutes)} ${counted} (what the budget counts), ${m(s.wallMinutes)} in all: ${parts.join(', ')}.`;
+  }
+  return `${m(s.minutes)} ${counted} (what the budget counts), ${m(s.wallMinutes)} in all with the held-out evaluations and checkpoints.`;
+}
+
+/**
+ * Why a GRPO run's held-out figure moved or not, from what its steps recorded: how many steps
+ * had no group with a spread (so nothing was updated) and what made the groups flat (the
+ * rollouts' solved share: all right, all wrong, or each task decided). '' when it cannot say.
+ */
+export function grpoOutcomeText(s: GrpoSummary): string {
+  const steps = s.frac_reward_zero_std.length;
+  if (steps === 0) return '';
+  const idle = s.no_update_steps ?? s.frac_reward_zero_std.filter((f) => f >= 1).length;
+  const unchanged =
+    typeof s.heldout_accuracy_before === 'number' && typeof s.heldout_accuracy === 'number' && Math.abs(s.heldout_accuracy - s.heldout_accuracy_before) < 1e-9;
+  const solved = s.rollout_accuracy;
+  let cause = '';
+  if (solved !== undefined) {
+    const pct = `${(100 * solved).toFixed(0)}%`;
+    if (solved >= 0.9) cause = `: the rollouts solved ${pct} of their tasks, so a group's rollouts were all right (a pool the student knows: a fresh pool, e.g. --pool fresh-values, has something to learn)`;
+    else if (solved <= 0.1) cause = `: the rollouts solved ${pct} of their tasks, so a group's rollouts were all wrong (too hard for this student: SFT more first)`;
+    else cause = `: the rollouts solved ${pct} of their tasks, but each task's rollouts agreed (a confident student: a hotter --temperature spreads them)`;
+  }
+  const zero = s.frac_reward_zero_std.reduce((a, b) => a + b, 0) / steps;
+  // Mostly flat rewards explain it; rewards that differed while nothing trained were a spread of step counts alone (dropped).
+  const share = zero >= 0.5 ? `mean frac_reward_zero_std ${zero.toFixed(2)}` : 'their rewards differed by step counts alone, which dynamic sampling drops';
+  // "A group to learn from": one whose rollouts differed (in correctness, under dynamic sampling).
+  if (idle === steps) return `${unchanged ? 'Unchanged: ' : ''}none of the ${steps} steps had a group to learn from (a group whose rollouts differed), so the policy was never updated (${share})${cause}.`;
+  if (idle > 0) return `${unchanged ? 'Unchanged: ' : ''}${idle} of ${steps} steps had no group to learn from (a group whose rollouts differed), so nothing was updated on them (${share})${unchanged ? cause : ''}.`;
+  return unchanged ? `Unchanged although every step updated the policy: ${steps} updates moved no held-out answer (more steps, or --tasks 16 for more groups per update).` : '';
 }
 
 /** The message Evaluate ends with: the figure, its shapes and the failures by first mistake. */

@@ -21,6 +21,37 @@ export interface ProgressView {
 
 const minutes = (seconds: number): string => (seconds / 60).toFixed(1);
 
+/** What a job's progress remembers between events: the last GRPO step's figures, shown while the next one rolls out. */
+export interface ProgressMemo {
+  lastStep?: { step: number; figures: string };
+}
+
+/**
+ * A GRPO step's figures from the trainer's message ("step 3: reward 0.420, solved 40%, flat
+ * groups 3/4 (zero-spread 75%)") as a reader wants them: "reward 0.42 · solved 40% · 1 of 4
+ * groups with a spread (25%)"; the message itself when it has another form.
+ */
+export function grpoFigures(message: string): string {
+  const detail = message.replace(/^step \d+:\s*/, '');
+  const reward = /reward (-?[\d.]+)/.exec(detail)?.[1];
+  const solved = /solved (\d+)%/.exec(detail)?.[1];
+  const flat = /flat groups (\d+)\/(\d+)/.exec(detail);
+  if (reward === undefined || !flat) return detail;
+  const groups = Number(flat[2]);
+  const spread = groups - Number(flat[1]);
+  const share = groups > 0 ? Math.round((100 * spread) / groups) : 0;
+  const keptText = /trained on (\d+)/.exec(detail)?.[1];
+  const kept = keptText !== undefined ? Number(keptText) : spread;
+  const s = groups === 1 ? '' : 's';
+  // Dynamic sampling keeps only groups whose rollouts differ in correctness: a spread of step
+  // counts alone is dropped, so "with a spread" and "trained on" can differ.
+  const groupsText =
+    kept === spread
+      ? `${spread} of ${groups} group${s} with a spread (${share}%)`
+      : `${kept} of ${groups} group${s} trained on (${spread} with a reward spread, kept only where correctness differed)`;
+  return [`reward ${Number(reward).toFixed(2)}`, ...(solved !== undefined ? [`solved ${solved}%`] : []), `${groupsText}${kept === 0 ? ': no update' : ''}`].join(' · ');
+}
+
 /** "about 3.2 min left" from the fraction done and the wall time it took; '' before it can tell. */
 export function etaText(fraction: number, elapsedSeconds: number): string {
   if (!(fraction > 0.02) || fraction >= 1 || !(elapsedSeconds > 5)) return '';
@@ -33,7 +64,7 @@ export function etaText(fraction: number, elapsedSeconds: number): string {
  * job started (for the time left of a step budget); `lastFraction` the last overall
  * fraction, kept while an event cannot give one (the rollouts inside a GRPO step).
  */
-export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent, wallSeconds: number, lastFraction = 0): ProgressView {
+export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent, wallSeconds: number, lastFraction = 0, memo?: ProgressMemo): ProgressView {
   const total = Math.max(0, e.total);
   const done = Math.min(Math.max(0, e.done), total || e.done);
   const msg = e.message ?? '';
@@ -59,25 +90,34 @@ export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent
     return { text: `step ${done} of ${total}${lossText}${eta ? `, ${eta}` : ''}`, short: `step ${done}/${total}`, fraction };
   }
   if (kind === 'grpo') {
+    if (e.phase === 'grpo pre-screen') {
+      const text = `pre-screen before step 1: ${done} of ${total} tasks sampled to predict the groups with a spread (not counted in the budget)`;
+      return { text, short: `pre-screen ${done}/${total}`, fraction: null };
+    }
     if (e.phase === 'grpo rollouts') {
-      const step = /step (\d+)/.exec(msg)?.[1] ?? '?';
-      const text =
-        done < total ? `step ${step}: rolling out ${total} episodes` : `step ${step}: scoring the ${total} episodes and updating the policy`;
-      return { text, short: `GRPO step ${step}`, fraction: null };
+      const m = /step (\d+)(?: of (\d+))?/.exec(msg);
+      const step = m?.[1] ?? '?';
+      const of = m?.[2] ? ` of ${m[2]}` : '';
+      const doing = done < total ? `rolling out ${total} episodes` : `scoring the ${total} episodes and updating the policy`;
+      // The last step's figures stay in view while the next one rolls out.
+      const prev = memo?.lastStep ? ` · step ${memo.lastStep.step}: ${memo.lastStep.figures}` : '';
+      return { text: `GRPO step ${step}${of}: ${doing}${prev}`, short: `step ${step}${m?.[2] ? `/${m[2]}` : ''}`, fraction: null };
     }
     if (e.phase === 'grpo') {
       const fraction = total > 0 ? done / total : lastFraction;
       const step = /^step (\d+)/.exec(msg)?.[1];
-      const detail = msg.replace(/^step \d+:\s*/, '');
+      const figures = grpoFigures(msg);
+      const stepNo = step !== undefined ? Number(step) : done;
+      if (memo) memo.lastStep = { step: stepNo, figures };
       if (step !== undefined && Number(step) !== e.done) {
         // A minutes budget: done and total are seconds.
-        const text = `step ${step}: ${minutes(done)} of ${minutes(total)} min trained, about ${minutes(Math.max(0, total - done))} min left${detail ? `: ${detail}` : ''}`;
-        return { text, short: `GRPO step ${step}`, fraction };
+        const text = `GRPO step ${step} · ${minutes(done)} of ${minutes(total)} min trained, about ${minutes(Math.max(0, total - done))} min left${figures ? ` · ${figures}` : ''}`;
+        return { text, short: `step ${step}`, fraction };
       }
       const eta = etaText(fraction, wallSeconds);
       return {
-        text: `step ${done} of ${total} done${detail ? `: ${detail}` : ''}${eta ? `, ${eta}` : ''}`,
-        short: `GRPO step ${done}/${total}`,
+        text: `GRPO step ${done} of ${total}${figures ? ` · ${figures}` : ''}${eta ? ` · ${eta}` : ''}`,
+        short: `step ${done}/${total}`,
         fraction,
       };
     }

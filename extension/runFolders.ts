@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseMetricsText } from '../core/protocol/metrics';
 import { type Figure, figureShort, figureTooltip, heldoutFigures } from '../core/figures';
+import type { KindFigure } from '../core/protocol/worker';
 import { CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, LATEST_POINTER, METRICS_FILE, SOURCE_FILE, TRACES_SUFFIX } from '../core/protocol/folders';
 
 export type RunStatus = 'live' | 'finished' | 'cancelled' | 'failed' | 'stopped' | 'new';
@@ -31,6 +32,8 @@ export interface EvalInfo {
   /** Tasks the split holds, and the checkpoint step evaluated (evaluations since issue 35 record both). */
   of?: number;
   step?: number;
+  /** Solved of evaluated per task shape (the summary's by_kind). */
+  byKind?: Record<string, KindFigure>;
 }
 
 export interface RunInfo {
@@ -43,6 +46,10 @@ export interface RunInfo {
   step: number | null;
   /** The budget as the run recorded it. */
   budget: { steps?: number; minutes?: number } | null;
+  /** Minutes the budget counted so far (the last record's time of the run's own phase), null before its first step. */
+  minutes?: number | null;
+  /** The SFT recipe's name (config.json recipe.name); null for a GRPO run or a run that records none. */
+  recipe?: string | null;
   /** The latest held-out exact match (an eval record of metrics.jsonl, or eval/heldout.json). */
   heldout: number | null;
   /**
@@ -109,6 +116,7 @@ function evalsOf(dir: string): EvalInfo[] {
         n: typeof s?.['n'] === 'number' ? s['n'] : null,
         ...(typeof s?.['of'] === 'number' ? { of: s['of'] } : {}),
         ...(typeof s?.['step'] === 'number' ? { step: s['step'] } : {}),
+        ...(isKindFigures(s?.['by_kind']) ? { byKind: s['by_kind'] } : {}),
       });
     }
   } catch {
@@ -116,6 +124,12 @@ function evalsOf(dir: string): EvalInfo[] {
   }
   return evals;
 }
+
+const isKindFigures = (v: unknown): v is Record<string, KindFigure> =>
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.values(v).every((f) => typeof f === 'object' && f !== null && typeof (f as KindFigure).n === 'number' && typeof (f as KindFigure).accuracy === 'number');
 
 /** A JSON object file, or null when it is missing, unreadable or not an object. */
 export const readJson = (file: string): Record<string, unknown> | null => {
@@ -197,6 +211,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
   const budgetRec = config['budget'];
   const budget = typeof budgetRec === 'object' && budgetRec !== null ? (budgetRec as { steps?: number; minutes?: number }) : null;
   let step: number | null = null;
+  let stepTime: number | null = null;
   let heldout: number | null = null;
   let finalEval = false;
   let elapsed = 0;
@@ -211,7 +226,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
       const rec = l as Record<string, unknown>;
       if (rec['phase'] === kind && typeof rec['step'] === 'number') {
         step = rec['step'];
-        if (typeof rec['time'] === 'number') elapsed = rec['time'];
+        if (typeof rec['time'] === 'number') elapsed = stepTime = rec['time'];
       }
       if (rec['phase'] === 'eval' && rec['split'] === 'heldout' && typeof rec['accuracy'] === 'number') {
         heldout = rec['accuracy'];
@@ -249,6 +264,8 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
     backend,
     step,
     budget,
+    minutes: stepTime !== null ? stepTime / 60 : null,
+    recipe: typeof config['recipe'] === 'object' && config['recipe'] !== null && typeof (config['recipe'] as Record<string, unknown>)['name'] === 'string' ? ((config['recipe'] as Record<string, unknown>)['name'] as string) : typeof config['recipe'] === 'string' ? config['recipe'] : null,
     heldout,
     heldoutFigures: figures,
     heldoutFigure: current,

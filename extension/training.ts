@@ -16,7 +16,9 @@ import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
-import { describeProgress, prescreenRefusal, suggestedPool } from './progressText';
+import { describeProgress, prescreenRefusal, suggestedPool, type ProgressMemo } from './progressText';
+import { preflightLine, readRunMeta } from './runMeta';
+import { CurvesPanel } from './panels/curves';
 import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readRun } from './runFolders';
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
@@ -377,7 +379,9 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     // The suggested pool as a button of its own: one click runs what the verdict's next step says.
     const pool = suggestedPool(verdict);
     const usePool = pool ? `Use --pool ${pool}` : undefined;
-    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, ...(usePool ? [usePool] : []), 'Train Anyway').then((choice) => {
+    // "Show Pre-flight": the whole table (per shape, with intervals) in the Training Curves panel.
+    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, ...(usePool ? [usePool] : []), 'Train Anyway', 'Show Pre-flight').then((choice) => {
+      if (choice === 'Show Pre-flight') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [runDir] });
       if (choice === 'Train Anyway') void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, force: true });
       else if (choice !== undefined && choice === usePool) void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, pool });
     });
@@ -511,7 +515,8 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     message = s
       ? trainingFinishMessage(spec.kind, name, s, stepsDone)
       : `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps. (No held-out evaluation in this run: Evaluate gives the figure.)`;
-    actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves'];
+    // A GRPO run is judged beside its SFT start: the results table has both.
+    actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves', 'Compare Runs'];
   }
   result.message = message;
   result.actions = actions;
@@ -522,6 +527,7 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     if (choice === 'Open Curves') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [spec.runDir] });
     if (choice === 'Evaluate') void vscode.commands.executeCommand('agentLab.evaluate', { runDir: spec.runDir, split: 'heldout' });
     if (choice === 'Train (GRPO)') void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: spec.runDir });
+    if (choice === 'Compare Runs') void vscode.commands.executeCommand('agentLab.compareRuns');
     if (choice === 'Inspect Evaluation' && spec.kind === 'eval') {
       void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, evalRowsFile(spec.split))));
     }
@@ -536,9 +542,12 @@ function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title:
       const started = Date.now();
       let reported = 0; // percent of the bar filled so far
       let lastFraction = 0;
+      const memo: ProgressMemo = {};
       const job = startWorker(context, spec, (msg) => {
+        // The pre-screen's verdict is in config.json once logged: shown before step 1 (issue 33).
+        if (msg.type === 'log' && spec.kind === 'grpo' && msg.message.startsWith('pre-screen verdict:')) showPreflight(spec.runDir, msg.level, (m) => progress.report({ message: m }));
         if (msg.type !== 'progress') return;
-        const view = describeProgress(spec.kind, msg, (Date.now() - started) / 1000, lastFraction);
+        const view = describeProgress(spec.kind, msg, (Date.now() - started) / 1000, lastFraction, memo);
         let increment: number | undefined;
         if (view.fraction !== null) {
           lastFraction = view.fraction;
@@ -557,6 +566,24 @@ function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title:
       return job.done;
     },
   );
+}
+
+/**
+ * A GRPO run's checks before step 1 where the user looks: the prediction per shape and the
+ * verdict in the progress notification, a message with "Show Pre-flight" (the Training
+ * Curves panel's table), and an open curves panel updated. A forced FAIL comes as the
+ * worker's warning already, so it gets no second message.
+ */
+function showPreflight(runDir: string, level: 'info' | 'warn' | 'error', report: (message: string) => void): void {
+  const view = readRunMeta(runDir)?.preflight;
+  if (!view) return;
+  const line = preflightLine(view);
+  report(line);
+  CurvesPanel.current?.refresh(runDir);
+  if (level !== 'info') return;
+  void vscode.window.showInformationMessage(`Agent Lab (GRPO), before step 1: ${line}`, 'Show Pre-flight').then((choice) => {
+    if (choice === 'Show Pre-flight') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [runDir] });
+  });
 }
 
 function setStatus(text: string | null): void {

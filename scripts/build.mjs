@@ -89,7 +89,7 @@ const contexts = await Promise.all(nodeTargets.map((t) => esbuild.context({ ...c
 // One browser ESM bundle per panel: dist/webview/<panel>.js and its <panel>.css (the CSS the
 // entry imports). The extension's webviews load exactly these files (localResourceRoots is
 // dist/webview/); they import core/protocol/ and chart.js only, never vscode or Node.
-const webviewPanels = ['inspector', 'lossMask', 'curves', 'grammar'];
+const webviewPanels = ['inspector', 'lossMask', 'curves', 'grammar', 'compare'];
 contexts.push(
   await esbuild.context({
     entryPoints: Object.fromEntries(webviewPanels.map((p) => [p, `webview-ui/${p}/main.ts`])),

@@ -698,6 +698,12 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   const zeroStdCurve: number[] = [];
   const curve: AccuracyPoint[] = [];
   let lastRewardMean: number | undefined;
+  // For the finish message (issue 35): steps that updated nothing, the rollouts' solved share,
+  // and the wall time outside the budget (the pre-screen, the evaluations).
+  let noUpdateSteps = 0;
+  let solvedSum = 0;
+  let prescreenMs = 0;
+  let evalMs = 0;
 
   const divergence = new DivergenceGuard(runDir);
   const queue = new RevisitQueue(GRPO_DEFAULTS.revisitQueue, revisitState);
@@ -708,7 +714,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
     if (evalLimit === 0) return null;
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
+    const te = Date.now();
     const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobs);
+    evalMs += Date.now() - te;
     const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, of: split.heldout.length, final };
     metrics.append(rec);
     hooks.metrics(rec);
@@ -739,7 +747,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       `pre-screen: ${Math.min(tasks, rlTasks.length)} tasks x ${samples} rollouts = ${cost} rollouts, ` +
         `${((100 * cost) / sized.runRollouts).toFixed(0)}% of the at most ${sized.runRollouts} the run's ${budget.steps ?? `${GRPO_DEFAULTS.steps} (a --minutes run is sized as)`} steps may draw (--prescreen 0: none)`,
     );
+    const tp = Date.now();
     const screened = await prescreen(tasks, samples);
+    prescreenMs += Date.now() - tp;
     const verdict = prescreenVerdict(screened, { pool, noFreshPools: Boolean(split.world && !split.world.facts), fromRun, dynamicSampling });
     const forced = !verdict.ok && o.force === true;
     const text = formatVerdict(verdict, forced);
@@ -790,7 +800,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         const items: RolloutItem[] = round.flatMap((ti, r) =>
           taskRollouts(ti, g.groupSize, (k) => seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729),
         );
-        hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}, ${drawn + round.length} tasks drawn`);
+        hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}${budget.steps !== undefined ? ` of ${budget.steps}` : ''}, ${drawn + round.length} tasks drawn`);
         const episodes = await sampleRollouts(items);
         round.forEach((ti, group) => {
           const task = rlTasks[ti]!.task;
@@ -903,8 +913,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       const groups = groupStds.length;
       const frac = groups ? groupsFlat / groups : 0;
       zeroStdCurve.push(frac);
+      if (kept.length === 0) noUpdateSteps++;
       const rewardMean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
       const accuracy = rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length);
+      solvedSum += accuracy;
       const rewardStd = groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups);
       const rec: MetricRecord = {
         phase: 'grpo',
@@ -960,7 +972,7 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         budget.steps !== undefined ? step : Math.round(elapsed()),
         budget.steps ?? Math.round(budgetMs / 1000),
         `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
-          `flat groups ${groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%)`,
+          `flat groups ${groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%), trained on ${keptGroups.length}`,
       );
       if (stoppedFlat) break;
       if (checkpoints.due()) await checkpoint();
@@ -985,6 +997,10 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       ...(before ? { heldout_accuracy_before: before.accuracy } : {}),
       ...(after ? { heldout_accuracy: after.accuracy, heldout_n: after.n, heldout_of: split.heldout.length, heldout_step: step, by_kind: after.by_kind } : {}),
       frac_reward_zero_std: zeroStdCurve,
+      no_update_steps: noUpdateSteps,
+      ...(zeroStdCurve.length ? { rollout_accuracy: solvedSum / zeroStdCurve.length } : {}),
+      prescreen_minutes: prescreenMs / 60000,
+      eval_minutes: evalMs / 60000,
       curve,
       ...(stoppedFlat ? { stopped_flat: stoppedFlat } : {}),
     };

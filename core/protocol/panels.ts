@@ -1,5 +1,5 @@
-// Extension ↔ webview messages of the four panels (Trajectory Inspector, Loss Mask, Training
-// Curves, Grammar Debugger), typed once: one discriminated union per direction, on `type`,
+// Extension ↔ webview messages of the panels (Trajectory Inspector, Loss Mask, Training
+// Curves, Grammar Debugger, Compare Runs), typed once: one discriminated union per direction, on `type`,
 // each type prefixed by its panel (`inspector/…`, `lossMask/…`, `curves/…`, `grammar/…`),
 // plus `ready`, which every webview sends when its script has loaded (the extension posts
 // nothing before it). Each side validates what it receives: a webview is untrusted input
@@ -15,9 +15,10 @@ export const PANEL_VIEW_TYPES = {
   lossMask: 'agentLab.lossMask',
   curves: 'agentLab.curves',
   grammar: 'agentLab.grammar',
+  compare: 'agentLab.compare',
 } as const;
 export type PanelKind = keyof typeof PANEL_VIEW_TYPES;
-export const PANEL_KINDS: readonly PanelKind[] = ['inspector', 'lossMask', 'curves', 'grammar'];
+export const PANEL_KINDS: readonly PanelKind[] = ['inspector', 'lossMask', 'curves', 'grammar', 'compare'];
 
 /** Caps on what a webview may send (it is untrusted): strings, indices, PNG data URLs. */
 export const LIMITS = {
@@ -184,6 +185,57 @@ export interface CurvesState {
   hidden: string[];
 }
 
+/** One phase of an SFT recipe's curriculum (trainer/recipes.ts): its share of the budget, the examples, the batch. */
+export interface CurriculumPhaseView {
+  fraction: number;
+  turns: string;
+  batch: number;
+}
+
+/** The pre-screen's prediction for one task shape (or all): the share of groups with a spread and its 90% interval. */
+export interface PrescreenFigureView {
+  /** A task shape, or 'all'. */
+  kind: string;
+  tasks: number;
+  passRate: number;
+  share: number;
+  low: number;
+  high: number;
+}
+
+/**
+ * A GRPO run's checks before step 1, from its config.json (trainer/grpo.ts writes them
+ * there): the pre-flight checks, the pass-rate pre-screen (per shape) and its verdict.
+ */
+export interface PreflightView {
+  checks: { name: string; ok: boolean; detail: string }[];
+  prescreen: {
+    samples: number;
+    group: number;
+    wholePool: boolean;
+    /** 'all' first, then one per shape. */
+    figures: PrescreenFigureView[];
+  } | null;
+  verdict: {
+    ok: boolean;
+    bound: number;
+    threshold: number;
+    cause: string | null;
+    detail: string | null;
+    next: string | null;
+    forced: boolean;
+    refused: boolean;
+  } | null;
+}
+
+/** What a run's config.json says that the curves need: its kind, recipe and curriculum, and a GRPO run's pre-flight. */
+export interface RunMeta {
+  kind: string;
+  recipe: string | null;
+  curriculum: CurriculumPhaseView[];
+  preflight: PreflightView | null;
+}
+
 // =============================================================================================
 // Grammar Debugger
 // =============================================================================================
@@ -227,7 +279,80 @@ export interface GrammarState {
   source: 'editor' | 'typed';
 }
 
-export type PanelState = InspectorState | LossMaskState | CurvesState | GrammarState;
+// =============================================================================================
+// Compare Runs
+// =============================================================================================
+
+/** One split's figure of a run in the comparison: from an evaluation (eval/SPLIT.json) or the training's final point. */
+export interface CompareFigure {
+  split: string;
+  accuracy: number;
+  n: number | null;
+  /** Tasks the split holds, when recorded. */
+  of: number | null;
+  step: number | null;
+  source: 'evaluate' | 'training';
+  /** Solved of evaluated per task shape. */
+  byKind: Record<string, { n: number; accuracy: number }>;
+  /** A GRPO run: its SFT start's figure on this split (the Runs view's comparison), when both were measured. */
+  start?: number;
+}
+
+/** One run's row: what it is, how long it trained, and its figure per split. */
+export interface CompareRow {
+  dir: string;
+  name: string;
+  kind: string;
+  recipe: string | null;
+  status: string;
+  steps: number | null;
+  minutes: number | null;
+  /** A GRPO run's SFT start (its folder's name). */
+  from: string | null;
+  figures: CompareFigure[];
+  /** Splits with per-task rows (eval/SPLIT.jsonl) to compare task by task. */
+  rowSplits: string[];
+}
+
+export interface CompareTable {
+  rows: CompareRow[];
+  /** Every split some run has a figure on, held-out first. */
+  splits: string[];
+  /** Every task shape some held-out figure has. */
+  shapes: string[];
+}
+
+/** One task of a split as two runs answered it. */
+export interface TaskSide {
+  answer: string | null;
+  solved: boolean | null;
+  failure: string | null;
+}
+export interface TaskDiffRow {
+  question: string;
+  gold: string | null;
+  kind: string;
+  a: TaskSide;
+  b: TaskSide;
+}
+/** Two runs' evaluations of one split side by side: the tasks one solves and the other does not. */
+export interface TaskDiff {
+  split: string;
+  a: string;
+  b: string;
+  onlyA: TaskDiffRow[];
+  onlyB: TaskDiffRow[];
+  both: number;
+  neither: number;
+  /** Tasks only one run evaluated (a limited evaluation). */
+  unmatched: number;
+}
+
+export interface CompareState {
+  panel: 'compare';
+}
+
+export type PanelState = InspectorState | LossMaskState | CurvesState | GrammarState | CompareState;
 
 // =============================================================================================
 // Messages
@@ -240,10 +365,13 @@ export type ToWebview =
   | { type: 'inspector/error'; message: string }
   | { type: 'lossMask/show'; view: MaskView }
   | { type: 'lossMask/status'; level: 'info' | 'waiting' | 'error'; message: string }
-  | { type: 'curves/run'; run: RunRef; records: MetricRecord[]; reset: boolean; live: boolean; problems: string[] }
+  | { type: 'curves/run'; run: RunRef; records: MetricRecord[]; reset: boolean; live: boolean; problems: string[]; meta?: RunMeta | null }
   | { type: 'curves/removed'; id: string }
   | { type: 'curves/status'; message: string }
-  | { type: 'grammar/trace'; source: GrammarSource; trace: GrammarTrace; cursor: number | null };
+  | { type: 'grammar/trace'; source: GrammarSource; trace: GrammarTrace; cursor: number | null }
+  | { type: 'compare/table'; table: CompareTable }
+  | { type: 'compare/diff'; diff: TaskDiff }
+  | { type: 'compare/status'; message: string };
 
 /** webview → extension */
 export type FromWebview =
@@ -254,9 +382,14 @@ export type FromWebview =
   | { type: 'curves/addRun' }
   | { type: 'curves/removeRun'; id: string }
   | { type: 'curves/savePng'; chart: string; dataUrl: string }
+  /** A refused GRPO run's card: train again from its SFT run with the suggested pool, or anyway (--force). */
+  | { type: 'curves/retryGrpo'; id: string; pool: string | null; force: boolean }
   | { type: 'grammar/check'; text: string }
   | { type: 'grammar/fromEditor' }
-  | { type: 'grammar/reveal'; index: number };
+  | { type: 'grammar/reveal'; index: number }
+  | { type: 'compare/refresh' }
+  | { type: 'compare/askDiff'; a: string; b: string; split: string }
+  | { type: 'compare/inspect'; run: string; split: string };
 
 /** The panel a message type belongs to (`ready` belongs to every panel). */
 export function panelOf(type: string): PanelKind | 'any' | null {
@@ -294,6 +427,7 @@ export function parseFromWebview(v: unknown): Parsed<FromWebview> {
     case 'ready':
     case 'curves/addRun':
     case 'grammar/fromEditor':
+    case 'compare/refresh':
       return keys() ? ok({ type: t }) : bad(`${t}: unexpected fields`);
     case 'inspector/select':
       return keys('index') && isNat(v['index']) ? ok({ type: t, index: v['index'] }) : bad(`${t}: index must be a natural number`);
@@ -309,6 +443,12 @@ export function parseFromWebview(v: unknown): Parsed<FromWebview> {
     }
     case 'curves/removeRun':
       return keys('id') && isStr(v['id'], 4096) ? ok({ type: t, id: v['id'] }) : bad(`${t}: id must be a string`);
+    case 'curves/retryGrpo': {
+      const { id, pool, force } = v;
+      return keys('id', 'pool', 'force') && isStr(id, 4096) && (pool === null || isSplitName(pool)) && isBool(force)
+        ? ok({ type: t, id, pool, force })
+        : bad(`${t}: id must be a run folder, pool a pool name or null, force a boolean`);
+    }
     case 'curves/savePng': {
       const { chart, dataUrl } = v;
       if (!keys('chart', 'dataUrl') || !isStr(chart, 64) || !/^[a-z0-9-]+$/.test(chart)) return bad(`${t}: chart must be a short id`);
@@ -321,6 +461,16 @@ export function parseFromWebview(v: unknown): Parsed<FromWebview> {
       return keys('text') && isStr(v['text'], LIMITS.text) ? ok({ type: t, text: v['text'] }) : bad(`${t}: text must be a string of at most ${LIMITS.text} characters`);
     case 'grammar/reveal':
       return keys('index') && isNat(v['index'], LIMITS.text) ? ok({ type: t, index: v['index'] }) : bad(`${t}: index must be a natural number`);
+    case 'compare/askDiff': {
+      const { a, b, split } = v;
+      return keys('a', 'b', 'split') && isStr(a, 4096) && isStr(b, 4096) && isSplitName(split)
+        ? ok({ type: t, a, b, split })
+        : bad(`${t}: a and b must be run folders and split a split name`);
+    }
+    case 'compare/inspect': {
+      const { run, split } = v;
+      return keys('run', 'split') && isStr(run, 4096) && isSplitName(split) ? ok({ type: t, run, split }) : bad(`${t}: run must be a run folder and split a split name`);
+    }
     default:
       return bad(`unknown message type ${JSON.stringify(t).slice(0, 80)}`);
   }
@@ -400,7 +550,99 @@ function isMaskView(v: unknown): v is MaskView {
   return h === null || (Array.isArray(h) && h.length === v['mask'].ids.length && h.every(isBool));
 }
 
+/** A split's name as a file name (eval/SPLIT.jsonl): lower-case words and dashes, nothing that walks a path. */
+const isSplitName = (v: unknown): v is string => isStr(v, 64) && /^[a-z0-9][a-z0-9-]*$/.test(v);
+
+const isKindMap = (v: unknown): boolean => isObj(v) && Object.values(v).every((f) => isObj(f) && isNum(f['n']) && isNum(f['accuracy']));
+
+function isCompareFigure(v: unknown): v is CompareFigure {
+  return (
+    isObj(v) &&
+    isStr(v['split']) &&
+    isNum(v['accuracy']) &&
+    numOrNull(v['n']) &&
+    numOrNull(v['of']) &&
+    numOrNull(v['step']) &&
+    (v['source'] === 'evaluate' || v['source'] === 'training') &&
+    isKindMap(v['byKind']) &&
+    (v['start'] === undefined || isNum(v['start']))
+  );
+}
+
+function isCompareRow(v: unknown): v is CompareRow {
+  return (
+    isObj(v) &&
+    isStr(v['dir']) &&
+    isStr(v['name']) &&
+    isStr(v['kind']) &&
+    strOrNull(v['recipe']) &&
+    isStr(v['status']) &&
+    numOrNull(v['steps']) &&
+    numOrNull(v['minutes']) &&
+    strOrNull(v['from']) &&
+    Array.isArray(v['figures']) &&
+    v['figures'].every(isCompareFigure) &&
+    strArray(v['rowSplits'])
+  );
+}
+
+export const isCompareTable = (v: unknown): v is CompareTable =>
+  isObj(v) && Array.isArray(v['rows']) && v['rows'].every(isCompareRow) && strArray(v['splits']) && strArray(v['shapes']);
+
+const isTaskSide = (v: unknown): v is TaskSide => isObj(v) && strOrNull(v['answer']) && boolOrNull(v['solved']) && strOrNull(v['failure']);
+const isTaskDiffRow = (v: unknown): v is TaskDiffRow => isObj(v) && isStr(v['question']) && strOrNull(v['gold']) && isStr(v['kind']) && isTaskSide(v['a']) && isTaskSide(v['b']);
+
+export const isTaskDiff = (v: unknown): v is TaskDiff =>
+  isObj(v) &&
+  isStr(v['split']) &&
+  isStr(v['a']) &&
+  isStr(v['b']) &&
+  Array.isArray(v['onlyA']) &&
+  v['onlyA'].every(isTaskDiffRow) &&
+  Array.isArray(v['onlyB']) &&
+  v['onlyB'].every(isTaskDiffRow) &&
+  isNat(v['both']) &&
+  isNat(v['neither']) &&
+  isNat(v['unmatched']);
+
 const isRunRef = (v: unknown): v is RunRef => isObj(v) && isStr(v['id']) && isStr(v['label']) && isStr(v['dir']);
+
+const isCurriculumPhase = (v: unknown): v is CurriculumPhaseView => isObj(v) && isNum(v['fraction']) && isStr(v['turns']) && isNum(v['batch']);
+const isPrescreenFigure = (v: unknown): v is PrescreenFigureView =>
+  isObj(v) && isStr(v['kind']) && isNat(v['tasks']) && isNum(v['passRate']) && isNum(v['share']) && isNum(v['low']) && isNum(v['high']);
+
+export function isPreflightView(v: unknown): v is PreflightView {
+  if (!isObj(v) || !Array.isArray(v['checks'])) return false;
+  if (!v['checks'].every((c) => isObj(c) && isStr(c['name']) && isBool(c['ok']) && isStr(c['detail']))) return false;
+  const p = v['prescreen'];
+  if (p !== null && !(isObj(p) && isNat(p['samples']) && isNat(p['group']) && isBool(p['wholePool']) && Array.isArray(p['figures']) && p['figures'].every(isPrescreenFigure))) {
+    return false;
+  }
+  const d = v['verdict'];
+  return (
+    d === null ||
+    (isObj(d) &&
+      isBool(d['ok']) &&
+      isNum(d['bound']) &&
+      isNum(d['threshold']) &&
+      strOrNull(d['cause']) &&
+      strOrNull(d['detail']) &&
+      strOrNull(d['next']) &&
+      isBool(d['forced']) &&
+      isBool(d['refused']))
+  );
+}
+
+export function isRunMeta(v: unknown): v is RunMeta {
+  return (
+    isObj(v) &&
+    isStr(v['kind']) &&
+    strOrNull(v['recipe']) &&
+    Array.isArray(v['curriculum']) &&
+    v['curriculum'].every(isCurriculumPhase) &&
+    (v['preflight'] === null || isPreflightView(v['preflight']))
+  );
+}
 
 function isGrammarStep(v: unknown): v is GrammarStep {
   return isObj(v) && strArray(v['states']) && isStr(v['allowed']) && strArray(v['allowedGroups']) && isBool(v['accepts']);
@@ -435,7 +677,12 @@ export function parseToWebview(v: unknown): Parsed<ToWebview> {
       return yes(isTrajectoryDetail(v['detail']));
     case 'inspector/error':
     case 'curves/status':
+    case 'compare/status':
       return yes(isStr(v['message']));
+    case 'compare/table':
+      return yes(isCompareTable(v['table']));
+    case 'compare/diff':
+      return yes(isTaskDiff(v['diff']));
     case 'lossMask/show':
       return yes(isMaskView(v['view']));
     case 'lossMask/status':
@@ -447,7 +694,8 @@ export function parseToWebview(v: unknown): Parsed<ToWebview> {
           v['records'].every(isMetricRecord) &&
           isBool(v['reset']) &&
           isBool(v['live']) &&
-          strArray(v['problems']),
+          strArray(v['problems']) &&
+          (v['meta'] === undefined || v['meta'] === null || isRunMeta(v['meta'])),
       );
     case 'curves/removed':
       return yes(isStr(v['id']));
@@ -492,5 +740,7 @@ export function parsePanelState(panel: PanelKind, v: unknown): PanelState | null
       return isStr(v['text'], LIMITS.text) && isNat(v['cursor'], LIMITS.text) && (v['source'] === 'editor' || v['source'] === 'typed')
         ? (v as unknown as GrammarState)
         : null;
+    case 'compare':
+      return { panel: 'compare' };
   }
 }

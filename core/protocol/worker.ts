@@ -114,6 +114,13 @@ export interface GrpoSummary {
   by_kind?: Record<string, KindFigure>;
   /** Per step: the share of groups whose rewards were all equal (no gradient). */
   frac_reward_zero_std: number[];
+  /** Steps (this session) whose batch held no group to learn from, so the policy was not updated. */
+  no_update_steps?: number;
+  /** The rollouts' solved share, averaged over this session's steps (what made the groups flat: all right or all wrong). */
+  rollout_accuracy?: number;
+  /** Wall minutes outside the budget (`minutes` counts rollouts and updates only): the pre-screen and the held-out evaluations. */
+  prescreen_minutes?: number;
+  eval_minutes?: number;
   curve: AccuracyPoint[];
   /** Why the run stopped itself before its budget (every group flat for --stop-flat steps in a row). */
   stopped_flat?: string;

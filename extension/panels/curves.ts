@@ -13,6 +13,9 @@ import { PanelController, PanelHost, createPanel } from './host';
 import { liveRuns, onLiveMetrics } from './liveMetrics';
 import { MetricsTail } from './metricsTail';
 import { CONFIG_FILE, METRICS_FILE } from '../../core/protocol/folders';
+import { readRunMeta } from '../runMeta';
+import { readJson } from '../runFolders';
+import { RL_POOLS } from '../../core/protocol/grpoOptions';
 
 const POLL_MS = 1000;
 const MEMENTO_KEY = 'agentLab.curves.runs';
@@ -62,6 +65,7 @@ export class CurvesPanel implements PanelController {
     if (current && !current.host.isDisposed) {
       current.host.panel.reveal(undefined, true);
       for (const d of dirs) if (!current.runs.has(d)) current.addRun(d, true);
+      else current.refresh(d);
       return current;
     }
     // The runs the last panel showed come back (a panel replacing a tab that was not revived).
@@ -126,8 +130,16 @@ export class CurvesPanel implements PanelController {
     if (got) this.postRun(run, got.records, got.reset);
   }
 
+  /** Posts the run again with what its config.json says now (a GRPO run's pre-screen is written before its first metrics line). */
+  refresh(dir: string): void {
+    const run = this.runs.get(dir);
+    if (run) this.postRun(run, [], false);
+  }
+
   private postRun(run: TrackedRun, records: MetricRecord[], reset: boolean): void {
-    const msg: ToWebview = { type: 'curves/run', run: run.ref, records, reset, live: liveRuns.has(run.ref.dir), problems: run.problems.slice(-5) };
+    // config.json is read each time: its kind, curriculum and a GRPO run's pre-flight (the panel draws the phase marks and the pre-flight table).
+    const meta = readRunMeta(run.ref.dir);
+    const msg: ToWebview = { type: 'curves/run', run: run.ref, records, reset, live: liveRuns.has(run.ref.dir), problems: run.problems.slice(-5), meta };
     if (this.host.post(msg)) this.posted += records.length;
   }
 
@@ -157,6 +169,17 @@ export class CurvesPanel implements PanelController {
       case 'curves/savePng':
         await savePng(msg.chart, msg.dataUrl, this.runDirs[0]);
         return;
+      case 'curves/retryGrpo': {
+        // Only a run the panel shows, and only a pool the trainer knows: Train (GRPO) from its SFT run.
+        if (!this.runs.has(msg.id)) return;
+        const from = readJson(path.join(msg.id, CONFIG_FILE))?.['from'];
+        const fromRunDir = typeof from === 'object' && from !== null ? (from as Record<string, unknown>)['run'] : undefined;
+        if (typeof fromRunDir !== 'string') return;
+        const pool = msg.pool !== null && (RL_POOLS as readonly string[]).includes(msg.pool) ? msg.pool : undefined;
+        if (msg.pool !== null && pool === undefined) return;
+        void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir, ...(pool ? { pool } : {}), ...(msg.force ? { force: true } : {}) });
+        return;
+      }
       default:
         return;
     }

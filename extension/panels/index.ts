@@ -1,4 +1,4 @@
-// The four panels: commands, serializers (a panel comes back after a reload with its
+// The panels: commands, serializers (a panel comes back after a reload with its
 // state), and the code lenses on transcripts. Each panel is a controller (inspector.ts,
 // lossMask.ts, curves.ts, grammar.ts) on a PanelHost (host.ts); the webviews are the
 // bundles dist/webview/<panel>.js built from webview-ui/.
@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { PANEL_KINDS, PANEL_VIEW_TYPES, PanelKind, parsePanelState, CurvesState, GrammarState, InspectorState, LossMaskState } from '../../core/protocol/panels';
 import { TOOL_CALL } from '../../core/wire';
 import { log } from '../log';
+import { ComparePanel } from './compare';
 import { CurvesPanel, listRuns, runDirOf, setCurvesMemento } from './curves';
 import { GrammarPanel } from './grammar';
 import { lastTextEditor } from './host';
@@ -60,6 +61,9 @@ export function activatePanels(context: vscode.ExtensionContext): void {
       }
       CurvesPanel.open(ext, dirs);
     }),
+    vscode.commands.registerCommand('agentLab.compareRuns', () => {
+      ComparePanel.open(ext);
+    }),
     vscode.commands.registerCommand('agentLab.debugToolCall', async (arg?: unknown) => {
       if (isObj(arg) && typeof arg['text'] === 'string') {
         GrammarPanel.open(ext, { text: arg['text'] });
@@ -110,6 +114,9 @@ function revive(ext: vscode.Uri, kind: PanelKind, panel: vscode.WebviewPanel, ra
       return;
     case 'grammar':
       GrammarPanel.revive(ext, panel, state as GrammarState | null);
+      return;
+    case 'compare':
+      ComparePanel.revive(ext, panel);
       return;
   }
 }

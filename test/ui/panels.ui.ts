@@ -332,8 +332,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await press(page, 'Enter');
       await waitFor('the GRPO charts', async () => (await attr(f, '.chart[data-chart="grpo-zero-std"]', 'data-regions')) === '1', 15_000);
       assert.equal(await attr(f, '.chart[data-chart="grpo-reward"]', 'data-series'), '1');
-      // The SFT run's held-out and dev lines, and the GRPO run's held-out line.
-      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '3', 'two runs overlaid');
+      // The SFT run's held-out and dev lines on the SFT axis; the GRPO run's held-out line on its own (GRPO steps).
+      assert.equal(await attr(f, '.chart[data-chart="heldout-acc"]', 'data-series'), '2', 'the SFT run');
+      assert.equal(await attr(f, '.chart[data-chart="grpo-heldout-acc"]', 'data-series'), '1', 'the GRPO run, on GRPO steps');
       assert.equal(await f.locator('.run').count(), 2);
     });
 
@@ -379,6 +380,21 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       await waitFor('the run no longer live', async () => (await f.locator('.run .live').count()) === 0, 90_000);
       const runs = fs.readdirSync(path.join(workspace, 'runs')).filter((d) => d.startsWith('sft-'));
       assert.equal(runs.length, 1, `a run folder: ${runs.join(', ')}`);
+    });
+  });
+
+  describe('Compare Runs', () => {
+    it('tables the runs folder: the short real run with its held-out figure of 5 tasks and its recipe', async () => {
+      const { page } = ui();
+      await runCommand(page, 'Agent Lab: Compare Runs');
+      const f = await panelFrame(page, 'compare');
+      await waitFor('the table with the short run', async () => Number(await bodyData(f, 'rows')) >= 1 && (await f.locator('tr[data-run="short"]').count()) === 1);
+      const cells = await f.locator('tr[data-run="short"] td').allTextContents();
+      assert.equal(cells[0], 'sft', 'the kind');
+      assert.ok(cells.some((c) => /^\d+\.\d% \(\d\/5 of \d+\)$/.test(c)), `held-out: its Evaluate on 5 tasks, of the split (${cells.join(' | ')})`);
+      assert.match(await frameText(f, 'table.results thead'), /held-out/);
+      // One run against itself: nothing to compare.
+      assert.equal(await f.locator('#diff').isDisabled(), true);
     });
   });
 

@@ -68,7 +68,7 @@ async function buildWorkspace(ws: string): Promise<void> {
 }
 
 async function main(): Promise<number> {
-  for (const f of ['extension.js', 'cli.js', 'server.js', 'worker.js', 'webview/inspector.js', 'webview/lossMask.js', 'webview/curves.js', 'webview/grammar.js']) {
+  for (const f of ['extension.js', 'cli.js', 'server.js', 'worker.js', 'webview/inspector.js', 'webview/lossMask.js', 'webview/curves.js', 'webview/grammar.js', 'webview/compare.js']) {
     if (!fs.existsSync(path.join(repoRoot, 'dist', f))) throw new CannotRun(`dist/${f} is missing: run \`npm run build\` first`);
   }
   const entry = checkTools();

@@ -38,9 +38,9 @@ function bundledSources(bundle: string): string[] {
 }
 
 describe('the shipped bundles', () => {
-  it('are the six Node entry points and the four panels', () => {
+  it('are the six Node entry points and the five panels', () => {
     const names = shippedBundles().map((b) => path.relative(dist, b)).sort();
-    for (const want of ['cli.js', 'extension.js', 'server.js', 'worker.js', 'parallel-worker.js', 'eval-worker.js', 'webview/inspector.js', 'webview/lossMask.js', 'webview/curves.js', 'webview/grammar.js']) {
+    for (const want of ['cli.js', 'extension.js', 'server.js', 'worker.js', 'parallel-worker.js', 'eval-worker.js', 'webview/inspector.js', 'webview/lossMask.js', 'webview/curves.js', 'webview/grammar.js', 'webview/compare.js']) {
       assert.ok(names.includes(want), `dist/${want} is missing (have: ${names.join(', ')})`);
     }
   });

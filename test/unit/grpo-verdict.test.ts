@@ -22,6 +22,8 @@ import {
   wilsonInterval,
 } from '../../trainer/prescreen';
 import { prescreenRefusal, suggestedPool } from '../../extension/progressText';
+import { grpoOutcomeText } from '../../core/figures';
+import type { GrpoSummary } from '../../core/protocol/worker';
 import { repoRoot } from '../support/reference';
 
 const KINDS: TaskKind[] = ['sum', 'compare', 'lookup', 'double'];
@@ -199,9 +201,15 @@ describe('GRPO pre-screen verdict and auto-stop, end to end (tiny preset)', func
     assert.deepEqual(grpo.map((l) => l['frac_reward_zero_std']), [1, 1]);
     assert.equal(grpo[1]!['stopped'], 'flat');
     assert.equal((config(run)['grpo'] as { stopFlat: number }).stopFlat, 2);
-    const summary = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { steps: number; stopped_flat?: string };
+    const summary = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as GrpoSummary;
     assert.equal(summary.steps, 2);
     assert.match(summary.stopped_flat ?? '', /fully flat/);
+    // What the finish message explains an unchanged figure with (issue 35, item 9): both steps updated nothing.
+    assert.equal(summary.no_update_steps, 2);
+    assert.equal(typeof summary.rollout_accuracy, 'number');
+    assert.equal(summary.prescreen_minutes, 0, '--prescreen 0');
+    assert.equal(summary.eval_minutes, 0, '--eval-limit 0');
+    assert.match(grpoOutcomeText(summary), /none of the 2 steps had a group to learn from \(a group whose rollouts differed\), so the policy was never updated/);
     const ck = loadCheckpoint(run, 'latest');
     assert.equal(ck.step, 2);
     assert.ok(existsSync(path.join(run, 'tokenizer.json')));

@@ -9,7 +9,10 @@ import * as path from 'node:path';
 import { LineSplitter, MetricRecord, latestRecords, parseMetricsLine, parseMetricsText } from '../../core/protocol/metrics';
 import { MetricsTail } from '../../extension/panels/metricsTail';
 import { writeSyntheticGrpoRun } from '../ui/fixtures';
-import { buildCharts, lineCount, mergeRecords, pointsOf, zeroStdRegions } from '../../webview-ui/curves/series';
+import { buildCharts, chipText, formatTick, heldoutLossNote, lineCount, mergeRecords, phaseBoundaries, pointsOf, zeroStdRegions } from '../../webview-ui/curves/series';
+import { preflightTable } from '../../webview-ui/curves/preflight';
+import { preflightLine, preflightViewOf, prescreenRows, runMetaOf } from '../../extension/runMeta';
+import { isRunMeta, parseFromWebviewFor, parseToWebview } from '../../core/protocol/panels';
 
 const sft = (step: number, loss: number, extra: Record<string, unknown> = {}): MetricRecord => ({ phase: 'sft', step, time: step / 2, loss, sup_acc: step / 100, ...extra });
 
@@ -120,7 +123,9 @@ describe('curves model (webview-ui/curves/series.ts)', () => {
     const records = latestRecords(parseMetricsText(fs.readFileSync(path.join(dir, 'metrics.jsonl'), 'utf8')).lines);
     fs.rmSync(dir, { recursive: true, force: true });
     const charts = buildCharts([{ id: 'g', label: 'grpo', records }]);
-    assert.deepEqual(charts.map((c) => c.id), ['heldout-acc', 'grpo-reward', 'grpo-zero-std', 'grpo-kl', 'grpo-clip', 'grpo-len']);
+    // A GRPO run's accuracy is on its own axis (GRPO steps), not the SFT one.
+    assert.deepEqual(charts.map((c) => c.id), ['grpo-heldout-acc', 'grpo-reward', 'grpo-zero-std', 'grpo-kl', 'grpo-clip', 'grpo-len']);
+    assert.ok(charts.every((c) => c.xLabel === 'GRPO step'));
     const reward = charts.find((c) => c.id === 'grpo-reward')!;
     assert.deepEqual(reward.series.map((s) => s.role), ['bandLow', 'bandHigh', 'line']);
     assert.equal(lineCount(reward), 1, 'a band is not a series');
@@ -143,5 +148,185 @@ describe('curves model (webview-ui/curves/series.ts)', () => {
   it('skips values that are not finite numbers (null from a NaN) and says nothing for an empty run', () => {
     assert.deepEqual(pointsOf([sft(1, 2), { ...sft(2, 0), loss: null } as unknown as MetricRecord], 'sft', 'loss'), [{ x: 1, y: 2 }]);
     assert.deepEqual(buildCharts([{ id: 'e', label: 'e', records: [] }]), []);
+  });
+});
+
+describe('curves: what the charts say (issue 35, item 8)', () => {
+  const curriculum = [
+    { fraction: 0.25, turns: 'first', batch: 4 },
+    { fraction: 0.75, turns: 'all', batch: 2 },
+  ];
+  const phased = (n: number, change: number): MetricRecord[] =>
+    Array.from({ length: n }, (_, i) => sft(i + 1, i + 1 === change ? 4 : 2, { curriculum: i + 1 < change ? 0 : 1, batch: i + 1 < change ? 4 : 2, ...((i + 1) % 50 === 0 ? { heldout_loss: 1.5 } : {}) }));
+
+  it('marks the curriculum phase change on the SFT charts, named from the recipe', () => {
+    const records = phased(600, 401);
+    assert.deepEqual(phaseBoundaries(records, curriculum), [{ step: 401, index: 1, label: 'phase 2 of 2: whole transcripts, batch 2' }]);
+    assert.deepEqual(phaseBoundaries(records), [{ step: 401, index: 1, label: 'phase 2, batch 2' }], 'without the recipe: from the record');
+    assert.deepEqual(phaseBoundaries(phased(10, 99)), [], 'no change, no mark');
+    const meta = { kind: 'sft', recipe: 'copy', curriculum, preflight: null };
+    const charts = buildCharts([{ id: 'r', label: 'run', records, meta }]);
+    const loss = charts.find((c) => c.id === 'sft-loss')!;
+    assert.deepEqual(loss.markers, [{ runId: 'r', runIndex: 0, x: 401, label: 'phase 2 of 2: whole transcripts, batch 2' }]);
+    assert.match(loss.note ?? '', /curriculum moved to its next phase/);
+    assert.equal(charts.find((c) => c.id === 'sft-acc')!.markers.length, 1);
+    // An accuracy chart measured only after the change has no mark (and no note about one).
+    const late = [...records, { phase: 'eval', step: 500, time: 1, split: 'heldout', accuracy: 0.3 } as MetricRecord, { phase: 'eval', step: 600, time: 1, split: 'heldout', accuracy: 0.4 } as MetricRecord];
+    const acc = buildCharts([{ id: 'r', label: 'run', records: late, meta }]).find((c) => c.id === 'heldout-acc')!;
+    assert.deepEqual(acc.markers, []);
+    assert.doesNotMatch(acc.note ?? '', /curriculum/);
+    const around = [...late, { phase: 'eval', step: 300, time: 1, split: 'heldout', accuracy: 0.2 } as MetricRecord];
+    assert.equal(buildCharts([{ id: 'r', label: 'run', records: around, meta }]).find((c) => c.id === 'heldout-acc')!.markers.length, 1);
+    assert.equal(loss.xLabel, 'SFT step');
+  });
+
+  it('the held-out loss says how often it is measured, and where it ends when it ends early', () => {
+    const records = phased(600, 401);
+    const loss = buildCharts([{ id: 'r', label: 'run', records }]).find((c) => c.id === 'sft-loss')!;
+    assert.deepEqual(loss.series.map((s) => s.label), ['run', 'run · held-out (every 50 steps)']);
+    assert.match(heldoutLossNote({ id: 'r', label: 'run', records })!, /every 50 steps on the held-out transcripts \(the dashed line\)\.$/);
+    const cut = records.map((r) => (r.step > 400 ? { ...r, heldout_loss: undefined } : r));
+    assert.match(heldoutLossNote({ id: 'r', label: 'run', records: cut })!, /last point is step 400, .* to step 600/);
+    assert.equal(heldoutLossNote({ id: 'r', label: 'run', records: [sft(1, 2)] }), null);
+    const nan = records.map((r) => (r.step > 400 && r['heldout_loss'] !== undefined ? { ...r, heldout_loss: null } : r));
+    assert.match(heldoutLossNote({ id: 'r', label: 'run', records: nan })!, /from step 450 it is not a finite number \(recorded as null in 4 lines: the held-out loss overflowed\), so the line stops at step 400\.$/);
+  });
+
+  it('GRPO steps get their own axis: an SFT run and a GRPO run overlaid draw two accuracy charts', () => {
+    const sftRun = { id: 's', label: 'sft', records: [sft(1000, 1), { phase: 'eval', step: 1000, time: 1, split: 'heldout', accuracy: 0.6 } as MetricRecord] };
+    const grpoRun = {
+      id: 'g',
+      label: 'grpo',
+      records: [{ phase: 'eval', step: 0, time: 0, split: 'heldout', accuracy: 0.6 }, { phase: 'grpo', step: 1, time: 1, reward_mean: 0.5, reward_std: 0.1 }, { phase: 'eval', step: 60, time: 9, split: 'heldout', accuracy: 0.62 }] as MetricRecord[],
+    };
+    const charts = buildCharts([sftRun, grpoRun]);
+    const sftAcc = charts.find((c) => c.id === 'heldout-acc')!;
+    const grpoAcc = charts.find((c) => c.id === 'grpo-heldout-acc')!;
+    assert.deepEqual(sftAcc.series.map((s) => s.runId), ['s']);
+    assert.deepEqual(grpoAcc.series.map((s) => [s.runId, s.points.map((p) => p.x)]), [['g', [0, 60]]]);
+    assert.equal(sftAcc.xLabel, 'SFT step');
+    assert.equal(grpoAcc.xLabel, 'GRPO step');
+    // The config's kind wins over the records (a GRPO run refused before step 1 has no grpo line).
+    const early = buildCharts([{ id: 'g', label: 'g', records: [grpoRun.records[0]!], meta: { kind: 'grpo', recipe: null, curriculum: [], preflight: null } }]);
+    assert.deepEqual(early.map((c) => c.id), ['grpo-heldout-acc']);
+  });
+
+  it('a title names only the lines drawn', () => {
+    const held = { phase: 'eval', step: 2, time: 1, split: 'heldout', accuracy: 0.2 } as MetricRecord;
+    const dev = { phase: 'eval', step: 2, time: 1, split: 'dev', accuracy: 0.3 } as MetricRecord;
+    const fresh = { phase: 'eval', step: 2, time: 1, split: 'fresh-values', accuracy: 0.1 } as MetricRecord;
+    const title = (records: MetricRecord[]) => buildCharts([{ id: 'r', label: 'r', records: [sft(1, 2), ...records] }]).find((c) => c.id === 'heldout-acc')!.title;
+    assert.equal(title([held, dev]), 'Accuracy (exact match): held-out, dev');
+    assert.equal(title([held, dev, fresh]), 'Accuracy (exact match): held-out, dev, fresh values');
+    assert.equal(title([held]), 'Accuracy (exact match): held-out');
+  });
+
+  it('axis ticks in few significant digits (a KL of 3e-5 is not "3.000000E-5")', () => {
+    assert.equal(formatTick(0.00003, 0.00001), '3e-5');
+    assert.equal(formatTick(0.000035, 0.000005), '3.5e-5');
+    assert.equal(formatTick(0.00012, 0.00002), '1.2e-4');
+    assert.equal(formatTick(0, 0.00001), '0');
+    assert.equal(formatTick(0.25, 0.05), '0.25');
+    assert.equal(formatTick(0.3, 0.1), '0.3');
+    assert.equal(formatTick(1.5, 0.5), '1.5');
+    assert.equal(formatTick(1200, 200), '1200');
+    assert.equal(formatTick(2, 0.5), '2');
+    assert.equal(formatTick(0.004, 0.001), '0.004');
+    assert.equal(formatTick(250000, 50000), '2.5e5');
+    assert.equal(formatTick(-0.00002, 0.00001), '-2e-5');
+  });
+
+  it("a run's chip says what its number counts", () => {
+    const records = [sft(1, 3), sft(412, 2), { phase: 'eval', step: 412, time: 1, split: 'heldout', accuracy: 0.2 } as MetricRecord];
+    const chip = chipText({ records, meta: { kind: 'sft', recipe: 'copy', curriculum: [], preflight: null } });
+    assert.equal(chip.count, 'step 412');
+    assert.equal(chip.title, '412 SFT steps, 1 evaluation: 3 records read from metrics.jsonl; recipe copy');
+    const g = chipText({ records: [{ phase: 'grpo', step: 3, time: 1 }] });
+    assert.equal(g.count, 'GRPO step 3');
+    assert.equal(chipText({ records: [] }).count, 'no steps yet');
+  });
+});
+
+describe('GRPO pre-flight from config.json (issue 33: the editor shows the table)', () => {
+  const config = {
+    kind: 'grpo',
+    preflight: [
+      { name: 'prompt prefix', ok: true, detail: 'byte-identical' },
+      { name: 'reward audit', ok: true, detail: 'std 0.4' },
+    ],
+    prescreen: {
+      tasks: 24,
+      passRate: 0.5,
+      informativeShare: 0.34,
+      interval: [0.22, 0.47],
+      samples: 8,
+      group: 8,
+      byKind: { lookup: { tasks: 12, passRate: 0.8, informativeShare: 0.4, interval: [0.2, 0.6] }, sum: { tasks: 12, passRate: 0.2, informativeShare: 0.28, interval: [0.1, 0.5] } },
+      drawsPerGroup: 2.9,
+      allRight: 3,
+      allWrong: 4,
+      stepsOnly: 0,
+    },
+    prescreenVerdict: { ok: true, bound: 0.47, threshold: 0.05 },
+  };
+
+  it('reads the checks, the prediction per shape and the verdict', () => {
+    const view = preflightViewOf(config)!;
+    assert.equal(view.checks.length, 2);
+    assert.deepEqual(prescreenRows(view), [
+      ['all', '24', '50%', '34%', '22%–47%'],
+      ['lookup', '12', '80%', '40%', '20%–60%'],
+      ['sum', '12', '20%', '28%', '10%–50%'],
+    ]);
+    assert.equal(
+      preflightLine(view),
+      'pre-flight: 2 checks passed · pre-screen PASS: 34% (90% 22%–47%) of groups of 8 predicted with a spread in correctness (lookup 40%, sum 28%); 24 tasks x 8 rollouts',
+    );
+    const t = preflightTable(view);
+    assert.equal(t.verdictClass, 'pass');
+    assert.equal(t.rows[0]![0], 'all shapes');
+    assert.equal(t.head[3], 'groups with a spread (G = 8)');
+    assert.equal(t.next, null);
+    assert.equal(t.headline, 'PASS · 34% of groups predicted with a spread (90% 22%–47%)');
+    assert.equal(preflightViewOf({ kind: 'sft' }), null, 'an SFT run has none');
+    assert.equal(preflightViewOf({ kind: 'grpo' }), null, 'nothing recorded yet');
+  });
+
+  it('a refused run: the cause and the next step', () => {
+    const refused = {
+      ...config,
+      refused: true,
+      prescreenVerdict: { ok: false, bound: 0.03, threshold: 0.05, cause: 'memorised', detail: 'every rollout solves the pool', next: '`--pool fresh-values` (training worlds with new values, never distilled)' },
+    };
+    const view = preflightViewOf(refused)!;
+    assert.match(preflightLine(view), /pre-screen FAIL: .*; cause \(memorised\): every rollout solves the pool$/);
+    const t = preflightTable(view);
+    assert.equal(t.verdictClass, 'fail');
+    assert.match(t.verdict, /^FAIL: refused before step 1: the predicted share is below 5% \(bound 3%\)/);
+    assert.equal(t.next, 'Next: --pool fresh-values (training worlds with new values, never distilled); or Train Anyway (--force).');
+    assert.equal(t.refused, true, 'the card offers to train again');
+    assert.equal(t.pool, 'fresh-values', 'with the pool the next step names');
+    const forced = preflightTable(preflightViewOf({ ...refused, refused: false, forced: true })!);
+    assert.equal(forced.verdictClass, 'forced');
+    assert.equal(forced.refused, false, 'a forced run trains: nothing to offer');
+    assert.equal(preflightTable(preflightViewOf(config)!).pool, null);
+    // The card's button: validated like every webview message.
+    assert.ok(parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: 'fresh-values', force: false }).ok);
+    assert.ok(parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: true }).ok);
+    assert.ok(!parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: '--force', force: false }).ok, 'a pool is a name');
+    assert.ok(!parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: null }).ok, 'force is required');
+  });
+
+  it('a run meta travels in the curves message and is validated', () => {
+    const meta = runMetaOf({ ...config, recipe: { name: 'copy', curriculum: [{ fraction: 0.25, turns: 'first', batch: 4 }] } });
+    assert.equal(meta.recipe, 'copy');
+    assert.deepEqual(meta.curriculum, [{ fraction: 0.25, turns: 'first', batch: 4 }]);
+    assert.ok(isRunMeta(meta));
+    const msg = { type: 'curves/run', run: { id: 'a', label: 'a', dir: '/a' }, records: [], reset: true, live: false, problems: [], meta };
+    assert.ok(parseToWebview(msg).ok);
+    assert.ok(parseToWebview({ ...msg, meta: null }).ok);
+    assert.ok(!parseToWebview({ ...msg, meta: { ...meta, curriculum: [{ fraction: 'x' }] } }).ok, 'a bad curriculum is refused');
+    assert.ok(!parseToWebview({ ...msg, meta: { ...meta, preflight: { checks: 'no' } } }).ok, 'a bad pre-flight is refused');
+    assert.deepEqual(runMetaOf({ kind: 'sft', recipe: { name: 'x', curriculum: [{ fraction: 1 }] } }).curriculum, [], 'a damaged curriculum is none');
   });
 });

@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { evaluateFinishMessage, figureShort, figureText, heldoutFigures, rlBaselineLines, shapeLine, trainingFigure, trainingFinishMessage } from '../../core/figures';
-import type { EvalJobSummary, SftSummary } from '../../core/protocol/worker';
+import { evaluateFinishMessage, figureShort, figureText, grpoOutcomeText, heldoutFigures, minutesText, rlBaselineLines, shapeLine, trainingFigure, trainingFinishMessage } from '../../core/figures';
+import type { EvalJobSummary, GrpoSummary, SftSummary } from '../../core/protocol/worker';
 import { describeRun, evalDescription, readRun, runFigureLines } from '../../extension/runFolders';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { makeTaskPool } from '../../core/world';
@@ -30,7 +30,8 @@ describe('one figure per run (issue 35)', () => {
     const s: SftSummary = { runDir: '/r', steps: 1484, minutes: 4.1, wallMinutes: 4.3, backend: 'wasm', heldout_accuracy: 0.36, heldout_n: 50, heldout_of: 55, heldout_step: 1484, by_kind: byKind, curve: [], dev_curve: [] };
     assert.equal(
       trainingFinishMessage('sft', 'r', s, 1484),
-      'SFT r finished: 1484 steps in 4.1 min. Held-out exact match 36.0% on 50 of the 55 held-out tasks at step-1484 (lookup 5/10, sum 0/28, compare 10/12). Evaluate measures all 55.',
+      'SFT r finished: 1484 steps in 4.1 min of training (what the budget counts), 4.3 min in all with the held-out evaluations and checkpoints. ' +
+        'Held-out exact match 36.0% on 50 of the 55 held-out tasks at step-1484 (lookup 5/10, sum 0/28, compare 10/12). Evaluate measures all 55.',
     );
     const whole = { ...s, heldout_n: 55, heldout_accuracy: 0.4 };
     assert.match(trainingFinishMessage('sft', 'r', whole, 1484), /40\.0% on 55 held-out tasks at step-1484 \(/);
@@ -38,6 +39,37 @@ describe('one figure per run (issue 35)', () => {
     const grpo = { runDir: '/g', from: '/r', steps: 5, minutes: 1, wallMinutes: 1, backend: 'wasm', heldout_accuracy_before: 0.327, heldout_accuracy: 0.327, heldout_n: 55, heldout_of: 55, heldout_step: 5, by_kind: byKind, frac_reward_zero_std: [], curve: [] };
     assert.match(trainingFinishMessage('grpo', 'g', grpo, 5), /Held-out exact match 32\.7% → 32\.7% on 55 held-out tasks at step-5 \(lookup 5\/10/);
     assert.match(trainingFinishMessage('sft', 'r', { ...s, heldout_accuracy: undefined }, 3), /No held-out evaluation in this run/);
+  });
+
+  it('a GRPO finish says the budget minutes apart from the wall minutes, and why the figure did not move (issue 35, item 9)', () => {
+    const g: GrpoSummary = {
+      runDir: '/g', from: '/r', steps: 60, minutes: 3.0, wallMinutes: 4.1, backend: 'wasm', heldout_accuracy_before: 0.327, heldout_accuracy: 0.327, heldout_n: 55, heldout_of: 55, heldout_step: 60,
+      frac_reward_zero_std: [...Array(52).fill(1), ...Array(8).fill(0.75)], no_update_steps: 52, rollout_accuracy: 0.95, prescreen_minutes: 0.6, eval_minutes: 0.4, curve: [],
+    };
+    const msg = trainingFinishMessage('grpo', 'g', g, 60);
+    assert.match(msg, /^GRPO g finished: 60 steps in 3\.0 min of rollouts and updates \(what the budget counts\), 4\.1 min in all: pre-screen 0\.6 min, held-out evaluations 0\.4 min, checkpoints and the rest 0\.1 min\. /);
+    assert.match(msg, /32\.7% → 32\.7% on 55 held-out tasks at step-60\. Unchanged: 52 of 60 steps had no group to learn from \(a group whose rollouts differed\), so nothing was updated on them \(mean frac_reward_zero_std 0\.97\): the rollouts solved 95% of their tasks, so a group's rollouts were all right \(a pool the student knows/);
+    assert.equal(grpoOutcomeText({ ...g, no_update_steps: 60, rollout_accuracy: 0.02, frac_reward_zero_std: Array(60).fill(1) }),
+      'Unchanged: none of the 60 steps had a group to learn from (a group whose rollouts differed), so the policy was never updated (mean frac_reward_zero_std 1.00): the rollouts solved 2% of their tasks, so a group\'s rollouts were all wrong (too hard for this student: SFT more first).');
+    assert.match(grpoOutcomeText({ ...g, no_update_steps: 0, frac_reward_zero_std: Array(60).fill(0.5) }), /^Unchanged although every step updated the policy/);
+    assert.equal(grpoOutcomeText({ ...g, heldout_accuracy: 0.4, no_update_steps: 0 }), '', 'a figure that moved after updates needs no excuse');
+    assert.match(grpoOutcomeText({ ...g, heldout_accuracy: 0.4 }), /^52 of 60 steps had no group to learn from \(a group whose rollouts differed\), so nothing was updated on them \(mean frac_reward_zero_std 0\.97\)\.$/);
+    // An older summary without the new fields: the count from frac_reward_zero_std, no cause.
+    const old = { ...g, no_update_steps: undefined, rollout_accuracy: undefined, prescreen_minutes: undefined, eval_minutes: undefined };
+    assert.match(trainingFinishMessage('grpo', 'g', old, 60), /4\.1 min in all with the held-out evaluations and checkpoints\. .*Unchanged: 52 of 60 steps had no group to learn from/);
+    // A measured run (tiny preset, 6 steps from a student that solved nothing): every group's rewards differed by step counts only.
+    const measured: GrpoSummary = {
+      runDir: '/g', from: '/s', steps: 6, minutes: 1.7184, wallMinutes: 2.3378, backend: 'wasm', heldout_accuracy_before: 0, heldout_accuracy: 0, heldout_n: 10, heldout_of: 50, heldout_step: 6,
+      frac_reward_zero_std: [0, 0, 0, 0, 0, 0], no_update_steps: 6, rollout_accuracy: 0, prescreen_minutes: 0.4376, eval_minutes: 0.1724, curve: [],
+    };
+    assert.equal(
+      trainingFinishMessage('grpo', 'ux-grpo', measured, 6),
+      'GRPO ux-grpo finished: 6 steps in 1.7 min of rollouts and updates (what the budget counts), 2.3 min in all: pre-screen 0.4 min, held-out evaluations 0.2 min. ' +
+        'Held-out exact match 0.0% → 0.0% on 10 of the 50 held-out tasks at step-6. Evaluate measures all 50. ' +
+        'Unchanged: none of the 6 steps had a group to learn from (a group whose rollouts differed), so the policy was never updated ' +
+        "(their rewards differed by step counts alone, which dynamic sampling drops): the rollouts solved 0% of their tasks, so a group's rollouts were all wrong (too hard for this student: SFT more first).",
+    );
+    assert.equal(minutesText('grpo', { ...g, wallMinutes: 3.02 }), '3.0 min.');
   });
 
   it('the Evaluate result names the checkpoint, shapes and failures by first mistake', () => {

@@ -7,16 +7,18 @@ import './curves.css';
 import Chart from 'chart.js/auto';
 import type { ChartConfiguration, ChartDataset, Plugin } from 'chart.js';
 import type { MetricRecord } from '../../core/protocol/metrics';
-import type { CurvesState, RunRef } from '../../core/protocol/panels';
+import type { CurvesState, PreflightView, RunMeta, RunRef } from '../../core/protocol/panels';
 import { connect, loadState, post, saveState } from '../shared/api';
 import { byId, clear, h, onThemeChange, showBanner, themeVar } from '../shared/dom';
-import { ChartSpec, Point, Region, buildCharts, lineCount, mergeRecords } from './series';
+import { ChartSpec, Marker, Point, Region, buildCharts, chipText, formatTick, lineCount, mergeRecords } from './series';
+import { preflightTable } from './preflight';
 
 interface RunView {
   ref: RunRef;
   records: MetricRecord[];
   live: boolean;
   problems: string[];
+  meta: RunMeta | null;
 }
 
 const runs = new Map<string, RunView>();
@@ -28,8 +30,9 @@ const runBar = h('div', { id: 'runs', class: 'runs', role: 'toolbar', 'aria-labe
 const addBtn = h('button', { id: 'add-run', class: 'secondary' }, '+ Add run…');
 const status = h('div', { id: 'status', hidden: true });
 const grid = h('div', { id: 'charts', class: 'charts' });
+const preflights = h('div', { id: 'preflights', class: 'preflights' });
 const empty = h('p', { id: 'empty', class: 'muted empty' }, 'No metrics yet.');
-app.append(h('header', { class: 'top' }, h('h1', {}, 'Training Curves'), runBar, addBtn), status, grid, empty);
+app.append(h('header', { class: 'top' }, h('h1', {}, 'Training Curves'), runBar, addBtn), status, preflights, grid, empty);
 addBtn.addEventListener('click', () => post({ type: 'curves/addRun' }));
 
 // ---- colours -----------------------------------------------------------------------------
@@ -102,12 +105,49 @@ const noGradient: Plugin = {
   },
 };
 
+// The curriculum's phase changes: a dotted vertical per change, labelled with the phase.
+const markersByChart = new Map<string, Marker[]>();
+const phaseMarks: Plugin = {
+  id: 'agentLabPhaseMarks',
+  afterDatasetsDraw(chart) {
+    const marks = markersByChart.get(chart.canvas.dataset['chart'] ?? '') ?? [];
+    if (!marks.length) return;
+    const { ctx, chartArea, scales } = chart;
+    const x = scales['x'];
+    if (!x) return;
+    ctx.save();
+    ctx.font = `11px ${themeVar('--vscode-font-family', 'sans-serif')}`;
+    marks.forEach((m, i) => {
+      const px = x.getPixelForValue(m.x);
+      if (px < chartArea.left || px > chartArea.right) return;
+      const color = runColor(m.runIndex);
+      ctx.strokeStyle = color;
+      ctx.setLineDash([2, 3]);
+      ctx.beginPath();
+      ctx.moveTo(px, chartArea.top);
+      ctx.lineTo(px, chartArea.bottom);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = color;
+      const text = `step ${m.x}: ${m.label}`;
+      const w = ctx.measureText(text).width;
+      // Right of the line unless it would leave the chart, then left of it; never outside the
+      // chart area (a long label near the left edge starts at the edge); stacked when several runs mark.
+      const right = px + 4 + w <= chartArea.right;
+      const tx = Math.max(chartArea.left + 2, right ? px + 4 : Math.min(px - 4 - w, chartArea.right - w - 2));
+      ctx.fillText(text, tx, chartArea.top + 12 + 13 * i);
+    });
+    ctx.restore();
+  },
+};
+
 // ---- charts ----------------------------------------------------------------------------------
 interface ChartCard {
   el: HTMLElement;
   canvas: HTMLCanvasElement;
   chart: Chart<'line', Point[]>;
   note: HTMLElement;
+  title: HTMLElement;
 }
 const cards = new Map<string, ChartCard>();
 
@@ -133,7 +173,8 @@ function makeCard(spec: ChartSpec): ChartCard {
   const canvas = h('canvas', { 'data-chart': spec.id, role: 'img', 'aria-label': spec.title });
   const save = h('button', { class: 'icon save', title: `Save “${spec.title}” as PNG`, 'aria-label': `Save ${spec.title} as PNG` }, '⤓ PNG');
   const note = h('p', { class: 'note muted' });
-  const el = h('section', { class: 'chart', 'data-chart': spec.id }, h('div', { class: 'chart-head' }, h('h2', {}, spec.title), save), h('div', { class: 'canvas-box' }, canvas), note);
+  const title = h('h2', {}, spec.title);
+  const el = h('section', { class: 'chart', 'data-chart': spec.id }, h('div', { class: 'chart-head' }, title, save), h('div', { class: 'canvas-box' }, canvas), note);
   const config: ChartConfiguration<'line', Point[]> = {
     type: 'line',
     data: { datasets: datasetsOf(spec) },
@@ -143,20 +184,26 @@ function makeCard(spec: ChartSpec): ChartCard {
       maintainAspectRatio: false,
       interaction: { mode: 'nearest', axis: 'x', intersect: false },
       scales: {
-        x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } },
-        y: { title: { display: true, text: spec.yLabel }, ...(spec.yMin !== undefined ? { min: spec.yMin } : {}), ...(spec.yMax !== undefined ? { max: spec.yMax } : {}) },
+        x: { type: 'linear', title: { display: true, text: spec.xLabel }, ticks: { precision: 0 } },
+        y: {
+          title: { display: true, text: spec.yLabel },
+          // Few significant digits: a KL of 0.00003 reads "3e-5", not "3.000000E-5".
+          ticks: { callback: (value, _i, ticks) => formatTick(Number(value), ticks.length > 1 ? Math.abs(ticks[1]!.value - ticks[0]!.value) : Math.abs(Number(value))) },
+          ...(spec.yMin !== undefined ? { min: spec.yMin } : {}),
+          ...(spec.yMax !== undefined ? { max: spec.yMax } : {}),
+        },
       },
       plugins: {
         legend: { labels: { filter: (item, data) => !/^band/.test(roleOf(data.datasets[item.datasetIndex!]?.label ?? '', spec)) , boxWidth: 12 } },
         tooltip: { filter: (item) => !/^band/.test(roleOf(item.dataset.label ?? '', spec)) },
       },
     },
-    plugins: [background, noGradient],
+    plugins: [background, noGradient, phaseMarks],
   };
   const chart = new Chart(canvas, config);
   save.addEventListener('click', () => post({ type: 'curves/savePng', chart: spec.id, dataUrl: chart.toBase64Image('image/png', 1) }));
   grid.append(el);
-  return { el, canvas, chart, note };
+  return { el, canvas, chart, note, title };
 }
 
 /** The role of the series labelled `label` in the chart's current spec. */
@@ -167,13 +214,14 @@ function roleOf(label: string, spec: ChartSpec): string {
 }
 
 function render(): void {
-  const inputs = [...runs.values()].map((r) => ({ id: r.ref.id, label: r.ref.label, records: r.records }));
+  const inputs = [...runs.values()].map((r) => ({ id: r.ref.id, label: r.ref.label, records: r.records, meta: r.meta }));
   const charts = buildCharts(inputs, hidden);
   const seen = new Set<string>();
   for (const spec of charts) {
     seen.add(spec.id);
     specs.set(spec.id, spec);
     regionsByChart.set(spec.id, spec.regions);
+    markersByChart.set(spec.id, spec.markers);
     let card = cards.get(spec.id);
     if (!card) {
       card = makeCard(spec);
@@ -186,6 +234,9 @@ function render(): void {
     card.el.dataset['series'] = String(lineCount(spec));
     card.el.dataset['points'] = String(points);
     card.el.dataset['regions'] = String(spec.regions.length);
+    card.el.dataset['markers'] = String(spec.markers.length);
+    // The title names only the lines drawn (a title that named fresh values with no such line misled).
+    card.title.textContent = spec.title;
     card.canvas.setAttribute('aria-label', `${spec.title}: ${lineCount(spec)} series, ${points} points${spec.regions.length ? `, ${spec.regions.length} no-gradient region(s)` : ''}`);
     card.note.textContent = spec.note ?? '';
     card.note.hidden = spec.note === null;
@@ -200,8 +251,60 @@ function render(): void {
   for (const spec of charts) grid.append(cards.get(spec.id)!.el);
   empty.hidden = charts.length > 0;
   empty.textContent = runs.size === 0 ? 'No run shown. Train one, or add a run folder.' : 'No metrics yet in the runs shown (a run writes its first line after its first step).';
+  renderPreflights();
   document.body.dataset['charts'] = String(charts.length);
   document.body.dataset['updates'] = String(Number(document.body.dataset['updates'] ?? 0) + 1);
+}
+
+/** A GRPO run's checks before step 1: the pre-flight checks, the prediction per shape and the verdict. */
+function renderPreflights(): void {
+  clear(preflights);
+  for (const run of runs.values()) {
+    if (hidden.has(run.ref.id) || !run.meta?.preflight) continue;
+    preflights.append(preflightCard(run.ref.id, run.ref.label, run.meta.preflight));
+  }
+  preflights.hidden = preflights.childElementCount === 0;
+}
+
+function preflightCard(id: string, label: string, view: PreflightView): HTMLElement {
+  const t = preflightTable(view);
+  const table = h(
+    'table',
+    { class: 'preflight-table' },
+    h('thead', {}, h('tr', {}, ...t.head.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, ...t.rows.map((r) => h('tr', {}, ...r.map((c, i) => (i === 0 ? h('th', { scope: 'row' }, c) : h('td', {}, c)))))),
+  );
+  const checks = h('ul', { class: 'checks' }, ...view.checks.map((c) => h('li', { class: c.ok ? 'ok' : 'bad', title: c.detail }, `${c.ok ? '✓' : '✗'} ${c.name}`)));
+  // Open while it matters (before step 1, or when it did not pass); the reader's toggle is kept across renders.
+  const started = runs.get(id)?.records.some((r) => r.phase === 'grpo') ?? false;
+  const open = preflightOpen.get(id) ?? (!started || t.verdictClass !== 'pass');
+  const el = h(
+    'details',
+    { class: `preflight ${t.verdictClass}`, 'data-run': label, 'data-verdict': t.verdictClass, open },
+    h('summary', {}, h('h2', {}, `Before step 1 — ${label}: ${t.headline}`)),
+    checks,
+    t.rows.length ? table : h('p', { class: 'muted' }, t.noScreen),
+    h('p', { class: 'verdict' }, t.verdict),
+    ...(t.next ? [h('p', { class: 'next muted' }, t.next)] : []),
+    ...(t.refused ? [retryButtons(id, t.pool)] : []),
+  );
+  el.addEventListener('toggle', () => preflightOpen.set(id, el.open));
+  return el;
+}
+const preflightOpen = new Map<string, boolean>();
+
+/** A refused run: train again from its SFT run with the suggested pool, or anyway (the refusal's own buttons, here too). */
+function retryButtons(id: string, pool: string | null): HTMLElement {
+  const buttons: HTMLElement[] = [];
+  if (pool) {
+    const b = h('button', { class: 'retry-pool' }, `Train with --pool ${pool}`);
+    b.addEventListener('click', () => post({ type: 'curves/retryGrpo', id, pool, force: false }));
+    buttons.push(b);
+  }
+  const anyway = h('button', { class: 'secondary retry-force' }, 'Train Anyway');
+  anyway.addEventListener('click', () => post({ type: 'curves/retryGrpo', id, pool: null, force: true }));
+  buttons.push(anyway);
+  return h('div', { class: 'actions' }, ...buttons);
 }
 
 function renderRuns(): void {
@@ -209,15 +312,16 @@ function renderRuns(): void {
   let i = 0;
   for (const run of runs.values()) {
     const index = i++;
+    const chip = chipText(run);
     const swatch = h('span', { class: 'swatch', 'aria-hidden': 'true' });
     swatch.style.background = runColor(index);
     const toggle = h(
       'button',
-      { class: `chip${hidden.has(run.ref.id) ? ' off' : ''}`, title: `${run.ref.dir}\nClick to hide or show`, 'aria-pressed': String(!hidden.has(run.ref.id)) },
+      { class: `chip${hidden.has(run.ref.id) ? ' off' : ''}`, title: `${run.ref.dir}\n${chip.title}\nClick to hide or show`, 'aria-pressed': String(!hidden.has(run.ref.id)) },
       swatch,
       run.ref.label,
       run.live ? h('span', { class: 'live' }, ' ● live') : null,
-      h('span', { class: 'muted n' }, ` ${run.records.length}`),
+      h('span', { class: 'muted n', title: chip.title }, ` · ${chip.count}`),
     );
     toggle.addEventListener('click', () => {
       if (hidden.has(run.ref.id)) hidden.delete(run.ref.id);
@@ -264,7 +368,9 @@ connect(
       case 'curves/run': {
         const prev = runs.get(msg.run.id);
         const records = msg.reset || !prev ? mergeRecords([], msg.records) : mergeRecords(prev.records, msg.records);
-        runs.set(msg.run.id, { ref: msg.run, records, live: msg.live, problems: msg.problems });
+        // A message without meta (an older sender) keeps what the run had.
+        const meta = msg.meta !== undefined ? msg.meta : (prev?.meta ?? null);
+        runs.set(msg.run.id, { ref: msg.run, records, live: msg.live, problems: msg.problems, meta });
         showBanner(status, 'info', '');
         persist();
         scheduleRender();
