@@ -14,6 +14,19 @@ export async function runBench(r: BenchRequest): Promise<void> {
     if (r.json) console.log(JSON.stringify(result));
     return;
   }
+  if (r.target === 'train' && r.profile) {
+    // `bench train --profile`: one SFT and one GRPO step by phase and by op (bench/trainProfile.ts).
+    const { formatTrainProfile, runTrainProfile } = await import('./trainProfile');
+    const result = await runTrainProfile({
+      ...(r.iterations !== undefined ? { steps: r.iterations } : {}),
+      ...(r.backend !== undefined ? { backend: r.backend } : {}),
+      ...(r.warmup !== undefined ? { warmup: r.warmup } : {}),
+      log: (line) => (r.json ? console.error(line) : console.log(line)),
+    });
+    if (!r.json) for (const line of formatTrainProfile(result)) console.log(line);
+    console.log(JSON.stringify(result));
+    return;
+  }
   if (r.target === 'train') {
     // `bench train [--json] [--iterations N]`: N = measured steps per side per round (default 8).
     const { formatTrainBench, runTrainBench } = await import('./train'); // loads tfjs only here

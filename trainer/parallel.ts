@@ -168,6 +168,8 @@ export interface RemoteShard {
   stats: ShardStats;
   /** Gradients in paramSpecs order (normalised by the shard's own weightSum). */
   flat: Float32Array;
+  /** The worker's own milliseconds for this shard (forward, backward, flattening). */
+  ms?: number;
 }
 
 /**
@@ -242,7 +244,7 @@ interface WorkerHandle {
   pending: boolean;
 }
 
-type Reply = { type: 'grads'; stats: ShardStats; flat: Float32Array } | { type: 'episodes'; episodes: Episode[] } | { type: 'error'; message: string } | { type: 'ready' };
+type Reply = { type: 'grads'; stats: ShardStats; flat: Float32Array; ms?: number } | { type: 'episodes'; episodes: Episode[] } | { type: 'error'; message: string } | { type: 'ready' };
 
 function workerScript(override?: string): { file: string; evalCode?: string } | null {
   const envScript = process.env['AGENT_LAB_PARALLEL_WORKER'];
@@ -254,6 +256,8 @@ function workerScript(override?: string): { file: string; evalCode?: string } | 
 export class GradientPool {
   private handles: WorkerHandle[] = [];
   private lastLocalMs = 0;
+  /** Each worker's own milliseconds for its last gradient shard (the profile reads them). */
+  lastWorkerMs: number[] = [];
   private startedAt = 0;
   readonly backend: 'wasm' | 'cpu';
   private readonly timeoutMs: number | undefined;
@@ -423,12 +427,13 @@ export class GradientPool {
         const m = this.receive(h);
         if (m.type === 'error') throw new Error(`parallel gradients: worker failed: ${m.message}`);
         if (m.type !== 'grads') throw new Error(`parallel gradients: unexpected reply '${m.type}'`);
-        out.push({ stats: m.stats, flat: m.flat });
+        out.push({ stats: m.stats, flat: m.flat, ...(m.ms !== undefined ? { ms: m.ms } : {}) });
       } catch (err) {
         failure ??= err as Error;
       }
     }
     if (failure) throw failure;
+    this.lastWorkerMs = out.map((r) => r.ms ?? NaN);
     return out;
   }
 
@@ -514,6 +519,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
         }
         if (msg.type === 'grads') {
           if (!model) throw new Error('no weights received');
+          const t0 = performance.now();
           const r = model.lossAndGrads(msg.batch!);
           const flat = new Float32Array(model.paramSpecs().reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0));
           let off = 0;
@@ -531,7 +537,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
             supervised: r.supervised,
             ...(r.pg ? { pg: r.pg } : {}),
           };
-          port.postMessage({ type: 'grads', stats, flat }, [flat.buffer]);
+          port.postMessage({ type: 'grads', stats, flat, ms: performance.now() - t0 }, [flat.buffer]);
         }
       } catch (err) {
         port.postMessage({ type: 'error', message: (err as Error).message ?? String(err) });
