@@ -110,12 +110,12 @@ export abstract class ModelTraining extends ModelCore {
     const [S, V] = logits.shape;
     if (useJs()) {
       const probs = tf.softmax(logits);
-      const p = probs.dataSync() as Float32Array;
+      const p = probs.dataSync() as Float32Array; // a copy: logits may be read below
       let ceSum = 0;
       let lossSum = 0;
       let correct = 0;
       let logitData: Float32Array | null = null;
-      const grad = wantGrad ? new Float32Array(p) : null;
+      const grad = wantGrad ? p : null; // p is our own copy: the gradient is built in it
       for (let i = 0; i < S; i++) {
         const base = i * V;
         const y = labels[i]!;
@@ -372,8 +372,8 @@ export abstract class ModelTraining extends ModelCore {
     const d = this.config.dModel;
     if (useJs()) {
       const g = dx.dataSync() as Float32Array;
-      return tables.map(({ ids, rows }) => {
-        const out = new Float32Array(rows * d);
+      return tables.map(({ ids, rows }, k) => {
+        const out = this.stepBufs.zeros(`embedGrad${k}`, rows * d);
         for (let i = 0; i < ids.length; i++) {
           const o = ids[i]! * d;
           const s = i * d;

@@ -8,6 +8,7 @@ import { canReadSync, isLocalBackend } from './backend';
 import { GradientPool, ParallelOptions, combineFlat, combineShardGrads, splitBatch } from './parallel';
 import { LoraModel } from './lora';
 import { mark } from './stepClock';
+import { readNow } from './modelCore';
 
 /** What AdamW and the Trainer train: a StackModel's own weights, or LoRA adapters over a frozen one (trainer/lora.ts). */
 export type TrainableModel = StackModel | LoraModel;
@@ -188,11 +189,24 @@ export class AdamW {
 
   /** Gradients as one flat buffer in paramSpecs order (a copy). */
   flatten(grads: Grads): Float32Array {
-    const out = new Float32Array(this.total);
+    return this.flattenInto(grads, new Float32Array(this.total));
+  }
+
+  private scratchFlat: Float32Array | null = null;
+
+  /**
+   * flatten() into one buffer this optimiser reuses: valid until the next call (a step's
+   * gradient is consumed by its update before the next step flattens).
+   */
+  flattenScratch(grads: Grads): Float32Array {
+    return this.flattenInto(grads, (this.scratchFlat ??= new Float32Array(this.total)));
+  }
+
+  private flattenInto(grads: Grads, out: Float32Array): Float32Array {
     for (const s of this.slots) {
       const g = grads.get(s.name);
       if (!g) throw new Error(`AdamW: no gradient for ${s.name}`);
-      out.set(g.dataSync() as Float32Array, s.offset);
+      out.set(readNow(g), s.offset);
     }
     return out;
   }
@@ -458,7 +472,7 @@ export class Trainer {
       const r = this.model.lossAndGrads(batch);
       stats = r;
       mark('flatten grads');
-      grads = js ? this.adam.flatten(r.grads) : r.grads;
+      grads = js ? this.adam.flattenScratch(r.grads) : r.grads;
       if (js) for (const g of r.grads.values()) g.dispose();
     } else {
       const pool = this.pool!;
@@ -478,7 +492,7 @@ export class Trainer {
         stats = combined.stats;
       } else if (js) {
         mark('flatten grads');
-        const flat = this.adam.flatten(local.grads);
+        const flat = this.adam.flattenScratch(local.grads);
         for (const g of local.grads.values()) g.dispose();
         mark('combine shards');
         const combined = combineFlat({ stats: local, flat }, remote);
