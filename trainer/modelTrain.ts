@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Batch, EvalResult, Grads, LossStats, PolicyGradient, PolicyStats } from './modelBatch';
 import { IGNORE, paramSpecs } from './modelConfig';
 import { canReadSync } from './backend';
-import { HeadStats, LayerSave, ModelCore, Prepared, Readback, RopeTables, floatOneHot, useJs } from './modelCore';
+import { HeadStats, LayerSave, ModelCore, Prepared, Readback, RopeTables, floatOneHot, readNow, useJs } from './modelCore';
 import { mark } from './stepClock';
 
 /** Training on top of the forward pass; StackModel (trainer/model.ts) is the class to use. */
@@ -371,16 +371,18 @@ export abstract class ModelTraining extends ModelCore {
   private embedGrads(tables: readonly { ids: Int32Array; rows: number }[], dx: tf.Tensor2D): tf.Tensor2D[] {
     const d = this.config.dModel;
     if (useJs()) {
-      const g = dx.dataSync() as Float32Array;
-      return tables.map(({ ids, rows }, k) => {
+      // dx read in place (readNow): every sum is made before the first tensor is
+      const g = readNow(dx);
+      const outs = tables.map(({ ids, rows }, k) => {
         const out = this.stepBufs.zeros(`embedGrad${k}`, rows * d);
         for (let i = 0; i < ids.length; i++) {
           const o = ids[i]! * d;
           const s = i * d;
           for (let j = 0; j < d; j++) out[o + j]! += g[s + j]!;
         }
-        return tf.tensor2d(out, [rows, d]);
+        return out;
       });
+      return outs.map((out, k) => tf.tensor2d(out, [tables[k]!.rows, d]));
     }
     return tables.map(({ ids, rows }) => tf.unsortedSegmentSum(dx, tf.tensor1d(ids, 'int32'), rows) as tf.Tensor2D);
   }
