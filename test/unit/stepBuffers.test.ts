@@ -9,6 +9,7 @@ import { initBackend } from '../../trainer/backend';
 import { Batch, Grads, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model';
 import { ScratchBuffers, readNow, setJsShortcuts } from '../../trainer/modelCore';
 import { Trainer } from '../../trainer/optim';
+import { GradientPool } from '../../trainer/parallel';
 
 const CFG: ModelConfig = { vocab: 23, dModel: 16, layers: 1, heads: 2, kvHeads: 1, mlp: 20, maxSeq: 64, ropeBase: 10000, prevTokens: 2 };
 
@@ -93,6 +94,33 @@ describe('trainer: reused step buffers and heap reads change nothing', function 
     t2.dispose();
     m1.dispose();
     m2.dispose();
+  });
+
+  it('a worker reads the weights of the model it is given from shared memory, two models of the same version in turn', async () => {
+    await initBackend('wasm');
+    const a = StackModel.create(CFG, 7);
+    const b = StackModel.create(CFG, 8);
+    assert.equal(a.version, b.version); // what the pool must not take for the same weights
+    const pool = GradientPool.create(CFG, 1)!;
+    assert.ok(pool, 'no worker script');
+    const shard = batchOf(2, 21, 9);
+    const flatOf = (m: StackModel): Float32Array => {
+      const r = m.lossAndGrads(shard);
+      const out = Float32Array.from(m.paramSpecs().flatMap((s) => Array.from(r.grads.get(s.name)!.dataSync())));
+      for (const g of r.grads.values()) g.dispose();
+      return out;
+    };
+    for (const m of [a, b, a]) {
+      pool.start(m, [shard]);
+      const [remote] = pool.finish();
+      const want = flatOf(m);
+      let worst = 0;
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(want[i]! - remote!.flat[i]!));
+      assert.ok(worst < 1e-6, `worker gradient differs by ${worst}`);
+    }
+    pool.dispose();
+    a.dispose();
+    b.dispose();
   });
 
   it('readNow reads a tensor as dataSync does; ScratchBuffers reuse only on wasm', async () => {
