@@ -7,7 +7,8 @@ CPU (machine noise then hits both alike):
     python3 bench/torch_train.py --data DATA.json [--weights model.safetensors] [--threads 2]
 
 stdin, one command per line:     stdout, one JSON object per line:
-    steps N VARIANT                  {"variant", "step_ms": [...], "tokens": [...], "losses": [...]}
+    steps N VARIANT                  {"variant", "step_ms": [...], "cpu_ms": [...], "tokens": [...], "losses": [...]}
+                                     (cpu_ms: the process's CPU time per step, every thread's)
     quit                             (exits)
 The first line printed is {"ready": true, "torch", "threads", "params", "init_loss", "blas"}
 ("blas": which BLAS library the process loaded, its variant and thread count: blas_info()).
@@ -234,11 +235,12 @@ def main():
             print(json.dumps({"error": f"unknown command {parts[0]}"}), flush=True)
             continue
         n, variant = int(parts[1]), parts[2] if len(parts) > 2 else "matched"
-        step_ms, tokens, losses = [], [], []
+        step_ms, cpu_ms, tokens, losses = [], [], [], []
         for _ in range(n):
             b = batches[cursor % len(batches)]
             cursor += 1
             t0 = time.perf_counter()
+            c0 = time.process_time()
             optim.zero_grad(set_to_none=True)
             if variant == "natural":
                 loss = model.loss(b["ids"], b["labels"], "natural")
@@ -248,9 +250,10 @@ def main():
             torch.nn.utils.clip_grad_norm_(model.parameters(), opt["clip"])
             optim.step()
             step_ms.append((time.perf_counter() - t0) * 1000)
+            cpu_ms.append((time.process_time() - c0) * 1000)
             tokens.append(b["tokens"])
             losses.append(float(loss))
-        print(json.dumps({"variant": variant, "step_ms": step_ms, "tokens": tokens, "losses": losses}), flush=True)
+        print(json.dumps({"variant": variant, "step_ms": step_ms, "cpu_ms": cpu_ms, "tokens": tokens, "losses": losses}), flush=True)
 
 
 if __name__ == "__main__":

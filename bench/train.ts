@@ -62,6 +62,12 @@ export interface Comparison {
   best: { tokens_per_s: number; torch_tokens_per_s: number | null; ratio: number | null };
   torch_variants: { matched: number; natural: number } | null;
   /**
+   * One thread only: tokens per CPU-second of each side (median; the process's CPU time per
+   * step, PyTorch's the better variant's). A step's CPU time does not count the waits for a
+   * CPU that other processes cause, so on a loaded machine this ratio is the steadier one.
+   */
+  cpu?: { tokens_per_cpu_s: number; torch_tokens_per_cpu_s: number | null; ratio: number | null };
+  /**
    * All threads only: PyTorch with OpenBLAS single-threaded under torch's threads
    * (OPENBLAS_NUM_THREADS=1) and with OpenBLAS's pool beside them, each the better of its two
    * variants; `torch_tokens_per_s` is the faster setting's (`torch_best`).
@@ -192,9 +198,9 @@ class TorchServer {
     if (r.done) throw new Error('torch_train.py ended unexpectedly');
     return JSON.parse(r.value) as Record<string, unknown>;
   }
-  async steps(n: number, variant: 'matched' | 'natural'): Promise<{ step_ms: number[]; tokens: number[]; losses: number[] }> {
+  async steps(n: number, variant: 'matched' | 'natural'): Promise<{ step_ms: number[]; cpu_ms?: number[]; tokens: number[]; losses: number[] }> {
     this.proc.stdin.write(`steps ${n} ${variant}\n`);
-    return (await this.next()) as unknown as { step_ms: number[]; tokens: number[]; losses: number[] };
+    return (await this.next()) as unknown as { step_ms: number[]; cpu_ms?: number[]; tokens: number[]; losses: number[] };
   }
   close(): void {
     try {
@@ -288,35 +294,43 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       torchB1Natural: [] as number[],
       torch1Matched: [] as number[],
       torch1Natural: [] as number[],
+      // tokens per CPU-second, one thread each
+      ours1Cpu: [] as number[],
+      torch1MatchedCpu: [] as number[],
+      torch1NaturalCpu: [] as number[],
     };
     const oursMs: number[] = [];
     // stepAsync is step() itself where tensors read back synchronously (wasm, cpu).
-    const runOurs = async (tr: Trainer, into: number[] | null): Promise<void> => {
+    const runOurs = async (tr: Trainer, into: number[] | null, cpuInto?: number[] | null): Promise<void> => {
       const b = batches[cursor++ % batches.length]!;
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       await tr.stepAsync(b);
       const dt = performance.now() - t0;
+      const c = process.cpuUsage(c0);
       if (into) {
         into.push((effectiveTokens(b) / dt) * 1000);
         if (tr === par) oursMs.push(dt);
+        cpuInto?.push((effectiveTokens(b) / ((c.user + c.system) / 1000)) * 1000);
       }
     };
-    const runTorch = async (srv: TorchServer | null, variant: 'matched' | 'natural', into: number[] | null): Promise<void> => {
+    const runTorch = async (srv: TorchServer | null, variant: 'matched' | 'natural', into: number[] | null, cpuInto?: number[] | null): Promise<void> => {
       if (!srv) return;
       const res = await srv.steps(1, variant);
       into?.push((res.tokens[0]! / res.step_ms[0]!) * 1000);
+      if (into && res.cpu_ms?.[0]) cpuInto?.push((res.tokens[0]! / res.cpu_ms[0]) * 1000);
     };
     // Sides take turns step by step, so that load from other processes hits them alike.
     const turn = async (i: number, record: boolean): Promise<void> => {
       await runOurs(par, record ? rates.ours : null);
       await runTorch(servers.n, 'matched', record ? rates.torchMatched : null);
       await runTorch(servers.nb1, 'matched', record ? rates.torchB1Matched : null);
-      if (single) await runOurs(single, record ? rates.ours1 : null);
-      await runTorch(servers.one, 'matched', record ? rates.torch1Matched : null);
+      if (single) await runOurs(single, record ? rates.ours1 : null, rates.ours1Cpu);
+      await runTorch(servers.one, 'matched', record ? rates.torch1Matched : null, rates.torch1MatchedCpu);
       if (i % 2 === 0) {
         await runTorch(servers.n, 'natural', record ? rates.torchNatural : null);
         await runTorch(servers.nb1, 'natural', record ? rates.torchB1Natural : null);
-        await runTorch(servers.one, 'natural', record ? rates.torch1Natural : null);
+        await runTorch(servers.one, 'natural', record ? rates.torch1Natural : null, rates.torch1NaturalCpu);
       }
     };
     for (let i = 0; i < warmup; i++) await turn(i, false);
@@ -372,6 +386,11 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       };
     }
     const one = single ? compare(1, rates.ours1, rates.torch1Matched, rates.torch1Natural, servers.one !== null) : null;
+    if (one && rates.ours1Cpu.length) {
+      const o = median(rates.ours1Cpu);
+      const t = rates.torch1MatchedCpu.length ? Math.max(median(rates.torch1MatchedCpu), rates.torch1NaturalCpu.length ? median(rates.torch1NaturalCpu) : 0) : null;
+      one.cpu = { tokens_per_cpu_s: Math.round(o), torch_tokens_per_cpu_s: t !== null ? Math.round(t) : null, ratio: t ? round3(o / t) : null };
+    }
     const torchInit = torchReady ? Number(torchReady['init_loss']) : null;
     const result: TrainBenchResult = {
       backend: info.used,
@@ -423,7 +442,7 @@ export interface TrainBenchRuns {
     torch_tokens_per_s: number | null;
     /** The median of the per-run ratios (each measured side by side). */
     ratio: number | null;
-    one_thread: { tokens_per_s: number; torch_tokens_per_s: number | null; ratio: number | null } | null;
+    one_thread: { tokens_per_s: number; torch_tokens_per_s: number | null; ratio: number | null; cpu_ratio: number | null } | null;
   };
   /** Runs in which PyTorch was faster with OpenBLAS single-threaded, and with its pool. */
   torch_best: { single: number; pool: number };
@@ -448,6 +467,7 @@ export async function runTrainBenchRuns(runs: number, opts: TrainBenchOptions = 
         tokens_per_s: Math.round(med(results.map((r) => r.one_thread!.tokens_per_s))!),
         torch_tokens_per_s: med(results.map((r) => r.one_thread!.torch_tokens_per_s)),
         ratio: med(results.map((r) => r.one_thread!.ratio)),
+        cpu_ratio: med(results.map((r) => r.one_thread!.cpu?.ratio ?? null)),
       }
     : null;
   const torchAll = med(results.map((r) => r.torch_tokens_per_s));
@@ -458,7 +478,14 @@ export async function runTrainBenchRuns(runs: number, opts: TrainBenchOptions = 
       tokens_per_s: Math.round(med(results.map((r) => r.tokens_per_s))!),
       torch_tokens_per_s: torchAll !== null ? Math.round(torchAll) : null,
       ratio: ratio !== null ? round3(ratio) : null,
-      one_thread: one ? { ...one, torch_tokens_per_s: one.torch_tokens_per_s !== null ? Math.round(one.torch_tokens_per_s) : null, ratio: one.ratio !== null ? round3(one.ratio) : null } : null,
+      one_thread: one
+        ? {
+            ...one,
+            torch_tokens_per_s: one.torch_tokens_per_s !== null ? Math.round(one.torch_tokens_per_s) : null,
+            ratio: one.ratio !== null ? round3(one.ratio) : null,
+            cpu_ratio: one.cpu_ratio !== null ? round3(one.cpu_ratio) : null,
+          }
+        : null,
     },
     torch_best: {
       single: results.filter((r) => r.all_threads.torch_blas?.torch_best === 'single').length,
@@ -479,7 +506,7 @@ export function formatTrainBenchRuns(r: TrainBenchRuns): string[] {
   const m = r.median;
   lines.push(
     `median of ${r.runs} runs: ours ${m.tokens_per_s} tokens/s, PyTorch at its best ${m.torch_tokens_per_s ?? '-'}: ratio ${m.ratio ?? '-'} (PyTorch faster with OpenBLAS single-threaded in ${r.torch_best.single} run(s), with its pool in ${r.torch_best.pool})` +
-      (m.one_thread ? `; one thread: ours ${m.one_thread.tokens_per_s}, PyTorch ${m.one_thread.torch_tokens_per_s ?? '-'}, ratio ${m.one_thread.ratio ?? '-'}` : ''),
+      (m.one_thread ? `; one thread: ours ${m.one_thread.tokens_per_s}, PyTorch ${m.one_thread.torch_tokens_per_s ?? '-'}, ratio ${m.one_thread.ratio ?? '-'} (per CPU-second ${m.one_thread.cpu_ratio ?? '-'})` : ''),
   );
   const last = r.results[r.results.length - 1];
   // the last run's model, BLAS and machine lines (its per-thread figures are above)
@@ -502,7 +529,8 @@ export function formatTrainBench(r: TrainBenchResult): string[] {
       `${c.threads} thread${c.threads > 1 ? 's' : ''}: ours (${r.backend}${r.adapter ? ` on ${r.adapter.description || r.adapter.device}` : ''}) ${c.tokens_per_s} tokens/s` +
         (c.torch_tokens_per_s !== null ? `, PyTorch ${c.torch_tokens_per_s} (matched ${c.torch_variants!.matched}, natural ${c.torch_variants!.natural}): ratio ${c.ratio}` : '') +
         `; best decile: ours ${c.best.tokens_per_s}` +
-        (c.best.torch_tokens_per_s !== null ? `, PyTorch ${c.best.torch_tokens_per_s}: ratio ${c.best.ratio}` : ''),
+        (c.best.torch_tokens_per_s !== null ? `, PyTorch ${c.best.torch_tokens_per_s}: ratio ${c.best.ratio}` : '') +
+        (c.cpu ? `; per CPU-second: ours ${c.cpu.tokens_per_cpu_s}` + (c.cpu.torch_tokens_per_cpu_s !== null ? `, PyTorch ${c.cpu.torch_tokens_per_cpu_s}: ratio ${c.cpu.ratio}` : '') : ''),
     );
   }
   const tb = r.all_threads.torch_blas;

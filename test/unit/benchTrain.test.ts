@@ -20,7 +20,7 @@ describe('bench train: PyTorch with OpenBLAS single-threaded and with its pool, 
       this.skip();
     }
     const lines: string[] = [];
-    const r = await runTrainBenchRuns(2, { backend: 'wasm', threads: 1, steps: 1, rounds: 1, warmup: 0, singleThread: false, log: (l) => lines.push(l) });
+    const r = await runTrainBenchRuns(2, { backend: 'wasm', threads: 1, steps: 1, rounds: 1, warmup: 0, log: (l) => lines.push(l) });
     assert.equal(r.runs, 2);
     assert.equal(r.results.length, 2);
     for (const x of r.results) {
@@ -46,10 +46,16 @@ describe('bench train: PyTorch with OpenBLAS single-threaded and with its pool, 
         assert.match(single.openblas_config ?? '', /OpenBLAS/);
       }
       assert.ok(x.loss_check && x.loss_check.abs_diff < 1e-4, JSON.stringify(x.loss_check));
+      // one thread each: tokens per CPU-second beside tokens per second
+      const cpu = x.one_thread!.cpu!;
+      assert.ok(cpu.tokens_per_cpu_s > 0 && cpu.torch_tokens_per_cpu_s! > 0, JSON.stringify(x.one_thread));
+      assert.ok(Math.abs(cpu.ratio! - cpu.tokens_per_cpu_s / cpu.torch_tokens_per_cpu_s!) < 0.005);
+      assert.equal(x.torch!.blas.one!.env['OPENBLAS_NUM_THREADS'], '1');
     }
     const ratios = r.results.map((x) => x.ratio!).sort((a, b) => a - b);
     assert.equal(r.median.ratio, Math.round(((ratios[0]! + ratios[1]!) / 2) * 1000) / 1000);
     assert.equal(r.torch_best.single + r.torch_best.pool, 2);
+    assert.ok(r.median.one_thread && r.median.one_thread.cpu_ratio! > 0);
     const text = formatTrainBenchRuns(r).join('\n');
     assert.match(text, /median of 2 runs: ours \d+ tokens\/s, PyTorch at its best \d+: ratio [\d.]+/);
     assert.match(text, /OpenBLAS single-threaded \(OPENBLAS_NUM_THREADS=1\) \d+, OpenBLAS's pool beside torch's \d+/);
