@@ -14,16 +14,37 @@ export async function runBench(r: BenchRequest): Promise<void> {
     if (r.json) console.log(JSON.stringify(result));
     return;
   }
+  if (r.target === 'train' && r.profile) {
+    // `bench train --profile`: one SFT and one GRPO step by phase and by op (bench/trainProfile.ts).
+    const { formatTrainProfile, runTrainProfile } = await import('./trainProfile');
+    const result = await runTrainProfile({
+      ...(r.iterations !== undefined ? { steps: r.iterations } : {}),
+      ...(r.backend !== undefined ? { backend: r.backend } : {}),
+      ...(r.warmup !== undefined ? { warmup: r.warmup } : {}),
+      log: (line) => (r.json ? console.error(line) : console.log(line)),
+    });
+    if (!r.json) for (const line of formatTrainProfile(result)) console.log(line);
+    console.log(JSON.stringify(result));
+    return;
+  }
   if (r.target === 'train') {
     // `bench train [--json] [--iterations N]`: N = measured steps per side per round (default 8).
-    const { formatTrainBench, runTrainBench } = await import('./train'); // loads tfjs only here
-    const result = await runTrainBench({
+    const { formatTrainBench, formatTrainBenchRuns, runTrainBench, runTrainBenchRuns } = await import('./train'); // loads tfjs only here
+    const opts = {
       ...(r.iterations !== undefined ? { steps: r.iterations } : {}),
       ...(r.backend !== undefined ? { backend: r.backend } : {}),
       ...(r.rounds !== undefined ? { rounds: r.rounds } : {}),
       ...(r.warmup !== undefined ? { warmup: r.warmup } : {}),
-      log: (line) => (r.json ? console.error(line) : console.log(line)),
-    });
+      log: (line: string) => (r.json ? console.error(line) : console.log(line)),
+    };
+    if (r.runs !== undefined && r.runs > 1) {
+      // `--runs N`: N whole comparisons, the medians of their figures
+      const runs = await runTrainBenchRuns(r.runs, opts);
+      if (!r.json) for (const line of formatTrainBenchRuns(runs)) console.log(line);
+      console.log(JSON.stringify(runs));
+      return;
+    }
+    const result = await runTrainBench(opts);
     if (!r.json) for (const line of formatTrainBench(result)) console.log(line);
     console.log(JSON.stringify(result));
     return;

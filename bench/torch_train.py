@@ -7,9 +7,11 @@ CPU (machine noise then hits both alike):
     python3 bench/torch_train.py --data DATA.json [--weights model.safetensors] [--threads 2]
 
 stdin, one command per line:     stdout, one JSON object per line:
-    steps N VARIANT                  {"variant", "step_ms": [...], "tokens": [...], "losses": [...]}
+    steps N VARIANT                  {"variant", "step_ms": [...], "cpu_ms": [...], "tokens": [...], "losses": [...]}
+                                     (cpu_ms: the process's CPU time per step, every thread's)
     quit                             (exits)
-The first line printed is {"ready": true, "torch", "threads", "params", "init_loss"}.
+The first line printed is {"ready": true, "torch", "threads", "params", "init_loss", "blas"}
+("blas": which BLAS library the process loaded, its variant and thread count: blas_info()).
 
 DATA.json: {"model": {vocab, dModel, layers, heads, kvHeads, mlp, maxSeq, ropeBase},
             "optim": {lr, betas, weightDecay, clip, eps},
@@ -26,7 +28,10 @@ VARIANT:
 Both do the same maths (the test of that is init_loss); only the work differs.
 """
 import argparse
+import ctypes
 import json
+import os
+import re
 import math
 import struct
 import sys
@@ -34,6 +39,45 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+
+def blas_info():
+    """Which BLAS this process loaded and how it is threaded: the library files mapped into
+    the process (Debian's alternatives choose among openblas-pthread, openblas-openmp,
+    openblas-serial and the reference libblas), OpenBLAS's own build string and thread count
+    when it is OpenBLAS, torch's BLAS_INFO, and the environment that set the threads."""
+    libs = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                name = os.path.basename(path)
+                if ("blas" in name or "mkl" in name) and path not in libs:
+                    libs.append(path)
+    except OSError:
+        pass
+    variant = "unknown"
+    for key, v in (("openblas-pthread", "openblas-pthread"), ("openblas-openmp", "openblas-openmp"), ("openblas-serial", "openblas-serial"),
+                   ("libopenblasp", "openblas-pthread"), ("libopenblaso", "openblas-openmp"), ("libmkl", "mkl"), ("/blas/libblas", "reference blas")):
+        if any(key in p for p in libs):
+            variant = v
+            break
+    config, threads = None, None
+    for p in libs:
+        if "openblas" not in p:
+            continue
+        try:
+            lib = ctypes.CDLL(p)
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            config = lib.openblas_get_config().decode()
+            threads = int(lib.openblas_get_num_threads())
+            break
+        except (OSError, AttributeError):
+            continue
+    m = re.search(r"BLAS_INFO=([\w-]+)", torch.__config__.show())
+    info = m.group(1) if m else ""
+    return {"variant": variant, "libraries": libs, "openblas_config": config, "openblas_threads": threads, "torch_blas_info": info,
+            "env": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS") if os.environ.get(k) is not None}}
 
 
 def load_safetensors(path):
@@ -170,13 +214,16 @@ def main():
         optim = torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=opt["eps"], foreach=True)
     except TypeError:
         optim = torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=opt["eps"])
+    # One step before reading the BLAS: some libraries are mapped only at the first matmul.
+    with torch.no_grad():
+        model.forward(batches[0]["ids_cut"][:, :8], "matched")
     with torch.no_grad():
         b0 = batches[0]
         init_loss = float(model.loss(b0["ids"], b0["labels"], "natural"))
         init_loss_matched = float(model.loss(b0["ids_cut"], b0["labels_cut"], "matched"))
     print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads(),
                       "params": sum(p.numel() for p in model.parameters()), "init_loss": init_loss,
-                      "init_loss_matched": init_loss_matched}), flush=True)
+                      "init_loss_matched": init_loss_matched, "blas": blas_info()}), flush=True)
     cursor = 0
     for line in sys.stdin:
         parts = line.split()
@@ -188,11 +235,12 @@ def main():
             print(json.dumps({"error": f"unknown command {parts[0]}"}), flush=True)
             continue
         n, variant = int(parts[1]), parts[2] if len(parts) > 2 else "matched"
-        step_ms, tokens, losses = [], [], []
+        step_ms, cpu_ms, tokens, losses = [], [], [], []
         for _ in range(n):
             b = batches[cursor % len(batches)]
             cursor += 1
             t0 = time.perf_counter()
+            c0 = time.process_time()
             optim.zero_grad(set_to_none=True)
             if variant == "natural":
                 loss = model.loss(b["ids"], b["labels"], "natural")
@@ -202,9 +250,10 @@ def main():
             torch.nn.utils.clip_grad_norm_(model.parameters(), opt["clip"])
             optim.step()
             step_ms.append((time.perf_counter() - t0) * 1000)
+            cpu_ms.append((time.process_time() - c0) * 1000)
             tokens.append(b["tokens"])
             losses.append(float(loss))
-        print(json.dumps({"variant": variant, "step_ms": step_ms, "tokens": tokens, "losses": losses}), flush=True)
+        print(json.dumps({"variant": variant, "step_ms": step_ms, "cpu_ms": cpu_ms, "tokens": tokens, "losses": losses}), flush=True)
 
 
 if __name__ == "__main__":

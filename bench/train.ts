@@ -13,7 +13,11 @@
 // on one thread; every other turn also PyTorch "natural" (the idiomatic implementation) at
 // both thread counts. All sides warm up first. Each side's figure is the median over its
 // measured steps of tokens/step-time; PyTorch's is the better of its two variants; ratio =
-// ours / PyTorch's. Because a shared machine's other load hits OpenMP's barriers harder
+// ours / PyTorch's. With every core, PyTorch runs twice: with OpenBLAS single-threaded
+// under torch's own threads (OPENBLAS_NUM_THREADS=1: nothing oversubscribed) and with
+// OpenBLAS's pool beside them; the faster is the figure, and the result names the BLAS each
+// loaded (torch_train.py blas_info: Debian's openblas-pthread/-openmp/-serial or the
+// reference libblas). `--runs N` repeats the whole comparison and gives the medians. Because a shared machine's other load hits OpenMP's barriers harder
 // than our lock-free threads, the result also gives each side's best decile (90th
 // percentile), which is close to what it does on an idle machine. Both sides start from the
 // same weights and the first batch's loss is compared (loss_check): one model, not two.
@@ -57,6 +61,28 @@ export interface Comparison {
   /** The same from each side's best decile of steps (90th percentile of tokens/s): close to what it does when nothing else runs. */
   best: { tokens_per_s: number; torch_tokens_per_s: number | null; ratio: number | null };
   torch_variants: { matched: number; natural: number } | null;
+  /**
+   * One thread only: tokens per CPU-second of each side (median; the process's CPU time per
+   * step, PyTorch's the better variant's). A step's CPU time does not count the waits for a
+   * CPU that other processes cause, so on a loaded machine this ratio is the steadier one.
+   */
+  cpu?: { tokens_per_cpu_s: number; torch_tokens_per_cpu_s: number | null; ratio: number | null };
+  /**
+   * All threads only: PyTorch with OpenBLAS single-threaded under torch's threads
+   * (OPENBLAS_NUM_THREADS=1) and with OpenBLAS's pool beside them, each the better of its two
+   * variants; `torch_tokens_per_s` is the faster setting's (`torch_best`).
+   */
+  torch_blas?: { single: { matched: number; natural: number } | null; pool: { matched: number; natural: number } | null; torch_best: 'single' | 'pool' };
+}
+
+/** Which BLAS a PyTorch process loaded and how it was threaded (bench/torch_train.py blas_info). */
+export interface TorchBlas {
+  variant: string;
+  libraries: string[];
+  openblas_config: string | null;
+  openblas_threads: number | null;
+  torch_blas_info: string;
+  env: Record<string, string>;
 }
 
 export interface TrainBenchResult {
@@ -77,7 +103,12 @@ export interface TrainBenchResult {
   all_threads: Comparison;
   /** One thread each: per-core efficiency, less sensitive to other load. */
   one_thread: Comparison | null;
-  torch: { version: string; python: string } | null;
+  torch: {
+    version: string;
+    python: string;
+    /** The BLAS each PyTorch process ran: all threads with OpenBLAS single-threaded, with its pool, and one thread. */
+    blas: { single: TorchBlas | null; pool: TorchBlas | null; one: TorchBlas | null };
+  } | null;
   /** First-batch loss of both sides from the same weights: one model, not two. */
   loss_check: { ours: number; torch: number; abs_diff: number } | null;
   cpu: string;
@@ -142,13 +173,18 @@ class TorchServer {
   constructor(private proc: ChildProcessWithoutNullStreams) {
     this.lines = readline.createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
   }
-  static start(python: string, dataFile: string, weightsFile: string, threads: number): TorchServer {
+  /**
+   * `blasThreads`: OpenBLAS's own pool (OPENBLAS_NUM_THREADS). 1: OpenBLAS runs on the thread
+   * that calls it, under torch's own intra-op threads (nothing oversubscribed); `threads`:
+   * OpenBLAS's pool beside torch's.
+   */
+  static start(python: string, dataFile: string, weightsFile: string, threads: number, blasThreads: number = threads): TorchServer {
     // bench/ under tsx; dist/ (a bundle) sits beside bench/ in a checkout
     const candidates = [path.join(__dirname, 'torch_train.py'), path.join(__dirname, '..', 'bench', 'torch_train.py'), path.resolve('bench', 'torch_train.py')];
     const found = candidates.find((c) => fs.existsSync(c)) ?? candidates[0]!;
     const proc = spawn(python, [found, '--data', dataFile, '--weights', weightsFile, '--threads', String(threads)], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+      env: { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(blasThreads), MKL_NUM_THREADS: String(blasThreads) },
     });
     let err = '';
     proc.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
@@ -162,9 +198,9 @@ class TorchServer {
     if (r.done) throw new Error('torch_train.py ended unexpectedly');
     return JSON.parse(r.value) as Record<string, unknown>;
   }
-  async steps(n: number, variant: 'matched' | 'natural'): Promise<{ step_ms: number[]; tokens: number[]; losses: number[] }> {
+  async steps(n: number, variant: 'matched' | 'natural'): Promise<{ step_ms: number[]; cpu_ms?: number[]; tokens: number[]; losses: number[] }> {
     this.proc.stdin.write(`steps ${n} ${variant}\n`);
-    return (await this.next()) as unknown as { step_ms: number[]; tokens: number[]; losses: number[] };
+    return (await this.next()) as unknown as { step_ms: number[]; cpu_ms?: number[]; tokens: number[]; losses: number[] };
   }
   close(): void {
     try {
@@ -199,8 +235,10 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
 
   // PyTorch (one process with as many threads as ours, one with one thread), started
   // first so that their start-up overlaps nothing we measure.
-  const servers: { n: TorchServer | null; one: TorchServer | null } = { n: null, one: null };
+  const servers: { n: TorchServer | null; nb1: TorchServer | null; one: TorchServer | null } = { n: null, nb1: null, one: null };
   let torchReady: Record<string, unknown> | null = null;
+  let readyNb1: Record<string, unknown> | null = null;
+  let readyOne: Record<string, unknown> | null = null;
   let python: string | null = null;
   let note = '';
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-bench-'));
@@ -223,11 +261,23 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
         const st: Record<string, SafeTensor> = {};
         for (const s of paramSpecs(cfg)) st[s.name] = { dtype: 'F32', shape: s.shape, data: w[s.name]! };
         fs.writeFileSync(weightsFile, encodeSafetensors(st));
-        servers.n = TorchServer.start(python, dataFile, weightsFile, threads + 1);
+            servers.n = TorchServer.start(python, dataFile, weightsFile, threads + 1);
+        // The same thread count with OpenBLAS single-threaded: torch's threads call it, so
+        // nothing is oversubscribed (with one thread the two settings are the same).
+        if (threads > 0) servers.nb1 = TorchServer.start(python, dataFile, weightsFile, threads + 1, 1);
         if (opts.singleThread !== false && threads > 0) servers.one = TorchServer.start(python, dataFile, weightsFile, 1);
         torchReady = await servers.n.next();
-        if (servers.one) await servers.one.next();
-        log(`  PyTorch ${String(torchReady['torch'])} (${python}), ${String(torchReady['threads'])} threads${servers.one ? ' (and a 1-thread process)' : ''}`);
+        if (servers.nb1) readyNb1 = await servers.nb1.next();
+        if (servers.one) readyOne = await servers.one.next();
+        const blasLine = (r: Record<string, unknown> | null): string => {
+          const b = r?.['blas'] as TorchBlas | undefined;
+          return b ? `${b.variant}${b.openblas_threads !== null ? `, ${b.openblas_threads} BLAS thread(s)` : ''}` : 'unknown';
+        };
+        log(
+          `  PyTorch ${String(torchReady['torch'])} (${python}), ${String(torchReady['threads'])} threads: BLAS ${blasLine(torchReady)}` +
+            (servers.nb1 ? `; and ${String(readyNb1!['threads'])} threads with BLAS ${blasLine(readyNb1)}` : '') +
+            (servers.one ? ' (and a 1-thread process)' : ''),
+        );
       }
     }
 
@@ -240,35 +290,47 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       ours1: [] as number[],
       torchMatched: [] as number[],
       torchNatural: [] as number[],
+      torchB1Matched: [] as number[],
+      torchB1Natural: [] as number[],
       torch1Matched: [] as number[],
       torch1Natural: [] as number[],
+      // tokens per CPU-second, one thread each
+      ours1Cpu: [] as number[],
+      torch1MatchedCpu: [] as number[],
+      torch1NaturalCpu: [] as number[],
     };
     const oursMs: number[] = [];
     // stepAsync is step() itself where tensors read back synchronously (wasm, cpu).
-    const runOurs = async (tr: Trainer, into: number[] | null): Promise<void> => {
+    const runOurs = async (tr: Trainer, into: number[] | null, cpuInto?: number[] | null): Promise<void> => {
       const b = batches[cursor++ % batches.length]!;
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       await tr.stepAsync(b);
       const dt = performance.now() - t0;
+      const c = process.cpuUsage(c0);
       if (into) {
         into.push((effectiveTokens(b) / dt) * 1000);
         if (tr === par) oursMs.push(dt);
+        cpuInto?.push((effectiveTokens(b) / ((c.user + c.system) / 1000)) * 1000);
       }
     };
-    const runTorch = async (srv: TorchServer | null, variant: 'matched' | 'natural', into: number[] | null): Promise<void> => {
+    const runTorch = async (srv: TorchServer | null, variant: 'matched' | 'natural', into: number[] | null, cpuInto?: number[] | null): Promise<void> => {
       if (!srv) return;
       const res = await srv.steps(1, variant);
       into?.push((res.tokens[0]! / res.step_ms[0]!) * 1000);
+      if (into && res.cpu_ms?.[0]) cpuInto?.push((res.tokens[0]! / res.cpu_ms[0]) * 1000);
     };
     // Sides take turns step by step, so that load from other processes hits them alike.
     const turn = async (i: number, record: boolean): Promise<void> => {
       await runOurs(par, record ? rates.ours : null);
       await runTorch(servers.n, 'matched', record ? rates.torchMatched : null);
-      if (single) await runOurs(single, record ? rates.ours1 : null);
-      await runTorch(servers.one, 'matched', record ? rates.torch1Matched : null);
+      await runTorch(servers.nb1, 'matched', record ? rates.torchB1Matched : null);
+      if (single) await runOurs(single, record ? rates.ours1 : null, rates.ours1Cpu);
+      await runTorch(servers.one, 'matched', record ? rates.torch1Matched : null, rates.torch1MatchedCpu);
       if (i % 2 === 0) {
         await runTorch(servers.n, 'natural', record ? rates.torchNatural : null);
-        await runTorch(servers.one, 'natural', record ? rates.torch1Natural : null);
+        await runTorch(servers.nb1, 'natural', record ? rates.torchB1Natural : null);
+        await runTorch(servers.one, 'natural', record ? rates.torch1Natural : null, rates.torch1NaturalCpu);
       }
     };
     for (let i = 0; i < warmup; i++) await turn(i, false);
@@ -277,6 +339,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       log(
         `  round ${r + 1}/${rounds}: ours ${median(rates.ours).toFixed(0)} tok/s` +
           (servers.n ? `, PyTorch ${median(rates.torchMatched).toFixed(0)} (matched) / ${median(rates.torchNatural).toFixed(0)} (natural)` : '') +
+          (servers.nb1 ? `, with OpenBLAS single-threaded ${median(rates.torchB1Matched).toFixed(0)} / ${median(rates.torchB1Natural).toFixed(0)}` : '') +
           (single ? `; one thread: ours ${median(rates.ours1).toFixed(0)}` : '') +
           (servers.one ? `, PyTorch ${median(rates.torch1Matched).toFixed(0)} / ${median(rates.torch1Natural).toFixed(0)}` : '') +
           `; load average ${os.loadavg()[0]!.toFixed(1)}`,
@@ -303,8 +366,31 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
         torch_variants: withTorch ? { matched: Math.round(median(matched)), natural: Math.round(median(natural)) } : null,
       };
     };
-    const all = compare(threads + 1, rates.ours, rates.torchMatched, rates.torchNatural, servers.n !== null);
+    // PyTorch at its best: whichever BLAS threading ran faster (by the median of its better variant).
+    const poolBest = servers.n ? Math.max(median(rates.torchMatched), median(rates.torchNatural)) : NaN;
+    const b1Best = servers.nb1 ? Math.max(median(rates.torchB1Matched), median(rates.torchB1Natural)) : NaN;
+    const useB1 = servers.nb1 !== null && !(b1Best < poolBest);
+    const all: Comparison = compare(
+      threads + 1,
+      rates.ours,
+      useB1 ? rates.torchB1Matched : rates.torchMatched,
+      useB1 ? rates.torchB1Natural : rates.torchNatural,
+      servers.n !== null,
+    );
+    if (servers.n) {
+      const v = (m: number[], n: number[]): { matched: number; natural: number } => ({ matched: Math.round(median(m)), natural: Math.round(median(n)) });
+      all.torch_blas = {
+        single: servers.nb1 ? v(rates.torchB1Matched, rates.torchB1Natural) : null,
+        pool: v(rates.torchMatched, rates.torchNatural),
+        torch_best: useB1 ? 'single' : 'pool',
+      };
+    }
     const one = single ? compare(1, rates.ours1, rates.torch1Matched, rates.torch1Natural, servers.one !== null) : null;
+    if (one && rates.ours1Cpu.length) {
+      const o = median(rates.ours1Cpu);
+      const t = rates.torch1MatchedCpu.length ? Math.max(median(rates.torch1MatchedCpu), rates.torch1NaturalCpu.length ? median(rates.torch1NaturalCpu) : 0) : null;
+      one.cpu = { tokens_per_cpu_s: Math.round(o), torch_tokens_per_cpu_s: t !== null ? Math.round(t) : null, ratio: t ? round3(o / t) : null };
+    }
     const torchInit = torchReady ? Number(torchReady['init_loss']) : null;
     const result: TrainBenchResult = {
       backend: info.used,
@@ -318,21 +404,114 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       step_ms_median: Math.round(median(oursMs) * 10) / 10,
       all_threads: all,
       one_thread: one,
-      torch: torchReady ? { version: String(torchReady['torch']), python: python! } : null,
+      torch: torchReady
+        ? {
+            version: String(torchReady['torch']),
+            python: python!,
+            blas: {
+              single: (readyNb1?.['blas'] as TorchBlas | undefined) ?? null,
+              pool: (torchReady['blas'] as TorchBlas | undefined) ?? null,
+              one: (readyOne?.['blas'] as TorchBlas | undefined) ?? null,
+            },
+          }
+        : null,
       loss_check: torchInit !== null ? { ours: initLoss, torch: torchInit, abs_diff: Math.abs(initLoss - torchInit) } : null,
       cpu: os.cpus()[0]?.model ?? 'unknown',
       cores: os.cpus().length,
       load_avg: [Math.round(loadBefore * 100) / 100, Math.round(os.loadavg()[0]! * 100) / 100],
       note:
         note +
-        `medians over ${rounds * steps} measured steps per side after ${warmup} warm-up turns, the sides taking turns step by step; PyTorch's figure is the better of its 'matched' and 'natural' variants; 'best' uses each side's 90th percentile`,
+        `medians over ${rounds * steps} measured steps per side after ${warmup} warm-up turns, the sides taking turns step by step; PyTorch's figure is the better of its 'matched' and 'natural' variants` +
+        (servers.nb1 ? ` and, with ${threads + 1} threads, of OpenBLAS single-threaded (OPENBLAS_NUM_THREADS=1) and OpenBLAS's own pool` : '') +
+        `; 'best' uses each side's 90th percentile`,
     };
     return result;
   } finally {
     servers.n?.close();
+    servers.nb1?.close();
     servers.one?.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** `bench train --runs N`: the whole comparison N times; the medians of the per-run figures. */
+export interface TrainBenchRuns {
+  runs: number;
+  median: {
+    tokens_per_s: number;
+    torch_tokens_per_s: number | null;
+    /** The median of the per-run ratios (each measured side by side). */
+    ratio: number | null;
+    one_thread: { tokens_per_s: number; torch_tokens_per_s: number | null; ratio: number | null; cpu_ratio: number | null } | null;
+  };
+  /** Runs in which PyTorch was faster with OpenBLAS single-threaded, and with its pool. */
+  torch_best: { single: number; pool: number };
+  results: TrainBenchResult[];
+}
+
+export async function runTrainBenchRuns(runs: number, opts: TrainBenchOptions = {}): Promise<TrainBenchRuns> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  const results: TrainBenchResult[] = [];
+  for (let i = 0; i < runs; i++) {
+    log(`run ${i + 1}/${runs}`);
+    const r = await runTrainBench(opts);
+    results.push(r);
+    log(`  run ${i + 1}: ours ${r.tokens_per_s} tokens/s, PyTorch ${r.torch_tokens_per_s ?? '-'}, ratio ${r.ratio ?? '-'}`);
+  }
+  const med = (xs: (number | null)[]): number | null => {
+    const v = xs.filter((x): x is number => x !== null && Number.isFinite(x));
+    return v.length ? median(v) : null;
+  };
+  const one = results.every((r) => r.one_thread)
+    ? {
+        tokens_per_s: Math.round(med(results.map((r) => r.one_thread!.tokens_per_s))!),
+        torch_tokens_per_s: med(results.map((r) => r.one_thread!.torch_tokens_per_s)),
+        ratio: med(results.map((r) => r.one_thread!.ratio)),
+        cpu_ratio: med(results.map((r) => r.one_thread!.cpu?.ratio ?? null)),
+      }
+    : null;
+  const torchAll = med(results.map((r) => r.torch_tokens_per_s));
+  const ratio = med(results.map((r) => r.ratio));
+  return {
+    runs,
+    median: {
+      tokens_per_s: Math.round(med(results.map((r) => r.tokens_per_s))!),
+      torch_tokens_per_s: torchAll !== null ? Math.round(torchAll) : null,
+      ratio: ratio !== null ? round3(ratio) : null,
+      one_thread: one
+        ? {
+            ...one,
+            torch_tokens_per_s: one.torch_tokens_per_s !== null ? Math.round(one.torch_tokens_per_s) : null,
+            ratio: one.ratio !== null ? round3(one.ratio) : null,
+            cpu_ratio: one.cpu_ratio !== null ? round3(one.cpu_ratio) : null,
+          }
+        : null,
+    },
+    torch_best: {
+      single: results.filter((r) => r.all_threads.torch_blas?.torch_best === 'single').length,
+      pool: results.filter((r) => r.all_threads.torch_blas?.torch_best === 'pool').length,
+    },
+    results,
+  };
+}
+
+/** Human-readable lines for --runs: every run's headline, then the medians. */
+export function formatTrainBenchRuns(r: TrainBenchRuns): string[] {
+  const lines = r.results.map(
+    (x, i) =>
+      `run ${i + 1}: ${x.threads} threads ours ${x.tokens_per_s}, PyTorch ${x.torch_tokens_per_s ?? '-'} (${x.all_threads.torch_blas?.torch_best === 'single' ? 'OpenBLAS single-threaded' : "OpenBLAS's pool"}), ratio ${x.ratio ?? '-'}` +
+      (x.one_thread ? `; one thread ours ${x.one_thread.tokens_per_s}, PyTorch ${x.one_thread.torch_tokens_per_s ?? '-'}, ratio ${x.one_thread.ratio ?? '-'}` : '') +
+      `; load ${x.load_avg[0]} -> ${x.load_avg[1]}`,
+  );
+  const m = r.median;
+  lines.push(
+    `median of ${r.runs} runs: ours ${m.tokens_per_s} tokens/s, PyTorch at its best ${m.torch_tokens_per_s ?? '-'}: ratio ${m.ratio ?? '-'} (PyTorch faster with OpenBLAS single-threaded in ${r.torch_best.single} run(s), with its pool in ${r.torch_best.pool})` +
+      (m.one_thread ? `; one thread: ours ${m.one_thread.tokens_per_s}, PyTorch ${m.one_thread.torch_tokens_per_s ?? '-'}, ratio ${m.one_thread.ratio ?? '-'} (per CPU-second ${m.one_thread.cpu_ratio ?? '-'})` : ''),
+  );
+  const last = r.results[r.results.length - 1];
+  // the last run's model, BLAS and machine lines (its per-thread figures are above)
+  if (last) lines.push(...formatTrainBench(last).filter((l) => !/^\d+ threads?:/.test(l)));
+  return lines;
 }
 
 function countParamsOf(cfg: ReturnType<typeof presetConfig>): number {
@@ -350,10 +529,24 @@ export function formatTrainBench(r: TrainBenchResult): string[] {
       `${c.threads} thread${c.threads > 1 ? 's' : ''}: ours (${r.backend}${r.adapter ? ` on ${r.adapter.description || r.adapter.device}` : ''}) ${c.tokens_per_s} tokens/s` +
         (c.torch_tokens_per_s !== null ? `, PyTorch ${c.torch_tokens_per_s} (matched ${c.torch_variants!.matched}, natural ${c.torch_variants!.natural}): ratio ${c.ratio}` : '') +
         `; best decile: ours ${c.best.tokens_per_s}` +
-        (c.best.torch_tokens_per_s !== null ? `, PyTorch ${c.best.torch_tokens_per_s}: ratio ${c.best.ratio}` : ''),
+        (c.best.torch_tokens_per_s !== null ? `, PyTorch ${c.best.torch_tokens_per_s}: ratio ${c.best.ratio}` : '') +
+        (c.cpu ? `; per CPU-second: ours ${c.cpu.tokens_per_cpu_s}` + (c.cpu.torch_tokens_per_cpu_s !== null ? `, PyTorch ${c.cpu.torch_tokens_per_cpu_s}: ratio ${c.cpu.ratio}` : '') : ''),
     );
   }
-  if (r.torch) lines.push(`PyTorch ${r.torch.version} (${r.torch.python})`);
+  const tb = r.all_threads.torch_blas;
+  if (tb) {
+    const f = (x: { matched: number; natural: number } | null): string => (x ? `${Math.max(x.matched, x.natural)}` : 'not run');
+    lines.push(
+      `PyTorch with ${r.all_threads.threads} threads: OpenBLAS single-threaded (OPENBLAS_NUM_THREADS=1) ${f(tb.single)}, OpenBLAS's pool beside torch's ${f(tb.pool)}: compared with the ${tb.torch_best === 'single' ? 'single-threaded BLAS' : 'pool'}`,
+    );
+  }
+  if (r.torch) {
+    const b = (x: TorchBlas | null): string => (x ? `${x.variant}${x.openblas_threads !== null ? ` (${x.openblas_threads} BLAS thread${x.openblas_threads === 1 ? '' : 's'})` : ''}` : 'unknown');
+    lines.push(
+      `PyTorch ${r.torch.version} (${r.torch.python}), torch BLAS_INFO ${r.torch.blas.pool?.torch_blas_info || 'unknown'}; BLAS: ${b(r.torch.blas.single)} / ${b(r.torch.blas.pool)}` +
+        (r.torch.blas.pool?.openblas_config ? `; ${r.torch.blas.pool.openblas_config}` : ''),
+    );
+  }
   if (r.loss_check) lines.push(`same model: first-batch loss ours ${r.loss_check.ours.toFixed(6)}, PyTorch ${r.loss_check.torch.toFixed(6)}`);
   lines.push(`cpu: ${r.cpu} x ${r.cores}; load average ${r.load_avg[0]} -> ${r.load_avg[1]}; ${r.note}`);
   return lines;

@@ -24,6 +24,10 @@ export interface BenchRequest {
   backend?: BackendAsk;
   rounds?: number;
   warmup?: number;
+  /** bench train: where a step's time goes, by phase and by op, instead of the comparison. */
+  profile?: boolean;
+  /** bench train: repeat the whole comparison this many times and report the medians. */
+  runs?: number;
 }
 
 export function checkBenchTarget(target: string): BenchTarget {
@@ -70,8 +74,8 @@ export async function runBenchFromSource(request: BenchRequest): Promise<void> {
 /** `bench`'s options, which may also follow the target. */
 export const BENCH_SPEC: CommandSpec = {
   name: 'bench',
-  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N]',
-  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
+  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N] [--runs N] [--profile]',
+  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, profile: { kind: 'flag' }, runs: { kind: 'int', min: 1, max: 20 }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
   positionals: 'none',
 };
 
@@ -91,5 +95,7 @@ export async function cmdBench(a: ParsedArgs): Promise<void> {
     ...(typeof backend === 'string' ? { backend: backend as BackendAsk } : {}),
     ...(num('rounds') !== undefined ? { rounds: num('rounds') } : {}),
     ...(num('warmup') !== undefined ? { warmup: num('warmup') } : {}),
+    ...(opt('profile') === true ? { profile: true } : {}),
+    ...(num('runs') !== undefined ? { runs: num('runs') } : {}),
   });
 }

@@ -21,6 +21,50 @@ export function useJs(): boolean {
   return shortcutsOverride ?? isLocalBackend();
 }
 
+/**
+ * Per-step allocation (issue 32): on wasm a typed array handed to tf.tensor is copied into
+ * the wasm heap at once (backend_wasm.move), so the JS-side buffers of the gathers, the
+ * embedding gradient and the loss can be reused step after step instead of allocated anew
+ * (each new multi-megabyte array is external memory that V8 answers with a full GC). The
+ * cpu backend keeps the array itself as the tensor's storage: there a buffer is never reused.
+ */
+export class ScratchBuffers {
+  private bufs = new Map<string, Float32Array>();
+  /** A buffer of n floats (contents unspecified) for `key`, reused on wasm; a new one elsewhere. */
+  get(key: string, n: number): Float32Array {
+    if (tf.getBackend() !== 'wasm') return new Float32Array(n);
+    let b = this.bufs.get(key);
+    if (!b || b.length < n) this.bufs.set(key, (b = new Float32Array(Math.max(n, Math.ceil((b?.length ?? 0) * 1.25)))));
+    return b.subarray(0, n);
+  }
+  /** The same, zeroed. */
+  zeros(key: string, n: number): Float32Array {
+    const b = this.get(key, n);
+    if (tf.getBackend() === 'wasm') b.fill(0);
+    return b;
+  }
+}
+
+interface WasmInternals {
+  dataIdMap?: { get(id: object): { memoryOffset?: number | null } | undefined };
+  wasm?: { HEAPU8?: Uint8Array };
+}
+
+/**
+ * A float32 tensor's values to read: on wasm a view of the heap (no copy; valid only until
+ * the next tensor is made or freed, so read it at once), elsewhere dataSync(). Falls back to
+ * dataSync() where the backend's internals are not what this expects.
+ */
+export function readNow(t: tf.Tensor): Float32Array {
+  if (t.dtype === 'float32' && tf.getBackend() === 'wasm') {
+    const b = tf.backend() as unknown as WasmInternals;
+    const rec = b.dataIdMap?.get(t.dataId);
+    const heap = b.wasm?.HEAPU8;
+    if (rec && typeof rec.memoryOffset === 'number' && heap && rec.memoryOffset % 4 === 0) return new Float32Array(heap.buffer, rec.memoryOffset, t.size);
+  }
+  return t.dataSync() as Float32Array;
+}
+
 /** The Stack model's RMSNorm epsilon (a config's normEps overrides it: trainer/modelConfig.ts normEpsOf). */
 export const NORM_EPS = 1e-5;
 
@@ -220,7 +264,8 @@ export abstract class ModelCore {
         if (t !== value) value.dispose();
       } else {
         if (value.length !== n) throw new Error(`setWeights: ${name} has ${value.length} values, expected ${n}`);
-        t = tf.tensor(value.slice(), shape, 'float32'); // a copy: the cpu backend would alias the array
+        // a copy: the cpu backend would alias the array (wasm copies it into its heap itself)
+        t = tf.tensor(tf.getBackend() === 'wasm' ? value : value.slice(), shape, 'float32');
       }
       tf.keep(t);
       this.params.get(name)?.dispose();
@@ -505,15 +550,23 @@ export abstract class ModelCore {
   /** Embedding tables read back to JS, once per weights version (decoding reads them per token). */
   private embData = new Map<string, { version: number; data: Float32Array }>();
 
+  /** JS-side buffers reused from step to step (wasm only: ScratchBuffers). */
+  protected readonly stepBufs = new ScratchBuffers();
+
+  /** An embedding table's values in JS, read once per weights version. */
+  private tableData(name: string): Float32Array {
+    let cached = this.embData.get(name);
+    if (!cached || cached.version !== this.version) this.embData.set(name, (cached = { version: this.version, data: this.p2(name).dataSync() as Float32Array }));
+    return cached.data;
+  }
+
   /** Rows `ids` of the embedding table `name`: [ids.length, d]. */
   private tableRows(name: string, ids: Int32Array): tf.Tensor2D {
     const E = this.p2(name);
     const d = this.config.dModel;
     if (useJs()) {
-      let cached = this.embData.get(name);
-      if (!cached || cached.version !== this.version) this.embData.set(name, (cached = { version: this.version, data: E.dataSync() as Float32Array }));
-      const e = cached.data;
-      const out = new Float32Array(ids.length * d);
+      const e = this.tableData(name);
+      const out = this.stepBufs.get('rows', ids.length * d);
       for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
       return tf.tensor2d(out, [ids.length, d]);
     }
@@ -528,6 +581,23 @@ export abstract class ModelCore {
   protected embed(ids: Int32Array, prev: readonly Int32Array[] = []): tf.Tensor2D {
     const n = prevTokensOf(this.config);
     if (prev.length !== n) throw new Error(`embed: ${prev.length} previous-token id arrays for a model with prevTokens ${n}`);
+    if (useJs() && prev.length > 0) {
+      // the tables' rows summed in JS (the same float32 sums, in the same order, as the adds
+      // below): one tensor instead of 1 + prevTokens and their adds
+      const d = this.config.dModel;
+      const out = this.stepBufs.get('rows', ids.length * d);
+      const e = this.tableData('tok_embeddings');
+      for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
+      prev.forEach((p, k) => {
+        const pe = this.tableData(`prev_embeddings.${k + 1}`);
+        for (let i = 0; i < p.length; i++) {
+          const o = i * d;
+          const src = p[i]! * d;
+          for (let j = 0; j < d; j++) out[o + j] = out[o + j]! + pe[src + j]!;
+        }
+      });
+      return tf.tensor2d(out, [ids.length, d]);
+    }
     let x = this.tableRows('tok_embeddings', ids);
     prev.forEach((p, k) => (x = tf.add(x, this.tableRows(`prev_embeddings.${k + 1}`, p)) as tf.Tensor2D));
     return x;
@@ -548,8 +618,8 @@ export abstract class ModelCore {
   protected gatherRows(x: tf.Tensor2D, idx: Int32Array): tf.Tensor2D {
     const cols = x.shape[1];
     if (useJs()) {
-      const src = x.dataSync() as Float32Array;
-      const out = new Float32Array(idx.length * cols);
+      const src = readNow(x);
+      const out = this.stepBufs.get('gather', idx.length * cols);
       for (let i = 0; i < idx.length; i++) out.set(src.subarray(idx[i]! * cols, idx[i]! * cols + cols), i * cols);
       return tf.tensor2d(out, [idx.length, cols]);
     }
@@ -560,8 +630,8 @@ export abstract class ModelCore {
   protected scatterRows(x: tf.Tensor2D, idx: Int32Array, n: number): tf.Tensor2D {
     const cols = x.shape[1];
     if (useJs()) {
-      const src = x.dataSync() as Float32Array;
-      const out = new Float32Array(n * cols);
+      const src = readNow(x);
+      const out = this.stepBufs.zeros('scatter', n * cols);
       for (let i = 0; i < idx.length; i++) out.set(src.subarray(i * cols, i * cols + cols), idx[i]! * cols);
       return tf.tensor2d(out, [n, cols]);
     }

@@ -7,7 +7,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Batch, EvalResult, Grads, LossStats, PolicyGradient, PolicyStats } from './modelBatch';
 import { IGNORE, paramSpecs } from './modelConfig';
 import { canReadSync } from './backend';
-import { HeadStats, LayerSave, ModelCore, Prepared, Readback, RopeTables, floatOneHot, useJs } from './modelCore';
+import { HeadStats, LayerSave, ModelCore, Prepared, Readback, RopeTables, floatOneHot, readNow, useJs } from './modelCore';
+import { mark } from './stepClock';
 
 /** Training on top of the forward pass; StackModel (trainer/model.ts) is the class to use. */
 export abstract class ModelTraining extends ModelCore {
@@ -109,12 +110,12 @@ export abstract class ModelTraining extends ModelCore {
     const [S, V] = logits.shape;
     if (useJs()) {
       const probs = tf.softmax(logits);
-      const p = probs.dataSync() as Float32Array;
+      const p = probs.dataSync() as Float32Array; // a copy: logits may be read below
       let ceSum = 0;
       let lossSum = 0;
       let correct = 0;
       let logitData: Float32Array | null = null;
-      const grad = wantGrad ? new Float32Array(p) : null;
+      const grad = wantGrad ? p : null; // p is our own copy: the gradient is built in it
       for (let i = 0; i < S; i++) {
         const base = i * V;
         const y = labels[i]!;
@@ -306,6 +307,7 @@ export abstract class ModelTraining extends ModelCore {
   private lossAndGradsWith(b: Batch, reads: Readback, only?: ReadonlySet<string>): LossStats & { grads: Grads } {
     const want = (name: string): boolean => !only || only.has(name);
     const wanted = paramSpecs(this.config).filter((s) => want(s.name));
+    mark('forward');
     const prep = this.prepare(b, true);
     const { rows, T } = prep;
     const N = rows * T;
@@ -320,6 +322,7 @@ export abstract class ModelTraining extends ModelCore {
       const saves: LayerSave[] = [];
       let x = x0;
       for (let i = 0; i < L; i++) x = this.block(i, x, rows, T, tb, saves);
+      mark('loss head');
       const nf = this.rmsNorm(x, this.p1('final_norm'));
       const E = this.p2(this.headWeight);
       const S = prep.supIdx.length;
@@ -340,7 +343,9 @@ export abstract class ModelTraining extends ModelCore {
       const nbf = this.rmsNormBack(dxf, this.p1('final_norm'), nf.save);
       if (want('final_norm')) grads.set('final_norm', nbf.dg);
       let dx = nbf.dx;
+      mark('backward');
       for (let i = L - 1; i >= 0; i--) dx = this.blockBack(i, dx, rows, T, tb, saves[i]!, grads, want);
+      mark('embedding grad');
       // Embedding gradient: scatter-add the input gradient rows onto their tokens.
       // x0 is a sum: each previous-token table gets the same input gradient at its own ids.
       const V = this.config.vocab;
@@ -351,8 +356,10 @@ export abstract class ModelTraining extends ModelCore {
         dPrev.forEach((g, k) => grads.set(`prev_embeddings.${k + 1}`, g));
       }
       if (this.headWeight === 'lm_head' && want('lm_head')) grads.set('lm_head', dEhead ?? tf.zeros([V, this.config.dModel]));
+      mark('free intermediates');
       return wanted.map((s) => grads.get(s.name)!);
     });
+    mark('stats');
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
     const grads: Grads = new Map();
     wanted.forEach((s, k) => grads.set(s.name, gradList[k]!));
@@ -364,16 +371,18 @@ export abstract class ModelTraining extends ModelCore {
   private embedGrads(tables: readonly { ids: Int32Array; rows: number }[], dx: tf.Tensor2D): tf.Tensor2D[] {
     const d = this.config.dModel;
     if (useJs()) {
-      const g = dx.dataSync() as Float32Array;
-      return tables.map(({ ids, rows }) => {
-        const out = new Float32Array(rows * d);
+      // dx read in place (readNow): every sum is made before the first tensor is
+      const g = readNow(dx);
+      const outs = tables.map(({ ids, rows }, k) => {
+        const out = this.stepBufs.zeros(`embedGrad${k}`, rows * d);
         for (let i = 0; i < ids.length; i++) {
           const o = ids[i]! * d;
           const s = i * d;
           for (let j = 0; j < d; j++) out[o + j]! += g[s + j]!;
         }
-        return tf.tensor2d(out, [rows, d]);
+        return out;
       });
+      return outs.map((out, k) => tf.tensor2d(out, [tables[k]!.rows, d]));
     }
     return tables.map(({ ids, rows }) => tf.unsortedSegmentSum(dx, tf.tensor1d(ids, 'int32'), rows) as tf.Tensor2D);
   }

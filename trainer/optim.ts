@@ -7,6 +7,8 @@ import { Batch, Grads, IGNORE, LossStats, PolicyStats, StackModel } from './mode
 import { canReadSync, isLocalBackend } from './backend';
 import { GradientPool, ParallelOptions, combineFlat, combineShardGrads, splitBatch } from './parallel';
 import { LoraModel } from './lora';
+import { mark } from './stepClock';
+import { readNow } from './modelCore';
 
 /** What AdamW and the Trainer train: a StackModel's own weights, or LoRA adapters over a frozen one (trainer/lora.ts). */
 export type TrainableModel = StackModel | LoraModel;
@@ -187,11 +189,24 @@ export class AdamW {
 
   /** Gradients as one flat buffer in paramSpecs order (a copy). */
   flatten(grads: Grads): Float32Array {
-    const out = new Float32Array(this.total);
+    return this.flattenInto(grads, new Float32Array(this.total));
+  }
+
+  private scratchFlat: Float32Array | null = null;
+
+  /**
+   * flatten() into one buffer this optimiser reuses: valid until the next call (a step's
+   * gradient is consumed by its update before the next step flattens).
+   */
+  flattenScratch(grads: Grads): Float32Array {
+    return this.flattenInto(grads, (this.scratchFlat ??= new Float32Array(this.total)));
+  }
+
+  private flattenInto(grads: Grads, out: Float32Array): Float32Array {
     for (const s of this.slots) {
       const g = grads.get(s.name);
       if (!g) throw new Error(`AdamW: no gradient for ${s.name}`);
-      out.set(g.dataSync() as Float32Array, s.offset);
+      out.set(readNow(g), s.offset);
     }
     return out;
   }
@@ -448,6 +463,7 @@ export class Trainer {
       return this.apply(combined.flat, combined.stats, micro.reduce((n, b) => n + effectiveTokens(b), 0), parts.reduce((n, p) => n + p.shards, 0), t0, opts);
     }
     const batch = Array.isArray(batchOrMicro) ? (batchOrMicro as readonly Batch[])[0]! : (batchOrMicro as Batch);
+    mark('split batch');
     const shards = this.pool ? splitBatch(batch, this.pool.size + 1) : [batch];
     const js = this.adam.mode === 'js';
     let grads: Grads | Float32Array;
@@ -455,14 +471,18 @@ export class Trainer {
     if (shards.length === 1) {
       const r = this.model.lossAndGrads(batch);
       stats = r;
-      grads = js ? this.adam.flatten(r.grads) : r.grads;
+      mark('flatten grads');
+      grads = js ? this.adam.flattenScratch(r.grads) : r.grads;
       if (js) for (const g of r.grads.values()) g.dispose();
     } else {
       const pool = this.pool!;
       const net = netOf(this.model);
+      mark('send shards');
       pool.start(net, shards.slice(1));
       const local = net.lossAndGrads(shards[0]!);
+      mark('wait for workers');
       const remote = pool.finish();
+      mark('combine shards');
       if (this.model instanceof LoraModel) {
         // The shards' gradients of the merged weights, combined, then through the adapters.
         const combined = combineShardGrads(net, local, remote);
@@ -471,8 +491,10 @@ export class Trainer {
         if (js) for (const t of g.values()) t.dispose();
         stats = combined.stats;
       } else if (js) {
-        const flat = this.adam.flatten(local.grads);
+        mark('flatten grads');
+        const flat = this.adam.flattenScratch(local.grads);
         for (const g of local.grads.values()) g.dispose();
+        mark('combine shards');
         const combined = combineFlat({ stats: local, flat }, remote);
         grads = combined.flat;
         stats = combined.stats;
@@ -580,6 +602,7 @@ export class Trainer {
     t0: number,
     opts: { progress?: number },
   ): StepResult {
+    mark('clip norm');
     const t1 = performance.now();
     const gradNorm = grads instanceof Float32Array ? globalNorm(grads) : globalNorm(grads.values());
     return this.finish(grads, gradNorm, stats, tokens, shards, t0, t1, opts);
@@ -596,6 +619,7 @@ export class Trainer {
     t1: number,
     opts: { progress?: number },
   ): StepResult {
+    mark('AdamW update');
     const lr = lrAt(this.adam.t + 1, this.optim, opts.progress);
     const finite = Number.isFinite(gradNorm);
     if (finite) {
@@ -605,6 +629,7 @@ export class Trainer {
     }
     if (!(grads instanceof Float32Array)) for (const g of grads.values()) g.dispose();
     const t2 = performance.now();
+    mark(null);
     return {
       step: this.adam.t,
       loss: stats.weightSum > 0 ? stats.lossSum / stats.weightSum : 0,

@@ -11,8 +11,12 @@
 // Synchronous on purpose: Trainer.step stays a plain function. The calling thread posts a
 // command on a MessagePort, bumps a shared counter and blocks on Atomics.wait until the
 // worker bumps its own; the worker does the same the other way round, reading its commands
-// with receiveMessageOnPort. Weights travel only when they changed (1.8 MB for the tiny
-// preset), gradients come back as a transferred buffer.
+// with receiveMessageOnPort. Weights and gradients do not travel in messages: the pool
+// writes the weights, when they changed, into one SharedArrayBuffer all workers read, and
+// each worker writes its gradient into a shared buffer of its own that the calling thread
+// reads in place (issue 32: no per-step copies or allocations for the exchange). The
+// protocol keeps them apart in time: the pool writes weights only between a finish() and
+// the next start(), a worker writes its gradient only between a command and its reply.
 //
 // The same threads also sample GRPO rollouts (startRollouts/finishRollouts): the calling
 // thread decodes its share of a round while each worker decodes another with the current
@@ -33,6 +37,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from './backend';
 import { findWorkerScript } from './workerScript';
 import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, makeRng, paramSpecs } from './model';
+import { readNow } from './modelCore';
 import { anyTokenizerFromJsonText, type Tokenizer } from '../core/tokenizer';
 import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldTemplates } from '../core/worlds';
 import { TEMPLATES, type Template } from '../core/grammar';
@@ -120,18 +125,23 @@ export function splitBatch(b: Batch, k: number): Batch[] {
     });
 }
 
-/** Every weight of the model in one buffer, in paramSpecs order. */
-export function flattenWeights(model: StackModel): Float32Array {
+function paramCount(cfg: ModelConfig): number {
+  return paramSpecs(cfg).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+}
+
+/** Every weight of the model in one buffer, in paramSpecs order (into `out` when given). */
+export function flattenWeights(model: StackModel, out?: Float32Array): Float32Array {
   const specs = model.paramSpecs();
   const total = specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
-  const out = new Float32Array(total);
+  if (out && out.length !== total) throw new Error(`flattenWeights: a buffer of ${out.length} values for ${total} weights`);
+  const dst = out ?? new Float32Array(total);
   let off = 0;
   for (const s of specs) {
-    const d = model.weights().get(s.name)!.dataSync() as Float32Array;
-    out.set(d, off);
+    const d = readNow(model.weights().get(s.name)!);
+    dst.set(d, off);
     off += d.length;
   }
-  return out;
+  return dst;
 }
 
 /** Views of a flat buffer by parameter name. */
@@ -168,6 +178,8 @@ export interface RemoteShard {
   stats: ShardStats;
   /** Gradients in paramSpecs order (normalised by the shard's own weightSum). */
   flat: Float32Array;
+  /** The worker's own milliseconds for this shard (forward, backward, flattening). */
+  ms?: number;
 }
 
 /**
@@ -187,7 +199,8 @@ export function combineShardGrads(model: StackModel, local: ShardStats & { grads
     const g = tf.tidy(() => {
       let acc = coef[0] === 1 ? tf.clone(g0) : tf.mul(g0, coef[0]!);
       views.forEach((v, i) => {
-        if (coef[i + 1]! !== 0) acc = tf.add(acc, tf.mul(tf.tensor(v[spec.name]!, spec.shape, 'float32'), coef[i + 1]!));
+        // a copy: the values may be a worker's shared buffer, which the cpu backend would alias
+        if (coef[i + 1]! !== 0) acc = tf.add(acc, tf.mul(tf.tensor(v[spec.name]!.slice(), spec.shape, 'float32'), coef[i + 1]!));
       });
       return acc;
     });
@@ -236,13 +249,17 @@ interface WorkerHandle {
   worker: Worker;
   port: MessagePort;
   ctrl: Int32Array;
+  /** The worker's gradient, written by it, read here after its reply (shared memory). */
+  grads: Float32Array;
+  /** The model and version whose weights this worker holds. */
+  sentModel: StackModel | null;
   sentVersion: number;
   sentTokenizer: string | null;
   ready: boolean;
   pending: boolean;
 }
 
-type Reply = { type: 'grads'; stats: ShardStats; flat: Float32Array } | { type: 'episodes'; episodes: Episode[] } | { type: 'error'; message: string } | { type: 'ready' };
+type Reply = { type: 'grads'; stats: ShardStats; ms?: number } | { type: 'episodes'; episodes: Episode[] } | { type: 'error'; message: string } | { type: 'ready' };
 
 function workerScript(override?: string): { file: string; evalCode?: string } | null {
   const envScript = process.env['AGENT_LAB_PARALLEL_WORKER'];
@@ -254,19 +271,30 @@ function workerScript(override?: string): { file: string; evalCode?: string } | 
 export class GradientPool {
   private handles: WorkerHandle[] = [];
   private lastLocalMs = 0;
+  /** Each worker's own milliseconds for its last gradient shard (the profile reads them). */
+  lastWorkerMs: number[] = [];
   private startedAt = 0;
   readonly backend: 'wasm' | 'cpu';
   private readonly timeoutMs: number | undefined;
+
+  /** Every weight, in paramSpecs order, for the workers to read (shared memory). */
+  private readonly sharedWeights: Float32Array;
+  /** The model version sharedWeights holds (-1: none yet). */
+  private sharedVersion = -1;
+  private sharedModel: StackModel | null = null;
 
   private constructor(cfg: ModelConfig, opts: ParallelOptions) {
     const b = opts.backend ?? (tf.getBackend() === 'cpu' ? 'cpu' : 'wasm');
     this.backend = b;
     this.timeoutMs = opts.timeoutMs;
     const script = workerScript(opts.script)!;
+    const total = paramCount(cfg);
+    this.sharedWeights = new Float32Array(new SharedArrayBuffer(total * 4));
     for (let i = 0; i < opts.threads; i++) {
       const { port1, port2 } = new MessageChannel();
       const ctrl = new Int32Array(new SharedArrayBuffer(16));
-      const data = { agentLabGradWorker: true, cfg, backend: b, ctrl, port: port2 };
+      const grads = new Float32Array(new SharedArrayBuffer(total * 4));
+      const data = { agentLabGradWorker: true, cfg, backend: b, ctrl, port: port2, grads, weights: this.sharedWeights };
       const worker = script.evalCode
         ? new Worker(script.evalCode, { eval: true, workerData: data, transferList: [port2] })
         : new Worker(script.file, { workerData: data, transferList: [port2] });
@@ -274,7 +302,7 @@ export class GradientPool {
       worker.on('error', () => {
         /* reported through READY / the reply protocol; avoid an unhandled 'error' event */
       });
-      this.handles.push({ worker, port: port1, ctrl, sentVersion: -1, sentTokenizer: null, ready: false, pending: false });
+      this.handles.push({ worker, port: port1, ctrl, grads, sentModel: null, sentVersion: -1, sentTokenizer: null, ready: false, pending: false });
     }
   }
 
@@ -347,15 +375,21 @@ export class GradientPool {
     });
   }
 
-  /** Posts the model's weights to a worker that does not have this version yet (flattened once per call). */
+  /**
+   * Tells a worker that does not have the model's current weights to read them from the
+   * shared buffer (written once per version; no worker is running while it is written).
+   */
   private weightsSender(model: StackModel): (h: WorkerHandle) => void {
-    let flat: Float32Array | null = null;
     return (h) => {
-      if (h.sentVersion === model.version) return;
-      flat ??= flattenWeights(model);
-      const copy = flat.slice();
-      h.port.postMessage({ type: 'params', flat: copy }, [copy.buffer]);
+      if (h.sentModel === model && h.sentVersion === model.version) return;
+      if (this.sharedVersion !== model.version || this.sharedModel !== model) {
+        flattenWeights(model, this.sharedWeights);
+        this.sharedVersion = model.version;
+        this.sharedModel = model;
+      }
+      h.port.postMessage({ type: 'params' });
       h.sentVersion = model.version;
+      h.sentModel = model;
     };
   }
 
@@ -423,12 +457,14 @@ export class GradientPool {
         const m = this.receive(h);
         if (m.type === 'error') throw new Error(`parallel gradients: worker failed: ${m.message}`);
         if (m.type !== 'grads') throw new Error(`parallel gradients: unexpected reply '${m.type}'`);
-        out.push({ stats: m.stats, flat: m.flat });
+        // read in place: valid until this worker's next command
+        out.push({ stats: m.stats, flat: h.grads, ...(m.ms !== undefined ? { ms: m.ms } : {}) });
       } catch (err) {
         failure ??= err as Error;
       }
     }
     if (failure) throw failure;
+    this.lastWorkerMs = out.map((r) => r.ms ?? NaN);
     return out;
   }
 
@@ -456,6 +492,9 @@ interface WorkerInit {
   backend: 'wasm' | 'cpu';
   ctrl: Int32Array;
   port: MessagePort;
+  /** Shared: this worker's gradient (written here), and the weights (read here on 'params'). */
+  grads: Float32Array;
+  weights: Float32Array;
 }
 
 async function workerMain(init: WorkerInit): Promise<void> {
@@ -481,7 +520,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
     for (;;) {
       const m = receiveMessageOnPort(port);
       if (!m) break;
-      const msg = m.message as { type: string; flat?: Float32Array; batch?: Batch; json?: string; items?: RolloutItem[]; customWorlds?: CustomWorld[] };
+      const msg = m.message as { type: string; batch?: Batch; json?: string; items?: RolloutItem[]; customWorlds?: CustomWorld[] };
       if (msg.type === 'stop') {
         model?.dispose();
         port.close();
@@ -489,7 +528,8 @@ async function workerMain(init: WorkerInit): Promise<void> {
       }
       try {
         if (msg.type === 'params') {
-          const w = unflatten(cfg, msg.flat!);
+          // The shared weights: setWeights copies them (wasm: into its heap; cpu: a slice).
+          const w = unflatten(cfg, init.weights);
           if (model) model.setWeights(w);
           else model = StackModel.fromWeights(cfg, w);
           runtime = null;
@@ -514,12 +554,13 @@ async function workerMain(init: WorkerInit): Promise<void> {
         }
         if (msg.type === 'grads') {
           if (!model) throw new Error('no weights received');
+          const t0 = performance.now();
           const r = model.lossAndGrads(msg.batch!);
-          const flat = new Float32Array(model.paramSpecs().reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0));
+          const flat = init.grads;
           let off = 0;
           for (const s of model.paramSpecs()) {
             const g = r.grads.get(s.name)!;
-            flat.set(g.dataSync() as Float32Array, off);
+            flat.set(readNow(g), off);
             off += g.size;
             g.dispose();
           }
@@ -531,7 +572,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
             supervised: r.supervised,
             ...(r.pg ? { pg: r.pg } : {}),
           };
-          port.postMessage({ type: 'grads', stats, flat }, [flat.buffer]);
+          port.postMessage({ type: 'grads', stats, ms: performance.now() - t0 });
         }
       } catch (err) {
         port.postMessage({ type: 'error', message: (err as Error).message ?? String(err) });
