@@ -12,6 +12,9 @@ import { ASST, END, FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL, TOOL_CALL, 
 import type { Tokenizer } from '../core/tokenizer';
 import { CopyBias } from '../core/copyBias';
 
+/** How long batched decoding runs before it lets the event loop turn (a signal, a cancel message). */
+const YIELD_EVERY_MS = 100;
+
 /** An incremental decoder: append tokens, get the next-token logits. */
 export interface DecodeSession {
   append(ids: readonly number[]): Float32Array;
@@ -157,7 +160,16 @@ export class AgentRuntime {
       const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }, it.env ?? this.env));
       const state = episodes.map((e) => e.next());
       const results: (Episode | null)[] = items.map(() => null);
+      // Decoding on wasm or cpu never waits on I/O: yield now and then, so that a signal
+      // (Ctrl-C, SIGTERM) or a cancel message is heard during a long round, not after it.
+      let yieldedAt = Date.now();
+      const yieldNowAndThen = async (): Promise<void> => {
+        if (Date.now() - yieldedAt <= YIELD_EVERY_MS) return;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        yieldedAt = Date.now();
+      };
       for (;;) {
+        await yieldNowAndThen();
         const waiting: number[] = [];
         state.forEach((r, i) => {
           if (r.done) results[i] = r.value;
@@ -175,7 +187,9 @@ export class AgentRuntime {
           idx.forEach((i, k) => (state[i] = episodes[i]!.next(logits[k]!)));
         }
         for (const i of waiting) {
-          if (!batched.has(i)) state[i] = episodes[i]!.next(await append(sessions[i]!, state[i]!.value as Append));
+          if (batched.has(i)) continue;
+          await yieldNowAndThen();
+          state[i] = episodes[i]!.next(await append(sessions[i]!, state[i]!.value as Append));
         }
       }
       return results as Episode[];

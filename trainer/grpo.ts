@@ -834,7 +834,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
           rollouts.push(...members);
         });
         drawn += round.length;
-        if (hooks.isCancelled()) break;
+        // A yield, so that Ctrl-C or SIGTERM is heard between rounds: a round decodes without one.
+        if (await cancelRequested(hooks)) break;
       }
       const advantages = rft ? [] : scaleAdvantages(
         keptGroups.map((k) => k.members.map((m) => m.reward)),

@@ -23,30 +23,34 @@ interface Stopped {
   stderr: string;
   /** Milliseconds from the signal to the exit. */
   stopMs: number;
+  /** Milliseconds from the signal to the job's "stopping after the current step" line (null: never said). */
+  heardMs: number | null;
 }
 
-/** Runs the CLI, sends `signal` once stderr matches `started`, and waits for the exit (SIGKILL 60 s after the start, 15 s after the signal). */
-function stopWhen(args: string[], started: RegExp, signal: NodeJS.Signals): Promise<Stopped> {
+/** Runs the CLI, sends `signal` once stderr matches `started`, and waits for the exit (SIGKILL 60 s after the start, `graceMs` after the signal). */
+function stopWhen(args: string[], started: RegExp, signal: NodeJS.Signals, graceMs = 15_000): Promise<Stopped> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     let sentAt: number | null = null;
+    let heardAt: number | null = null;
     let killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       stderr += chunk;
+      if (sentAt !== null && heardAt === null && /: stopping after the current step/.test(stderr)) heardAt = Date.now();
       if (sentAt === null && started.test(stderr)) {
         sentAt = Date.now();
         child.kill(signal);
         clearTimeout(killer);
-        killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        killer = setTimeout(() => child.kill('SIGKILL'), graceMs);
       }
     });
     child.on('error', reject);
     child.on('close', (code, sig) => {
       clearTimeout(killer);
       if (sentAt === null) reject(new Error(`exited (${code ?? sig}) before ${started}: ${stderr.slice(-1000)}`));
-      else resolve({ code, signal: sig, stderr, stopMs: Date.now() - sentAt });
+      else resolve({ code, signal: sig, stderr, stopMs: Date.now() - sentAt, heardMs: heardAt === null ? null : heardAt - sentAt });
     });
   });
 }
@@ -119,6 +123,23 @@ describe('Ctrl-C and SIGTERM during long synchronous work (issue 36, finding 8)'
     const again = spawnSync(process.execPath, [bin, ...args, '--prescreen', '1', '--prescreen-samples', '2'], { encoding: 'utf8' });
     assert.equal(again.status, 0, again.stderr);
     assert.equal((JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8')) as { prescreen: { tasks: number } }).prescreen.tasks, 1);
+  });
+
+  it('train grpo hears SIGTERM during its rollouts (a round decoded without a yield was deaf for minutes) and stops with a readable run folder', async () => {
+    const sft = path.join(tmp, 'sft-rollouts');
+    const s = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '1', '--eval-limit', '0', '--run', sft], { encoding: 'utf8' });
+    assert.equal(s.status, 0, s.stderr);
+    const run = path.join(tmp, 'grpo-rollouts');
+    // 12 tasks x 8 rollouts a round from a 1-step student: every rollout runs to its token limits.
+    const args = ['train', 'grpo', '--from', sft, '--steps', '20', '--group', '8', '--tasks', '12', '--prescreen', '0', '--eval-limit', '0', '--run', run];
+    const r = await stopWhen(args, /grpo rollouts 0\/\d+ +step 1/, 'SIGTERM', 90_000);
+    // Heard at once (decoding yields every 100 ms); the step's round ends, then the run stops.
+    assert.ok(r.heardMs !== null && r.heardMs < STOP_MS, `SIGTERM heard after ${r.heardMs} ms: ${r.stderr.slice(-600)}`);
+    assert.equal(r.signal, null, `killed ${r.stopMs} ms after SIGTERM: ${r.stderr.slice(-600)}`);
+    assert.equal(r.code, 0, r.stderr);
+    for (const line of fs.readFileSync(path.join(run, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '')) JSON.parse(line);
+    console.log(`      (heard ${r.heardMs} ms and stopped ${r.stopMs} ms after SIGTERM)`);
+    JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8'));
   });
 });
 
