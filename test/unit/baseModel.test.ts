@@ -22,6 +22,7 @@ import {
   trainModeItems,
   type BaseFolderInfo,
 } from '../../extension/baseModel';
+import { describeRun, readRun, runModelLabel } from '../../extension/runFolders';
 import { prepareSftRunData } from '../../extension/sftData';
 import { initBackend } from '../../trainer/backend';
 import { writeHfFolder } from '../../trainer/hfExport';
@@ -200,6 +201,13 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
     assert.equal(config['tokenizer']!['base'], path.join(hf, 'tokenizer.json'));
     assert.deepEqual(config['model'], { ...cfg, vocab: cfg.vocab + 9 });
     assert.equal(config['lora'], undefined);
+    // The Runs view's reader: a run like any other, named by its model folder rather than the unused preset.
+    const fullRun = readRun(full);
+    assert.equal(fullRun.kind, 'sft');
+    assert.equal(fullRun.step, 2);
+    assert.deepEqual(fullRun.base, { dir: hf, lora: null });
+    assert.equal(runModelLabel(fullRun), 'hf');
+    assert.match(describeRun(fullRun), /^sft · hf · /);
 
     // LoRA on the folder whose tokenizer holds the specials: the adapters are what trains.
     const lora = path.join(tmp, 'run-lora');
@@ -210,6 +218,11 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
     const lconfig = JSON.parse(fs.readFileSync(path.join(lora, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     assert.equal(lconfig['lora']!['r'], 8);
     assert.equal(lconfig['lora']!['alpha'], 16);
+    const loraRun = readRun(lora);
+    assert.deepEqual(loraRun.base, { dir: hfSpecials, lora: 'r 8, alpha 16' });
+    assert.match(describeRun(loraRun), /^sft · hf-specials \(LoRA\) · /);
+    // A preset's run keeps its preset.
+    assert.equal(runModelLabel({ preset: 'tiny', base: null }), 'tiny');
 
     // LoRA where the tokenizer gains rows: the trainer refuses it too (the editor does not offer it), nothing trained.
     const refused = path.join(tmp, 'run-refused');
