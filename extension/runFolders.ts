@@ -41,6 +41,8 @@ export interface RunInfo {
   name: string;
   kind: string;
   preset: string | null;
+  /** The Hugging Face model folder the run started from (config.json's base), with its LoRA as "r 8, alpha 16"; absent for a preset's run. */
+  base?: { dir: string; lora: string | null } | null;
   backend: string | null;
   /** Steps trained so far (last metrics record of the run's own phase). */
   step: number | null;
@@ -261,6 +263,7 @@ export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo
     name: path.basename(dir),
     kind,
     preset: typeof config['preset'] === 'string' ? config['preset'] : null,
+    base: baseOf(config),
     backend,
     step,
     budget,
@@ -314,9 +317,24 @@ export function heldoutShort(r: Pick<RunInfo, 'heldout' | 'heldoutFigure'>): str
   return r.heldout !== null ? `held-out ${percent(r.heldout)}` : '';
 }
 
+/** config.json's `base` (a run started from a Hugging Face folder) and its `lora`, or null. */
+function baseOf(config: Record<string, unknown>): RunInfo['base'] {
+  const base = config['base'];
+  if (typeof base !== 'object' || base === null || typeof (base as Record<string, unknown>)['dir'] !== 'string') return null;
+  const lora = config['lora'] as Record<string, unknown> | undefined;
+  const loraText = typeof lora === 'object' && lora !== null && typeof lora['r'] === 'number' ? `r ${lora['r']}, alpha ${String(lora['alpha'])}` : null;
+  return { dir: (base as Record<string, unknown>)['dir'] as string, lora: loraText };
+}
+
+/** The model a run trained: its preset, or "SmolLM2-135M (LoRA)" for a Hugging Face folder (its preset then means nothing). */
+export function runModelLabel(r: Pick<RunInfo, 'preset' | 'base'>): string | null {
+  if (r.base) return `${path.basename(r.base.dir)}${r.base.lora ? ' (LoRA)' : ''}`;
+  return r.preset;
+}
+
 /** "sft · tiny · wasm · finished · held-out 34.0% · fresh-values 30.2% · fresh-entities 8.0%" */
 export function describeRun(r: RunInfo): string {
-  const parts = [r.kind, r.preset, r.backend, r.status === 'stopped' ? `stopped at step ${r.step ?? 0}` : r.status];
+  const parts = [r.kind, runModelLabel(r), r.backend, r.status === 'stopped' ? `stopped at step ${r.step ?? 0}` : r.status];
   // The figure says which evaluation made it (one replacing another is never silent).
   const held = heldoutShort(r);
   if (held) parts.push(held);

@@ -180,7 +180,9 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
           [
             `**${r.name}** (${r.kind})`,
             `status: ${r.status}${r.step !== null ? ` at step ${r.step}` : ''}; budget ${budget}`,
-            `preset ${r.preset ?? '—'}, backend ${r.backend ?? '—'}`,
+            r.base
+              ? `from the Hugging Face model ${r.base.dir}${r.base.lora ? ` with LoRA (${r.base.lora})` : ', fully fine-tuned'}, backend ${r.backend ?? '—'}`
+              : `preset ${r.preset ?? '—'}, backend ${r.backend ?? '—'}`,
             ...runFigureLines(r),
             r.trainedOn ? `trained on ${vscode.workspace.asRelativePath(r.trainedOn, false)}` : '',
           ]

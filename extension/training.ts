@@ -25,6 +25,8 @@ import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
 import { evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
+import { type ModelChoice, baseFolderVerdict, dropPreparedTokenizer, editorRefusal, modelPickItems, sftModelFields, trainModeItems } from './baseModel';
+import { runCli } from './cliProcess';
 import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
 interface ActiveJob {
@@ -57,6 +59,7 @@ let statusItem: vscode.StatusBarItem | undefined;
 let outcomes: vscode.Memento | undefined;
 const OUTCOMES_KEY = 'agentLab.runOutcomes';
 const LAST_DATA_KEY = 'agentLab.sft.lastData';
+const LAST_BASE_KEY = 'agentLab.sft.lastBaseFolder';
 const runsChanged = new vscode.EventEmitter<void>();
 /** Fires when a job starts or ends, or a command wrote a world or a dataset (the Runs view refreshes). */
 export const onRunsChanged = runsChanged.event;
@@ -122,6 +125,9 @@ interface TrainArgs {
   evalLimit?: number;
   /** A built world folder to train on (its stub-teacher trajectories, as `train sft --world`). */
   world?: string;
+  /** A Hugging Face model folder to start from (as `train sft --base`), and LoRA on it ("r,alpha[,targets]"). */
+  base?: string;
+  lora?: string;
 }
 
 async function uniqueRunDir(folder: vscode.WorkspaceFolder, name: string): Promise<string> {
@@ -189,6 +195,51 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   return pick.choice;
 }
 
+/**
+ * What the student starts from: a preset, or a Hugging Face model folder (the last one used
+ * first), checked by the loader's own inspection before anything is written, then trained
+ * fully or with LoRA.
+ */
+async function pickModel(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder): Promise<ModelChoice | undefined> {
+  const configured = vscode.workspace.getConfiguration('agentLab', folder.uri).get<string>('preset') ?? 'tiny';
+  const items = modelPickItems(configured, context.workspaceState.get<string>(LAST_BASE_KEY));
+  const pick = await vscode.window.showQuickPick(items, { placeHolder: 'The model to train: a preset, or a Hugging Face model folder', ignoreFocusOut: true });
+  if (!pick) return undefined;
+  if ('preset' in pick.pick) return { preset: pick.pick.preset };
+  let dir: string;
+  if ('folder' in pick.pick) dir = pick.pick.folder;
+  else {
+    const last = context.workspaceState.get<string>(LAST_BASE_KEY);
+    const chosen = await vscode.window.showOpenDialog({
+      canSelectFolders: true,
+      canSelectFiles: false,
+      canSelectMany: false,
+      openLabel: 'Train from this model',
+      title: 'A Hugging Face model folder (config.json, tokenizer.json, model.safetensors)',
+      ...(last ? { defaultUri: vscode.Uri.file(path.dirname(last)) } : {}),
+    });
+    if (!chosen?.[0]) return undefined;
+    dir = chosen[0].fsPath;
+  }
+  const inspected = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Agent Lab: checking ${path.basename(dir)}` },
+    () => runCli(context, ['model', 'inspect', '--base', dir, '--json'], { cwd: folder.uri.fsPath }),
+  );
+  const verdict = baseFolderVerdict(dir, inspected);
+  const refusal = verdict.ok ? editorRefusal(verdict.info) : verdict.message;
+  if (!verdict.ok || refusal !== null) {
+    // The loader's own line, naming the folder; nothing was written.
+    log.warn(refusal ?? dir);
+    void vscode.window.showErrorMessage(refusal ?? dir);
+    return undefined;
+  }
+  await context.workspaceState.update(LAST_BASE_KEY, dir);
+  log.info(`Train (SFT): ${dir}: ${verdict.info.architecture}, ${verdict.info.parameters} parameters`);
+  const mode = await vscode.window.showQuickPick(trainModeItems(verdict.info), { placeHolder: `How to train ${path.basename(dir)}`, ignoreFocusOut: true });
+  if (!mode) return undefined;
+  return { base: dir, ...(mode.lora !== undefined ? { lora: mode.lora } : {}) };
+}
+
 type Budget = { steps: number } | { minutes: number };
 
 /** The SFT budget: the settings, or (agentLab.sft.askBudget) a prompt offering them first. */
@@ -253,6 +304,13 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     return undefined;
   }
   if (!data) return undefined;
+  const model: ModelChoice | undefined =
+    args.base !== undefined
+      ? { base: args.base, ...(args.lora !== undefined ? { lora: args.lora } : {}) }
+      : interactive
+        ? await pickModel(context, folder)
+        : { preset: config.get<string>('preset') ?? 'tiny' };
+  if (!model) return undefined;
   let budget: Budget | undefined =
     args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : undefined;
   if (!budget && interactive) budget = await pickBudget(folder);
@@ -282,21 +340,24 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
         (prepared.excluded ? `, ${prepared.excluded} left out (their task overlaps the held-out split)` : '') +
         `, held-out references from the ${prepared.heldoutSource}, tokenizer of ${prepared.vocabSize} tokens`,
     );
+    // A model's own tokenizer becomes the run's (the trainer writes it): the one just trained goes, data/ stays.
+    if ('base' in model) dropPreparedTokenizer(runDir);
   }
   const spec: JobSpec = {
     kind: 'sft',
     runDir,
-    preset: config.get<string>('preset') ?? 'tiny',
+    ...sftModelFields(model),
     backend: config.get<string>('backend') ?? 'auto',
     ...budget,
     evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
     ...('world' in data ? { world: data.world } : {}),
   };
-  const title = prepared
+  const on = prepared
     ? `Training (SFT) on ${prepared.trainRows} trajectories`
     : 'world' in data
       ? `Training (SFT) on the world ${path.basename(data.world)}`
       : 'Training (SFT) on the default world';
+  const title = 'base' in model ? `${on} from ${path.basename(model.base)}${model.lora !== undefined ? ' (LoRA)' : ''}` : on;
   const result = await runWithProgress(context, spec, title);
   if (prepared) result.prepared = prepared;
   return closeJob(result, spec);

@@ -43,6 +43,8 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
         ...(spec.resume !== undefined ? { resume: spec.resume } : {}),
         ...(spec.evalLimit !== undefined ? { evalLimit: spec.evalLimit } : {}),
         ...(spec.world !== undefined ? { world: spec.world } : {}),
+        ...(spec.base !== undefined ? { base: spec.base } : {}),
+        ...(spec.lora !== undefined ? { lora: spec.lora } : {}),
       },
       hooks,
     );

@@ -24,6 +24,10 @@ export interface SftJobSpec {
   evalLimit?: number;
   /** A user's world folder to build the run from (docs/worlds.md). */
   world?: string;
+  /** A Hugging Face model folder to start from instead of a preset (`train sft --base`; its own tokenizer becomes the run's). */
+  base?: string;
+  /** With `base`: LoRA adapters on the frozen base, "r,alpha[,targets]" as `train sft --lora` (trainer/lora.ts). */
+  lora?: string;
 }
 /**
  * Evaluation splits: the seed's 50 held-out tasks (reported first), the run's training
@@ -196,9 +200,11 @@ export function checkJobSpec(v: unknown): string | null {
   if (!isObj(v)) return 'job must be an object';
   if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
   if (v['kind'] === 'sft') {
-    for (const k of ['preset', 'recipe', 'backend', 'world']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of ['preset', 'recipe', 'backend', 'world', 'base', 'lora']) if (!optStr(v[k])) return `job.${k} must be a string`;
     for (const k of ['steps', 'minutes', 'evalLimit']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
     if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
+    if (v['base'] === '') return 'job.base must be a folder path, not empty';
+    if (v['lora'] !== undefined && v['base'] === undefined) return 'job.lora trains adapters on a frozen base model: job.base is needed too';
     return null;
   }
   if (v['kind'] === 'grpo') {

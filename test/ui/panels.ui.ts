@@ -357,8 +357,9 @@ describe('Agent Lab panels (UI, code-server + Chromium)', function () {
       const f = await panelFrame(page, 'curves');
       const runsBefore = await f.locator('.run').count();
       await runCommand(page, 'Agent Lab: Train (SFT)');
-      // The two questions of the palette's Train (SFT): the trajectories, then the budget.
+      // The three questions of the palette's Train (SFT): the trajectories, the model (a preset or a Hugging Face folder), the budget.
       await pickExact(page, 'train.traces.jsonl');
+      await pickExact(page, 'tiny');
       await pickExact(page, '3 minutes');
       await waitFor('the new run in the panel', async () => (await f.locator('.run').count()) === runsBefore + 1, 60_000);
       await waitFor('the run marked live', async () => (await f.locator('.run .live').count()) === 1, 30_000);

@@ -1,0 +1,237 @@
+// Train (SFT) from a Hugging Face model folder in the editor (issue 29, extension/baseModel.ts):
+// the model quick pick's items, the folder's verdict from the real `agent-lab model inspect
+// --base DIR --json` on tiny generated folders (a supported Llama, an unsupported
+// architecture, no tokenizer.json, no weights, a lab-exported one), the Full / LoRA choice,
+// the job spec's fields, and the road the editor takes: a traces file prepared as the
+// extension prepares it, the trained tokenizer dropped, and the worker's runJob training from
+// the folder fully and with LoRA (the spec's base and lora reaching runSft).
+import * as assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { canonicalTokenizerJson, defaultWorldTexts, tokenizerJsonSize, trainDefaultTokenizer, withWireSpecials } from '../../core/tokenizer';
+import { checkJobSpec, type SftJobSpec } from '../../core/protocol/worker';
+import {
+  EDITOR_LORA_SPEC,
+  baseFolderVerdict,
+  dropPreparedTokenizer,
+  editorRefusal,
+  modelPickItems,
+  sftModelFields,
+  trainModeItems,
+  type BaseFolderInfo,
+} from '../../extension/baseModel';
+import { describeRun, readRun, runModelLabel } from '../../extension/runFolders';
+import { prepareSftRunData } from '../../extension/sftData';
+import { initBackend } from '../../trainer/backend';
+import { writeHfFolder } from '../../trainer/hfExport';
+import { type JobHooks, runJob } from '../../trainer/jobs';
+import { LORA_TARGETS, parseLoraSpec } from '../../trainer/lora';
+import { ModelConfig, StackModel } from '../../trainer/model';
+import { PRESET_NAMES } from '../../trainer/modelConfig';
+import { foreignByteLevelTokenizer } from '../support/hfTokenizer';
+import { repoRoot } from '../support/reference';
+
+const bin = path.join(repoRoot, 'bin', 'agent-lab');
+const inspect = (dir: string): { code: number | null; stdout: string; stderr: string } => {
+  const r = spawnSync(process.execPath, [bin, 'model', 'inspect', '--base', dir, '--json'], { encoding: 'utf8', cwd: repoRoot });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+const quietHooks = (logs: string[] = []): JobHooks => ({
+  started: () => {},
+  progress: () => {},
+  metrics: () => {},
+  log: (_level, message) => logs.push(message),
+  checkpoint: () => {},
+  isCancelled: () => false,
+});
+
+describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)', function () {
+  this.timeout(600000);
+  let tmp: string;
+  /** Its tokenizer lacks the wire specials: full fine-tuning only. */
+  let hf: string;
+  /** Its tokenizer holds the wire specials: LoRA offered. */
+  let hfSpecials: string;
+  let cfg: ModelConfig;
+  before(async function () {
+    const b = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(b.status, 0, b.stderr);
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-basemodel-'));
+    const w = defaultWorldTexts();
+    const tokJson = foreignByteLevelTokenizer([...w.passages, ...w.train.slice(0, 200)], 600);
+    const V = tokenizerJsonSize(tokJson);
+    cfg = { vocab: V, dModel: 32, layers: 1, heads: 2, kvHeads: 1, mlp: 48, maxSeq: 512, ropeBase: 10000, normEps: 1e-6 };
+    await initBackend('wasm');
+    const m = StackModel.create(cfg, 3);
+    hf = path.join(tmp, 'hf');
+    writeHfFolder(hf, cfg, m.exportWeights(), { 'tokenizer.json': JSON.stringify(tokJson) });
+    m.dispose();
+    // The same tokenizer with the nine wire specials as its own added tokens, and their rows.
+    const withSpecials = withWireSpecials(tokJson, V).json;
+    const cfgS = { ...cfg, vocab: V + 9 };
+    const ms = StackModel.create(cfgS, 4);
+    hfSpecials = path.join(tmp, 'hf-specials');
+    writeHfFolder(hfSpecials, cfgS, ms.exportWeights(), { 'tokenizer.json': JSON.stringify(withSpecials) });
+    ms.dispose();
+  });
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  /** A copy of the supported folder, changed by `edit`. */
+  const variant = (name: string, edit: (dir: string) => void): string => {
+    const dir = path.join(tmp, name);
+    fs.cpSync(hf, dir, { recursive: true });
+    edit(dir);
+    return dir;
+  };
+
+  it('the model pick: the presets (agentLab.preset first), then the folder item; the last folder first while it exists', () => {
+    const items = modelPickItems('small', undefined);
+    assert.deepEqual(
+      items.map((i) => i.label),
+      ['small', ...PRESET_NAMES.filter((n) => n !== 'small'), 'A Hugging Face model folder…'],
+    );
+    assert.match(items[0]!.description, /agentLab\.preset/);
+    assert.deepEqual(items.at(-1)!.pick, { browse: true });
+    assert.match(items[1]!.detail ?? '', /^\d+ layers?, width \d+, \d+ heads, context \d+: fresh weights$/);
+
+    const withLast = modelPickItems('tiny', hf);
+    assert.deepEqual(withLast[0], { label: 'hf', description: 'Hugging Face model folder · last used', detail: hf, pick: { folder: hf } });
+    assert.equal(withLast[1]!.label, 'tiny');
+    assert.equal(withLast.length, PRESET_NAMES.length + 2);
+    // A folder since deleted is not offered.
+    assert.deepEqual(modelPickItems('tiny', path.join(tmp, 'gone')).map((i) => i.label), modelPickItems('tiny', undefined).map((i) => i.label));
+  });
+
+  it("a supported folder passes model inspect; its own tokenizer's missing specials are counted", () => {
+    const v = baseFolderVerdict(hf, inspect(hf));
+    assert.ok(v.ok, JSON.stringify(v));
+    assert.equal(v.info.architecture, 'LlamaForCausalLM');
+    assert.ok(v.info.parameters > 0);
+    assert.deepEqual(v.info.tokenizer, { kind: 'hf', added: 9 });
+    assert.equal(editorRefusal(v.info), null);
+    const s = baseFolderVerdict(hfSpecials, inspect(hfSpecials));
+    assert.ok(s.ok && s.info.tokenizer.kind === 'hf' && s.info.tokenizer.added === 0, JSON.stringify(s));
+  });
+
+  it("an unsupported architecture, a missing file: refused with the loader's own line, naming the folder", () => {
+    const mistral = variant('mistral', (dir) => {
+      const f = path.join(dir, 'config.json');
+      const c = JSON.parse(fs.readFileSync(f, 'utf8')) as Record<string, unknown>;
+      fs.writeFileSync(f, JSON.stringify({ ...c, architectures: ['MistralForCausalLM'], model_type: 'mistral' }));
+    });
+    const noWeights = variant('no-weights', (dir) => fs.rmSync(path.join(dir, 'model.safetensors')));
+    const noConfig = variant('no-config', (dir) => fs.rmSync(path.join(dir, 'config.json')));
+    for (const [dir, pattern] of [
+      [mistral, /MistralForCausalLM/],
+      [noWeights, /model\.safetensors/],
+      [noConfig, /config\.json/],
+    ] as const) {
+      const r = inspect(dir);
+      assert.equal(r.code, 2, `${dir}: ${r.stderr}`);
+      const loaderLine = r.stderr.trim().replace(/^agent-lab model: /, '');
+      const v = baseFolderVerdict(dir, r);
+      assert.ok(!v.ok);
+      assert.equal(v.message, `Agent Lab: cannot train from ${dir}: ${loaderLine}`);
+      assert.match(v.message, pattern);
+      assert.equal(v.message.split('\n').length, 1);
+    }
+    // No tokenizer.json: inspect reports it; the editor refuses it before a run folder is made.
+    const noTok = variant('no-tokenizer', (dir) => fs.rmSync(path.join(dir, 'tokenizer.json')));
+    const r = inspect(noTok);
+    assert.equal(r.code, 0, r.stderr);
+    const v = baseFolderVerdict(noTok, r);
+    assert.ok(!v.ok);
+    assert.equal(v.message, `Agent Lab: cannot train from ${noTok}: no tokenizer.json (the tokenizer the model was trained with is needed)`);
+    // Output that is not inspect's JSON is not taken for a verdict.
+    const garbled = baseFolderVerdict(hf, { code: 0, stdout: 'not json', stderr: '' });
+    assert.ok(!garbled.ok && /printed no JSON/.test(garbled.message));
+  });
+
+  it("a folder the lab exported (the lab's own tokenizer) is pointed to the CLI, not trained from a fresh run", () => {
+    const tok = trainDefaultTokenizer();
+    const labCfg = { ...cfg, vocab: tok.vocabSize };
+    const m = StackModel.create(labCfg, 5);
+    const lab = path.join(tmp, 'lab');
+    writeHfFolder(lab, labCfg, m.exportWeights(), { 'tokenizer.json': canonicalTokenizerJson(tok) });
+    m.dispose();
+    const v = baseFolderVerdict(lab, inspect(lab));
+    assert.ok(v.ok, JSON.stringify(v));
+    assert.deepEqual(v.info.tokenizer, { kind: 'lab' });
+    assert.match(editorRefusal(v.info) ?? '', new RegExp(`^Agent Lab: ${lab.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the lab's own tokenizer .*agent-lab train sft --base`));
+  });
+
+  it('Full or LoRA (r 8, alpha 16); LoRA is left out, with the reason, where the tokenizer gains rows', () => {
+    const info = (added: number): BaseFolderInfo => ({ dir: '/m', architecture: 'Qwen2ForCausalLM', parameters: 1234567, tokenizer: { kind: 'hf', added } });
+    const both = trainModeItems(info(0));
+    assert.deepEqual(both.map((i) => [i.label, i.lora]), [['Full fine-tuning', undefined], ['LoRA (r 8, alpha 16)', '8,16']]);
+    assert.equal(both[0]!.description, 'all 1,234,567 parameters');
+    const fullOnly = trainModeItems(info(9));
+    assert.deepEqual(fullOnly.map((i) => i.label), ['Full fine-tuning']);
+    assert.match(fullOnly[0]!.detail, /LoRA is not offered: the tokenizer lacks 9 wire-format special/);
+    // The editor's LoRA is a spec the trainer takes: r 8, alpha 16, every target.
+    assert.deepEqual(parseLoraSpec(EDITOR_LORA_SPEC), { r: 8, alpha: 16, targets: [...LORA_TARGETS] });
+  });
+
+  it('the job spec: a preset, or base (an absolute path) with lora; the protocol refuses lora without base', () => {
+    assert.deepEqual(sftModelFields({ preset: 'small' }), { preset: 'small' });
+    assert.deepEqual(sftModelFields({ base: 'models/smol' }), { base: path.resolve('models/smol') });
+    assert.deepEqual(sftModelFields({ base: hf, lora: '8,16' }), { base: hf, lora: '8,16' });
+    const spec: SftJobSpec = { kind: 'sft', runDir: '/r', steps: 4, ...sftModelFields({ base: hf, lora: '8,16' }) };
+    assert.equal(checkJobSpec(spec), null);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', lora: '8,16' }) ?? '', /job\.lora .*job\.base is needed/);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', base: 3 }) ?? '', /job\.base must be a string/);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', base: '' }) ?? '', /job\.base must be a folder path/);
+  });
+
+  it("the editor's road: a traces file prepared, its tokenizer dropped, the worker's job trains from the folder fully and with LoRA", async () => {
+    const traces = path.join(repoRoot, 'samples', 'train.traces.jsonl');
+    // Full fine-tuning: the model's own tokenizer becomes the run's, its specials added.
+    const full = path.join(tmp, 'run-full');
+    prepareSftRunData(full, traces);
+    assert.ok(fs.existsSync(path.join(full, 'tokenizer.json')), 'the editor trains a tokenizer for a preset run');
+    dropPreparedTokenizer(full);
+    assert.ok(!fs.existsSync(path.join(full, 'tokenizer.json')) && fs.existsSync(path.join(full, 'data', 'train.traces.jsonl')));
+    const logs: string[] = [];
+    const r = await runJob({ kind: 'sft', runDir: full, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf }) }, quietHooks(logs));
+    assert.equal(r.summary.steps, 2, logs.join('\n'));
+    const config = JSON.parse(fs.readFileSync(path.join(full, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    assert.equal(config['tokenizer']!['kind'], 'hf');
+    assert.equal(config['tokenizer']!['base'], path.join(hf, 'tokenizer.json'));
+    assert.deepEqual(config['model'], { ...cfg, vocab: cfg.vocab + 9 });
+    assert.equal(config['lora'], undefined);
+    // The Runs view's reader: a run like any other, named by its model folder rather than the unused preset.
+    const fullRun = readRun(full);
+    assert.equal(fullRun.kind, 'sft');
+    assert.equal(fullRun.step, 2);
+    assert.deepEqual(fullRun.base, { dir: hf, lora: null });
+    assert.equal(runModelLabel(fullRun), 'hf');
+    assert.match(describeRun(fullRun), /^sft · hf · /);
+
+    // LoRA on the folder whose tokenizer holds the specials: the adapters are what trains.
+    const lora = path.join(tmp, 'run-lora');
+    prepareSftRunData(lora, traces);
+    dropPreparedTokenizer(lora);
+    const rl = await runJob({ kind: 'sft', runDir: lora, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hfSpecials, lora: EDITOR_LORA_SPEC }) }, quietHooks());
+    assert.equal(rl.summary.steps, 2);
+    const lconfig = JSON.parse(fs.readFileSync(path.join(lora, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    assert.equal(lconfig['lora']!['r'], 8);
+    assert.equal(lconfig['lora']!['alpha'], 16);
+    const loraRun = readRun(lora);
+    assert.deepEqual(loraRun.base, { dir: hfSpecials, lora: 'r 8, alpha 16' });
+    assert.match(describeRun(loraRun), /^sft · hf-specials \(LoRA\) · /);
+    // A preset's run keeps its preset.
+    assert.equal(runModelLabel({ preset: 'tiny', base: null }), 'tiny');
+
+    // LoRA where the tokenizer gains rows: the trainer refuses it too (the editor does not offer it), nothing trained.
+    const refused = path.join(tmp, 'run-refused');
+    prepareSftRunData(refused, traces);
+    dropPreparedTokenizer(refused);
+    await assert.rejects(
+      runJob({ kind: 'sft', runDir: refused, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf, lora: EDITOR_LORA_SPEC }) }, quietHooks()),
+      /--lora with --base .*fine-tune fully/,
+    );
+    assert.ok(!fs.existsSync(path.join(refused, 'config.json')));
+  });
+});
