@@ -118,7 +118,7 @@ export interface TrainBenchResult {
   note: string;
 }
 
-function median(xs: number[]): number {
+export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   if (s.length === 0) return NaN;
   const m = s.length >> 1;

@@ -18,7 +18,7 @@ import { Trainer, effectiveTokens } from '../trainer/optim';
 import { autoThreads } from '../trainer/parallel';
 import { setPhaseListener, mark } from '../trainer/stepClock';
 import { GRPO_DEFAULTS } from '../trainer/grpo';
-import { benchBatches } from './train';
+import { benchBatches, median } from './train';
 
 export interface TrainProfileOptions {
   backend?: BackendAsk;
@@ -85,12 +85,6 @@ export interface TrainProfileResult {
   note: string;
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 const r1 = (x: number): number => Math.round(x * 10) / 10;
 
 /** The engine's in-progress profile (a tfjs internal, read only while tf.profile runs). */

@@ -165,6 +165,9 @@ export function rlBaselineLines(s: GrpoSummary, runName: string): string[] {
     `  ${other === 'rft' ? 'no teacher (RFT: SFT on its own verified rollouts)' : 'GRPO'}: agent-lab train grpo --from ${s.from} --objective ${other}${pool} --steps ${s.steps}${seed} --run ${runName}-${other}`,
     `  more SFT for the same minutes: agent-lab train sft --from ${s.from} --minutes ${s.minutes.toFixed(2)}${seed} --run ${runName}-sft`,
     `  then \`agent-lab eval --run RUN --split S\` for each run and S in ${splits} (bench/grpo.ts does all of it over seeds)`,
+    ...(s.pool === 'fresh-entities' && objective === 'grpo'
+      ? ['  what was measured on this pool (three seeds; where GRPO beat RFT and where continued SFT beat both): docs/results.md, "GRPO from a student that copies"']
+      : []),
   ];
 }
 

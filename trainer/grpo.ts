@@ -85,12 +85,12 @@ export const GRPO_DEFAULTS = {
   /** Rollouts per micro-batch of the update (gradient accumulation). */
   microBatchRows: 8,
   /**
-   * Fresh training worlds: RL on the SFT run's own tasks gives a sampled copy of the gradient
-   * SFT already gave (held-out 0.72 -> 0.66, first round), while on fresh-values worlds it
-   * rewards reading (fresh-values +0.026 at equal held-out, seventh session; from the ninth
-   * session's default +0.014 ± 0.002 over three seeds, held-out kept; docs/results.md).
+   * New-name worlds, where no teacher's transcript exists: RL on the SFT run's own tasks gives
+   * a sampled copy of the gradient SFT already gave, on fresh-values worlds it adds little
+   * beside SFT, and on fresh-entities it lifts what the student copies more than rejection
+   * sampling does at equal steps (docs/decisions.md, "GRPO's default pool").
    */
-  pool: 'fresh-values' as RlPool,
+  pool: 'fresh-entities' as RlPool,
   scaleRewards: 'group' as ScaleRewards,
   dynamicSampling: true,
   /** Under dynamic sampling, at most this many tasks drawn per step for each task kept. */

@@ -336,19 +336,10 @@ export function teacherKnobsOf(recipe: unknown): TeacherKnobs {
   };
 }
 /**
- * Picked on the mean of dev and dev-entities (200 tasks each of reserved worlds; tiny, 8,000
- * steps; docs/results.md "Kin names"): 'reader-k1-own-names-kin' 0.621 ± 0.049 (three
- * seeds) against, at seed 0, 0.615 for 'reader-k1-own-names', 0.605 for 'reader-k1-names-own'
- * and 0.49 for 'reader-k1-fresh-compare' (dev 0.85, dev-entities 0.125: it copies no new
- * name). Before it, picked on dev alone (docs/results.md "The
- * compare, drawn more often"):
- * 'reader-k1-fresh-compare' scores dev 0.88 against 0.85 for 'reader-k1-fresh' and 0.785
- * for 'reader-k1-names' (compare on dev 0.78 against 0.67). Before it: 'reader-k1-fresh'
- * (dev 0.85 against 0.74 for 'reader-k1-answer': with three quarters of the examples from
- * counterfactual worlds the seed's values are worth less to remember), and before that
- * 'reader-k1-answer' (dev 0.74 against 0.65 for 'reader-answer').
+ * Picked on the mean of dev and dev-entities (200 tasks each of reserved worlds), the rule of
+ * docs/decisions.md "The default recipe"; the figures of each choice are in docs/results.md.
  */
-export const DEFAULT_RECIPE = 'reader-k1-own-names-kin';
+export const DEFAULT_RECIPE = 'reader-k1-own-names-pairs';
 
 /**
  * The demo's textbook recipe: its five minutes are measured with this one (held-out >= 0.70,

@@ -74,7 +74,7 @@ export const GRPO_OPTION_TABLE = {
   systemPrompt: { kind: 'string', flag: 'system-prompt', job: true },
   /** Seconds between checkpoints (default 120; 0: after every step). */
   checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', shared: true, job: true },
-  /** The RL task pool (default fresh-values; train for a user's world's run, whose fresh pools do not exist). */
+  /** The RL task pool (default fresh-entities; train for a documents world's run, which has no fresh pools). */
   pool: { kind: 'string', flag: 'pool', choices: RL_POOLS, job: true },
   /** grpo (default) or rft: the verified-correct rollouts of each step as SFT targets (no advantages, no KL). */
   objective: { kind: 'string', flag: 'objective', choices: RL_OBJECTIVES },

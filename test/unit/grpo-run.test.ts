@@ -120,7 +120,7 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.grpo.dynamicSampling, true);
     assert.equal(config.grpo.maxDraws, 6);
     assert.equal(config.grpo.scaleRewards, 'batch');
-    assert.equal(config.grpo.pool, 'fresh-values', 'the default pool: fresh training worlds');
+    assert.equal(config.grpo.pool, 'fresh-entities', 'the default pool: new-name training worlds, where no teacher exists');
   });
 
   // The wiring (flag, counters, checkpoint); what the queue draws is tested in revisit.test.ts

@@ -15,11 +15,13 @@ describe("trainer/recipes: the default recipe and a run's teacher", () => {
   before(() => (tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-recipes-'))));
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('the default recipe reads: counterfactual-value worlds, renamed copies half of them kin, compares drawn most, k = 1 where the top hit holds', () => {
+  it('the default recipe reads: counterfactual-value worlds, renamed copies half of them kin, two in five from one-attribute pairs, compares drawn most, k = 1 where the top hit holds', () => {
     const r = getRecipe(DEFAULT_RECIPE);
-    assert.equal(r.name, 'reader-k1-own-names-kin');
+    assert.equal(r.name, 'reader-k1-own-names-pairs');
     assert.equal(r.augment?.ownNames, 6400);
     assert.equal(r.augment?.ownNamesKin, 0.5);
+    assert.equal(r.augment?.ownNamesVaried, true);
+    assert.equal(r.augment?.ownNamesSameAttribute, 0.4);
     // The demo's five minutes keep the recipe they were measured with.
     assert.equal(getRecipe(demoRecipeName(false)).name, 'reader-k1-fresh-compare');
     assert.equal(demoRecipeName(true), defaultRecipeName(true));

@@ -175,8 +175,8 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const grpoConfig = JSON.parse(fs.readFileSync(path.join(grpoRun, 'config.json'), 'utf8'));
     assert.equal(grpoConfig['world'].dir, world);
     assert.equal(grpoConfig['splits'].heldout.kind, 'custom');
-    assert.equal(grpoConfig['grpo'].pool, 'fresh-values', "a fact world's RL run defaults to worlds derived from its own table, as the textbook's does");
-    assert.match(g.stderr, /\d+ RL tasks \(pool fresh-values\)/);
+    assert.equal(grpoConfig['grpo'].pool, 'fresh-entities', "a fact world's RL run defaults to new-name worlds derived from its own table, as the textbook's does");
+    assert.match(g.stderr, /\d+ RL tasks \(pool fresh-entities\)/);
     // train sft --from: continued SFT keeps the world too (it once fell back to the textbook's splits, so
     // its evaluations asked the textbook's questions of a student of elements).
     const moreRun = path.join(tmp, 'sft-more-elements');
