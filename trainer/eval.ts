@@ -217,6 +217,9 @@ export async function evaluateTasks(
   const rows: EvalRow[] = [];
   let contaminated = 0;
   for (const task of tasks) {
+    // Decoding never waits on I/O: a yield per task lets a signal or a cancel message in
+    // (a training run's held-out points were deaf to Ctrl-C for their whole length).
+    await new Promise<void>((resolve) => setImmediate(resolve));
     if (options.isCancelled?.()) break;
     const ep = await runtime.runAsync(task, options.episode); // (async: webgpu decodes with async readbacks)
     // A question without an answer key (docs/worlds.md) has no reference steps: a wrong answer is 'final'.

@@ -141,6 +141,21 @@ describe('Ctrl-C and SIGTERM during long synchronous work (issue 36, finding 8)'
     console.log(`      (heard ${r.heardMs} ms and stopped ${r.stopMs} ms after SIGTERM)`);
     JSON.parse(fs.readFileSync(path.join(run, 'config.json'), 'utf8'));
   });
+
+  it("train grpo hears SIGINT during its step-0 held-out evaluation (an evaluation was deaf for its whole length)", async () => {
+    const sft = path.join(tmp, 'sft-rollouts');
+    if (!fs.existsSync(sft)) {
+      const s = spawnSync(process.execPath, [bin, 'train', 'sft', '--steps', '1', '--eval-limit', '0', '--run', sft], { encoding: 'utf8' });
+      assert.equal(s.status, 0, s.stderr);
+    }
+    const run = path.join(tmp, 'grpo-eval');
+    const args = ['train', 'grpo', '--from', sft, '--steps', '20', '--group', '2', '--tasks', '1', '--prescreen', '0', '--eval-limit', '50', '--run', run];
+    const r = await stopWhen(args, /eval heldout [1-9]\d*\//, 'SIGINT', 90_000);
+    assert.ok(r.heardMs !== null && r.heardMs < STOP_MS, `SIGINT heard after ${r.heardMs} ms: ${r.stderr.slice(-600)}`);
+    assert.equal(r.signal, null, `killed ${r.stopMs} ms after SIGINT: ${r.stderr.slice(-600)}`);
+    for (const line of fs.readFileSync(path.join(run, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '')) JSON.parse(line);
+    console.log(`      (heard ${r.heardMs} ms and stopped ${r.stopMs} ms after SIGINT)`);
+  });
 });
 
 describe('sampleInPieces: the pre-screen sampled in pieces a stop can come between (issue 36)', () => {
