@@ -280,6 +280,8 @@ async function main(): Promise<number> {
         const rel = /written to (\S+?\.traces\.jsonl)/.exec((await distilled.textContent()) ?? '')![1]!;
         tracesFile = path.join(dirs.workspace, rel);
         await clickButton(distilled, 'Train on These Trajectories');
+        // The model (a preset or a Hugging Face folder), then the budget.
+        await pickExact(p, 'tiny');
         await pickExact(p, 'A number of steps…');
         const input = p.locator('.quick-input-widget .quick-input-box input');
         await input.waitFor({ state: 'visible', timeout: 10_000 });
