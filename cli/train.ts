@@ -171,6 +171,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
         ...(o['limit'] !== undefined ? { limit: o['limit'] as number } : {}),
         ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
         ...(o['copy-bias'] !== undefined ? { copyBias: o['copy-bias'] as number } : {}),
+        ...(o['copy-stop'] !== undefined ? { copyStop: o['copy-stop'] === 'on' } : {}),
       },
       hooks,
     ),
@@ -201,6 +202,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
       checkpoint: s.checkpoint,
       step: s.step,
       ...(s.copy_bias ? { copy_bias: s.copy_bias } : {}),
+      ...(s.copy_stop ? { copy_stop: true } : {}),
     }),
   );
 }

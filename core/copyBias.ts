@@ -3,7 +3,10 @@
 // raised by a fixed amount. A pointer-generator's copy distribution with a constant gate,
 // applied at decoding only: a 2-layer student starts an unseen name right and then drifts into
 // pieces of names it was trained on ("Nioxnem" -> "Nioxkrm"); the bias keeps it on the name it
-// is copying. Why it is on by default and what it measured: docs/decisions.md, "A copy bias".
+// is copying. With `stop` it also ends a copied name where the question's name ends: the
+// tokens that run on past a whole question word ("Marmar" -> "Marmarmar...", "Mifa" ->
+// "Mifa-40M") are lowered by the same amount. Why it is on by default and what it measured:
+// docs/decisions.md, "A copy bias" and "A copy stop".
 
 /** Letters and digits: what a name is made of (a hyphen joins parts: "Stack-100M"). */
 const WORD_CHAR = /[\p{L}\p{N}]/u;
@@ -12,6 +15,8 @@ const TRAILING_WORD = /[\p{L}\p{N}][\p{L}\p{N}-]*$/u;
 const LEADING_WORD = /^[\p{L}\p{N}]*/u;
 /** What separates two words: spaces, punctuation, quotes. */
 const LEADING_GAP = /^[^\p{L}\p{N}]+/u;
+/** A token that goes on with the word it follows: letters, digits, or a hyphen that joins ("-40M", "-"). */
+const RUNS_ON = /^(?:[\p{L}\p{N}]|-(?:[\p{L}\p{N}]|$))/u;
 
 /** The words of a question a decoder may copy ("Stack-100M" is one word, so is "RoPE"). */
 export function questionWords(question: string): string[] {
@@ -59,7 +64,7 @@ function prefixesOf(words: readonly string[]): Set<string> {
  * Nothing at the start of a turn, in the middle of a word no question word begins with, or
  * when the text ends in a space.
  */
-export function copyContinuations(tokenStrings: readonly (string | null)[], words: readonly string[], partial: string, lastChar = ''): number[] {
+export function copyContinuations(tokenStrings: readonly (string | null)[], words: readonly string[], partial: string, lastChar = '', stop = false): number[] {
   const out: number[] = [];
   if (partial === '' && (lastChar === '' || /\s/u.test(lastChar))) return out;
   const rests = partial === '' ? [] : words.filter((w) => w.length >= partial.length && w.startsWith(partial)).map((w) => w.slice(partial.length));
@@ -76,8 +81,9 @@ export function copyContinuations(tokenStrings: readonly (string | null)[], word
       if (shape.wordFirst && prefixes.has(shape.lead)) out.push(id);
       continue;
     }
-    // At the end of a whole question word: the tokens that leave it, into nothing or a question word.
-    if (wholeWord && !shape.wordFirst && prefixes.has(shape.lead)) {
+    // At the end of a whole question word: the tokens that leave it, into nothing or a question
+    // word (with `stop`, a hyphen does not leave a word: it joins "Mifa" to "-40M").
+    if (wholeWord && !shape.wordFirst && prefixes.has(shape.lead) && !(stop && RUNS_ON.test(s))) {
       out.push(id);
       continue;
     }
@@ -100,6 +106,31 @@ export function copyContinuations(tokenStrings: readonly (string | null)[], word
   return out;
 }
 
+/** A name: a question word with a capital letter ("Marmar", "Stack-100M"); "the" and "100" are not. */
+const NAME_LIKE = /\p{Lu}/u;
+const RUNS_ON_IDS = new WeakMap<readonly (string | null)[], number[]>();
+
+/**
+ * The ids of tokens that run on past a whole name of the question that no other question word
+ * extends (`partial` is "Marmar" and the question holds nothing longer that begins with it):
+ * letters, digits or a joining hyphen. Nothing anywhere else: a word with no capital ("the",
+ * "100": "then", "1000" are words of their own) or in the middle of a name is never lowered.
+ */
+export function copyOverruns(tokenStrings: readonly (string | null)[], words: readonly string[], partial: string): number[] {
+  if (partial === '' || !NAME_LIKE.test(partial) || !words.includes(partial)) return [];
+  if (words.some((w) => w.length > partial.length && w.startsWith(partial))) return [];
+  let ids = RUNS_ON_IDS.get(tokenStrings);
+  if (!ids) {
+    ids = [];
+    for (let id = 0; id < tokenStrings.length; id++) {
+      const s = tokenStrings[id];
+      if (s && RUNS_ON.test(s)) ids.push(id);
+    }
+    RUNS_ON_IDS.set(tokenStrings, ids);
+  }
+  return ids;
+}
+
 /** One episode's copy bias: the question's words, the token texts and the strength. */
 export class CopyBias {
   private readonly words: string[];
@@ -108,6 +139,8 @@ export class CopyBias {
     private readonly tokenStrings: readonly (string | null)[],
     question: string,
     readonly strength: number,
+    /** Also lower the tokens that run on past a whole question word (copyOverruns). */
+    readonly stop = false,
   ) {
     this.words = questionWords(question);
   }
@@ -115,8 +148,13 @@ export class CopyBias {
   /** Raises, in place, the logits of the tokens that continue the word `textSoFar` ends in. */
   apply(logits: Float32Array, textSoFar: string): void {
     if (this.strength === 0) return;
-    for (const id of copyContinuations(this.tokenStrings, this.words, trailingWord(textSoFar), textSoFar.slice(-1))) {
+    const partial = trailingWord(textSoFar);
+    for (const id of copyContinuations(this.tokenStrings, this.words, partial, textSoFar.slice(-1), this.stop)) {
       if (id < logits.length && logits[id] !== -Infinity) logits[id]! += this.strength;
+    }
+    if (!this.stop) return;
+    for (const id of copyOverruns(this.tokenStrings, this.words, partial)) {
+      if (id < logits.length && logits[id] !== -Infinity) logits[id]! -= this.strength;
     }
   }
 }

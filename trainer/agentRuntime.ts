@@ -31,6 +31,8 @@ export interface Policy {
    * by this much (core/copyBias.ts); 0 or absent: none. A model's config carries it.
    */
   readonly copyBias?: number;
+  /** With copyBias: also lower the tokens that run on past a whole name of the question. */
+  readonly copyStop?: boolean;
   newSession(): DecodeSession;
   /**
    * One token appended to each of several distinct sessions in one batched forward pass
@@ -375,7 +377,7 @@ export class AgentRuntime {
     if (strength === 0) return null;
     const tok = this.tokenizer;
     this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) || tok.idToToken(id) === undefined ? null : tok.decode([id])));
-    return new CopyBias(this.tokenStrings, question, strength);
+    return new CopyBias(this.tokenStrings, question, strength, this.policy.copyStop ?? false);
   }
 
   /** Generates one assistant turn up to and including <|end|> (added by the harness if cut). */

@@ -53,7 +53,7 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
     const { kind: _kind, ...options } = spec;
     return runGrpo(options, hooks);
   }
-  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world, spec.copyBias);
+  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world, spec.copyBias, spec.copyStop);
 }
 
 export async function runEval(
@@ -65,6 +65,7 @@ export async function runEval(
   hooks: JobHooks,
   worldDir?: string,
   copyBias?: number,
+  copyStop?: boolean,
 ): Promise<JobResult<'eval'>> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
@@ -80,7 +81,7 @@ export async function runEval(
   const tokenizer = loadTokenizer(runDir);
   checkRunTokenizer(run.config, configFile, tokenizer);
   const trained = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
-  const cfg = copyBias === undefined ? trained : { ...trained, copyBias };
+  const cfg = { ...trained, ...(copyBias !== undefined ? { copyBias } : {}), ...(copyStop !== undefined ? { copyStop } : {}) };
   let backend;
   try {
     backend = await initBackend(backendAsk as BackendAsk);
@@ -141,7 +142,7 @@ export async function runEval(
           ? undefined
           : splitManifest()[split];
     // `of`: the split's size, so a limited evaluation says "20 of the 55" wherever it is shown.
-    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), of: splitAll.length, ...(cfg.copyBias ? { copy_bias: cfg.copyBias } : {}) };
+    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), of: splitAll.length, ...(cfg.copyBias ? { copy_bias: cfg.copyBias, ...(cfg.copyStop ? { copy_stop: true } : {}) } : {}) };
     writeFileAtomic(path.join(runDir, EVAL_DIR, evalRowsFile(split)), toJsonl(rows));
     // The file names its checkpoint too: a figure read back later says what it was measured on.
     writeJsonAtomic(path.join(runDir, EVAL_DIR, evalSummaryFile(split)), { ...summary, checkpoint: which, step: ck.step });

@@ -35,6 +35,12 @@ export interface ModelConfig {
    * that every road that decodes it (eval, GRPO, run, the editor) decodes it alike.
    */
   copyBias?: number;
+  /**
+   * Decoding only, with copyBias: the tokens that run on past a whole name of the question
+   * ("Marmar" -> "Marmarmar", "Mifa" -> "Mifa-40M") are lowered by copyBias too (core/copyBias.ts
+   * copyOverruns). Absent: false, so a run trained before it decodes as it did.
+   */
+  copyStop?: boolean;
   // The fields below let a Hugging Face Llama/Qwen2 checkpoint be loaded as it is
   // (trainer/hfModel.ts). Absent, each keeps the Stack model's own choice, so every preset
   // and every existing checkpoint.json reads as before.
@@ -191,7 +197,7 @@ export function validateConfig(cfg: ModelConfig): void {
       (rs.type === 'linear' || (rs.type === 'llama3' && pos(rs.lowFreqFactor) && pos(rs.highFreqFactor) && rs.highFreqFactor > rs.lowFreqFactor && pos(rs.originalMaxPositions)));
     if (!ok) throw new Error(`model config: ropeScaling must be {type: 'linear', factor} or {type: 'llama3', factor, lowFreqFactor < highFreqFactor, originalMaxPositions} (got ${JSON.stringify(rs)})`);
   }
-  for (const k of ['qkvBias', 'tiedHead'] as const) {
+  for (const k of ['qkvBias', 'tiedHead', 'copyStop'] as const) {
     if (cfg[k] !== undefined && typeof cfg[k] !== 'boolean') throw new Error(`model config: ${k} must be true or false (got ${String(cfg[k])})`);
   }
   if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');

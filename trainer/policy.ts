@@ -14,6 +14,7 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
     vocab: tokenizerVocab,
     maxContext: model.config.maxSeq,
     copyBias: model.config.copyBias ?? 0,
+    copyStop: model.config.copyStop ?? false,
     newSession(): DecodeSession {
       const cache = model.newCache();
       const session: DecodeSession = {

@@ -50,6 +50,8 @@ export interface EvalJobSpec {
   world?: string;
   /** Decode with this copy bias instead of the model's own (trainer/modelConfig.ts copyBias). */
   copyBias?: number;
+  /** Decode with the copy stop on or off instead of the model's own (trainer/modelConfig.ts copyStop). */
+  copyStop?: boolean;
 }
 /**
  * GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out): the
@@ -160,6 +162,8 @@ export interface EvalJobSummary {
   step: number;
   /** The copy bias the student decoded with, when it had one (trainer/modelConfig.ts copyBias). */
   copy_bias?: number;
+  /** The copy bias also ended copied names (trainer/modelConfig.ts copyStop). */
+  copy_stop?: boolean;
 }
 
 /** The summary each job kind ends with. */
@@ -219,6 +223,7 @@ export function checkJobSpec(v: unknown): string | null {
     for (const k of ['checkpoint', 'backend', 'world']) if (!optStr(v[k])) return `job.${k} must be a string`;
     if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
     if (!optNum(v['copyBias'])) return 'job.copyBias must be a non-negative number';
+    if (v['copyStop'] !== undefined && typeof v['copyStop'] !== 'boolean') return 'job.copyStop must be true or false';
     return null;
   }
   return `job.kind must be 'sft', 'grpo' or 'eval', got ${JSON.stringify(v['kind'])}`;

@@ -3,7 +3,7 @@
 // the question's name with the bias, and drifts without it.
 import * as assert from 'node:assert/strict';
 import { ToolEnv } from '../../core/distill';
-import { CopyBias, copyContinuations, questionWords, trailingWord } from '../../core/copyBias';
+import { CopyBias, copyContinuations, copyOverruns, questionWords, trailingWord } from '../../core/copyBias';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { renderPrompt } from '../../core/distill';
 import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
@@ -43,6 +43,28 @@ describe('copy bias', () => {
     const untouched = Float32Array.from([1, 2, 3]);
     bias.apply(untouched, 'I need the period of ');
     assert.deepEqual([...untouched], [1, 2, 3]);
+  });
+
+  it('with the stop, lowers what runs on past a whole name of the question, and nothing else', () => {
+    const strings = ['mar', '-', '-40M', '0', '?', ' or', '"', 'n', null];
+    const over = (partial: string, words: string[]) => copyOverruns(strings, words, partial).map((id) => strings[id]);
+    const words = ['Which', 'is', 'the', 'of', 'Marmar', 'Tygri', 'Tygri-540M', '100'];
+    // A whole name nothing extends: letters, digits and a joining hyphen run on.
+    assert.deepEqual(over('Marmar', words), ['mar', '-', '-40M', '0', 'n']);
+    // A name another question word extends, a word with no capital, a name half written, no word: nothing.
+    assert.deepEqual(over('Tygri', words), []);
+    assert.deepEqual(over('the', words), []);
+    assert.deepEqual(over('100', words), []);
+    assert.deepEqual(over('Mar', words), []);
+    assert.deepEqual(over('', words), []);
+    // At the end of a whole name a hyphen leaves it without the stop (the old rule), not with it.
+    assert.ok(copyContinuations(strings, ['Mifa'], 'Mifa').map((id) => strings[id]).includes('-'));
+    assert.deepEqual(copyContinuations(strings, ['Mifa'], 'Mifa', 'a', true).map((id) => strings[id]), ['?', '"']);
+    // The bias applies both: raised to leave (into nothing or the question's "or"), lowered to run on;
+    // a grammar-removed token stays removed.
+    const logits = Float32Array.from([10, 10, 10, 10, 1, 1, 1, -Infinity, 0]);
+    new CopyBias(strings, 'Which is larger, Marmar or Tygri-540M?', 4, true).apply(logits, 'Answer: Marmar');
+    assert.deepEqual([...logits], [6, 6, 6, 6, 5, 5, 5, -Infinity, 0]);
   });
 
   describe('in the decoding loop', () => {
@@ -102,6 +124,39 @@ describe('copy bias', () => {
       assert.equal(weak.text, 'Thought: the period of Nioxkrm.');
     });
 
+    it('with the stop, ends a copied name where the question’s name ends', () => {
+      // A student that copies "Marmar" and then prefers to run on with "m" (12) over "." (7).
+      const loopStart = 'Thought: the year of Marmar';
+      const looping = (copyStop: boolean): Policy => ({
+        vocab: tok.vocabSize,
+        maxContext: 4096,
+        copyBias: 4,
+        copyStop,
+        newSession(): DecodeSession {
+          const history: number[] = [];
+          return {
+            append(ids) {
+              history.push(...ids);
+              const text = tok.decode(history);
+              const turn = text.slice(text.lastIndexOf('<|assistant|>') + '<|assistant|>'.length);
+              const l = new Float32Array(tok.vocabSize).fill(-10);
+              if (turn.length < loopStart.length) l[idOf(loopStart[turn.length]!)] = 30;
+              else if (turn.endsWith('.')) l[endId] = 10;
+              else if (turn === loopStart) {
+                l[idOf('m')] = 12;
+                l[idOf('.')] = 7;
+              } else l[idOf('.')] = 10;
+              return l;
+            },
+            dispose() {},
+          };
+        },
+      });
+      const question = 'What is the year of Marmar? Use the corpus.';
+      assert.equal(new AgentRuntime(looping(true), tok, new ToolEnv([]), null).continueTurn(promptOf(question)).text, 'Thought: the year of Marmar.');
+      assert.equal(new AgentRuntime(looping(false), tok, new ToolEnv([]), null).continueTurn(promptOf(question)).text, 'Thought: the year of Marmarm.');
+    });
+
     it('does nothing when the question holds no word the student is writing', () => {
       const other = new AgentRuntime(driftingPolicy(4), tok, new ToolEnv([]), null).continueTurn(promptOf('What is the period of Sourskim? Use the corpus.'));
       assert.equal(other.text, 'Thought: the period of Nioxkrm.');
@@ -114,5 +169,6 @@ describe('copy bias', () => {
     assert.throws(() => validateConfig({ ...base, copyBias: -1 }), /copyBias must be a number in 0\.\.50/);
     assert.throws(() => validateConfig({ ...base, copyBias: Number.NaN }), /copyBias/);
     assert.equal(PRESETS.tiny.model.copyBias, 4);
+    assert.throws(() => validateConfig({ ...base, copyStop: 'yes' as unknown as boolean }), /copyStop must be true or false/);
   });
 });
