@@ -144,7 +144,24 @@ export interface PrescreenVerdict {
   detail?: string;
   /** The flag or command that changes it. */
   next?: string;
+  /** `next` as data, in the order its text names them: what the editor offers as buttons. */
+  actions?: VerdictAction[];
 }
+
+/**
+ * One next step a refusal names: GRPO again from the same SFT run with these flags (the rest
+ * as the refused run had them), or more SFT from that run first (`train sft --from`).
+ */
+export type VerdictAction = { kind: 'grpo'; flags: { pool?: RlPool; temperature?: number; guide?: 'on' } } | { kind: 'sft-more' };
+
+/** A next step in words and as actions, produced together so that the two cannot drift. */
+interface Next {
+  text: string;
+  actions: VerdictAction[];
+}
+
+/** The hotter temperature a refusal suggests. */
+const HOTTER = 1.2;
 
 /** Where the run draws from, for the next step a verdict names. */
 export interface VerdictContext {
@@ -156,26 +173,38 @@ export interface VerdictContext {
   dynamicSampling: boolean;
 }
 
+const hotter = (): Next => ({ text: `\`--temperature ${HOTTER}\` (hotter rollouts differ more)`, actions: [{ kind: 'grpo', flags: { temperature: HOTTER } }] });
+const poolNext = (pool: RlPool, why: string): Next => ({ text: `\`--pool ${pool}\` (${why})`, actions: [{ kind: 'grpo', flags: { pool } }] });
+
 /** The next step when every rollout solves the pool. */
-function memorisedNext(c: VerdictContext): string {
+function memorisedNext(c: VerdictContext): Next {
   if (c.noFreshPools) {
-    return "this world has no fact table to derive fresh pools from, so RL has nothing to add on its own training tasks: evaluate the student, or try `--temperature 1.2` to spread the rollouts";
+    return {
+      text: `this world has no fact table to derive fresh pools from, so RL has nothing to add on its own training tasks: evaluate the student, or try \`--temperature ${HOTTER}\` to spread the rollouts`,
+      actions: [{ kind: 'grpo', flags: { temperature: HOTTER } }],
+    };
   }
-  if (c.pool === 'train') return '`--pool fresh-values` (training worlds with new values, never distilled)';
-  if (c.pool === 'fresh-values') return '`--pool fresh-entities` (training worlds with new entities: harder)';
-  if (c.pool === 'fresh-entities') return '`--pool fresh-differences` (a family no teacher demonstrates)';
-  return '`--temperature 1.2` (hotter rollouts differ more)';
+  if (c.pool === 'train') return poolNext('fresh-values', 'training worlds with new values, never distilled');
+  if (c.pool === 'fresh-values') return poolNext('fresh-entities', 'training worlds with new entities: harder');
+  if (c.pool === 'fresh-entities') return poolNext('fresh-differences', 'a family no teacher demonstrates');
+  return hotter();
 }
 
 /** The next step when every rollout fails. */
-function tooHardNext(c: VerdictContext): string {
-  const easier = c.pool === 'fresh-entities' || c.pool === 'fresh-differences' ? ' or an easier pool: `--pool fresh-values`' : c.pool === 'fresh-values' && !c.noFreshPools ? ' or an easier pool: `--pool train`' : '';
+function tooHardNext(c: VerdictContext): Next {
+  const easierPool: RlPool | null = c.pool === 'fresh-entities' || c.pool === 'fresh-differences' ? 'fresh-values' : c.pool === 'fresh-values' && !c.noFreshPools ? 'train' : null;
+  const easier = easierPool ? ` or an easier pool: \`--pool ${easierPool}\`` : '';
+  const actions: VerdictAction[] = [{ kind: 'sft-more' }, ...(easierPool ? [{ kind: 'grpo' as const, flags: { pool: easierPool } }] : [])];
   // No teacher demonstrates a difference: a guided group would have nothing to join it.
-  if (c.pool === 'fresh-differences') return `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`: its sums and compares use the same calls, then GRPO from it)${easier}`;
-  return (
-    `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`, then GRPO from it)${easier}, ` +
-    "or `--guide on` (the stub teacher's transcript joins every all-wrong group)"
-  );
+  if (c.pool === 'fresh-differences') {
+    return { text: `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`: its sums and compares use the same calls, then GRPO from it)${easier}`, actions };
+  }
+  return {
+    text:
+      `SFT more (\`agent-lab train sft --from ${c.fromRun} --steps N --run NEW_SFT_RUN\`, then GRPO from it)${easier}, ` +
+      "or `--guide on` (the stub teacher's transcript joins every all-wrong group)",
+    actions: [...actions, { kind: 'grpo', flags: { guide: 'on' } }],
+  };
 }
 
 /**
@@ -191,14 +220,15 @@ export function prescreenVerdict(s: PrescreenSummary, c: VerdictContext, thresho
   const pass = `pass rate ${pct(s.passRate)}`;
   let cause: FlatCause;
   let detail: string;
-  let next: string;
+  let next: Next;
   const mostlyRight = s.allRight >= s.allWrong;
   if (s.stepsOnly >= s.tasks / 2) {
     cause = 'length-only';
     detail =
       `the rewards of ${of(s.stepsOnly)} differ only by step counts (every rollout equally ${mostlyRight ? 'right' : 'wrong'}; ${pass}): ` +
       `the reward has nothing but its length term to rank them, which ${c.dynamicSampling ? 'dynamic sampling drops' : 'would teach answering early (measured: held-out 0.32 -> 0.26)'}`;
-    next = `make correctness vary: ${mostlyRight ? memorisedNext(c) : tooHardNext(c)}`;
+    const then = mostlyRight ? memorisedNext(c) : tooHardNext(c);
+    next = { text: `make correctness vary: ${then.text}`, actions: then.actions };
   } else if (s.allRight >= 0.9 * s.tasks) {
     cause = 'memorised';
     detail = `every rollout solves the pool: ${of(s.allRight)} were solved by all ${s.samples} rollouts (${pass}); the student has memorised pool ${c.pool}`;
@@ -210,9 +240,9 @@ export function prescreenVerdict(s: PrescreenSummary, c: VerdictContext, thresho
   } else {
     cause = 'confident';
     detail = `each task is either always or never solved (${of(s.allRight)} always, ${s.allWrong} never; ${pass}): the student is confident either way`;
-    next = '`--temperature 1.2` (hotter rollouts differ more)';
+    next = hotter();
   }
-  return { ok: false, bound, threshold, cause, detail, next };
+  return { ok: false, bound, threshold, cause, detail, next: next.text, actions: next.actions };
 }
 
 /** The verdict's lines for the log or a refusal. */

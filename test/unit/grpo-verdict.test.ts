@@ -103,6 +103,38 @@ describe('GRPO pre-screen verdict (issue 33)', () => {
     assert.equal(suggestedPool('pre-screen verdict: FAIL: x cause (memorised): y next: `--pool elsewhere`'), null);
   });
 
+  it("each cause's next steps as actions, in the order the text names them (the editor's buttons)", () => {
+    // memorised on pool train: the next pool up, nothing else.
+    const memorised = prescreenVerdict(screen(72, () => 8), textbook);
+    assert.deepEqual(memorised.actions, [{ kind: 'grpo', flags: { pool: 'fresh-values' } }]);
+    assert.deepEqual(prescreenVerdict(screen(72, () => 8), { ...textbook, pool: 'fresh-values' }).actions, [{ kind: 'grpo', flags: { pool: 'fresh-entities' } }]);
+    assert.deepEqual(prescreenVerdict(screen(72, () => 8), { ...textbook, pool: 'fresh-differences' }).actions, [{ kind: 'grpo', flags: { temperature: 1.2 } }]);
+    // A documents world: no pool to suggest, only the hotter temperature its text names.
+    assert.deepEqual(prescreenVerdict(screen(72, () => 8), { ...textbook, noFreshPools: true }).actions, [{ kind: 'grpo', flags: { temperature: 1.2 } }]);
+    // too hard: SFT more, then the easier pool, then the guide, as the text says them.
+    const hard = prescreenVerdict(screen(72, () => 0), { ...textbook, pool: 'fresh-entities' });
+    assert.deepEqual(hard.actions, [{ kind: 'sft-more' }, { kind: 'grpo', flags: { pool: 'fresh-values' } }, { kind: 'grpo', flags: { guide: 'on' } }]);
+    const order = ['SFT more', '`--pool fresh-values`', '`--guide on`'].map((x) => hard.next!.indexOf(x));
+    assert.deepEqual([...order].sort((a, b) => a - b), order, hard.next);
+    assert.ok(order.every((i) => i >= 0), hard.next);
+    assert.deepEqual(prescreenVerdict(screen(72, () => 0), { ...textbook, pool: 'fresh-values' }).actions, [{ kind: 'sft-more' }, { kind: 'grpo', flags: { pool: 'train' } }, { kind: 'grpo', flags: { guide: 'on' } }]);
+    // Pool train has no easier pool; fresh-differences has no teacher to guide a group.
+    assert.deepEqual(prescreenVerdict(screen(72, () => 0), textbook).actions, [{ kind: 'sft-more' }, { kind: 'grpo', flags: { guide: 'on' } }]);
+    assert.deepEqual(prescreenVerdict(screen(72, () => 0), { ...textbook, pool: 'fresh-differences' }).actions, [{ kind: 'sft-more' }, { kind: 'grpo', flags: { pool: 'fresh-values' } }]);
+    // confident: the hotter temperature.
+    assert.deepEqual(prescreenVerdict(screen(72, (i) => (i % 2 ? 8 : 0)), textbook).actions, [{ kind: 'grpo', flags: { temperature: 1.2 } }]);
+    // length-only: the actions of the side the screen leans to (all wrong here: too hard's; all right: memorised's).
+    const lengthWrong = prescreenVerdict(screen(72, () => 0, () => true), textbook);
+    assert.equal(lengthWrong.cause, 'length-only');
+    assert.deepEqual(lengthWrong.actions, [{ kind: 'sft-more' }, { kind: 'grpo', flags: { guide: 'on' } }]);
+    const lengthRight = prescreenVerdict(screen(72, () => 8, () => true), textbook);
+    assert.equal(lengthRight.cause, 'length-only');
+    assert.deepEqual(lengthRight.actions, [{ kind: 'grpo', flags: { pool: 'fresh-values' } }]);
+    assert.match(lengthRight.next!, /^make correctness vary: `--pool fresh-values`/);
+    // A passing verdict names nothing to do.
+    assert.equal(prescreenVerdict(screen(72, (i) => (i < 36 ? 4 : 8)), textbook).actions, undefined);
+  });
+
   it('each task always or never solved: confident, with a hotter temperature', () => {
     const v = prescreenVerdict(screen(72, (i) => (i % 2 ? 8 : 0)), textbook);
     assert.equal(v.cause, 'confident');
