@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { CONFIG_FILE } from '../core/protocol/folders';
 import { isObj } from '../core/protocol/isObj';
-import type { CurriculumPhaseView, PreflightView, PrescreenFigureView, RunMeta } from '../core/protocol/panels';
+import { type CurriculumPhaseView, type PreflightView, type PrescreenFigureView, type RunMeta, isPreflightAction } from '../core/protocol/panels';
 import { readJson } from './runFolders';
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -70,6 +70,8 @@ export function preflightViewOf(config: Record<string, unknown>): PreflightView 
       cause: str(v['cause']),
       detail: str(v['detail']),
       next: str(v['next']),
+      // A folder written before the verdict recorded its actions has none: the panel reads the pool from `next`.
+      actions: Array.isArray(v['actions']) ? v['actions'].filter(isPreflightAction) : null,
       forced: config['forced'] === true,
       refused: config['refused'] === true,
     };

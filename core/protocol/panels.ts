@@ -9,6 +9,7 @@
 import { LossMaskResult, isLossMaskResult } from './lsp';
 import { MetricRecord, isMetricRecord } from './metrics';
 import { isObj } from './isObj';
+import { GRPO_OPTION_TABLE, RL_POOLS, type RlPool } from './grpoOptions';
 
 export const PANEL_VIEW_TYPES = {
   inspector: 'agentLab.inspector',
@@ -223,9 +224,21 @@ export interface PreflightView {
     cause: string | null;
     detail: string | null;
     next: string | null;
+    /** `next` as buttons (trainer/prescreen.ts VerdictAction); null when the run folder predates them (the panel reads the pool from `next`). */
+    actions: PreflightAction[] | null;
     forced: boolean;
     refused: boolean;
   } | null;
+}
+
+/** A next step a refused verdict names: GRPO again from the same SFT run with these flags, or more SFT from that run first. */
+export type PreflightAction = { kind: 'grpo'; flags: RetryFlags } | { kind: 'sft-more' };
+
+/** The flags a retry of a refused GRPO run may change (at least one). */
+export interface RetryFlags {
+  pool?: RlPool;
+  temperature?: number;
+  guide?: 'on';
 }
 
 /** What a run's config.json says that the curves need: its kind, recipe and curriculum, and a GRPO run's pre-flight. */
@@ -382,8 +395,13 @@ export type FromWebview =
   | { type: 'curves/addRun' }
   | { type: 'curves/removeRun'; id: string }
   | { type: 'curves/savePng'; chart: string; dataUrl: string }
-  /** A refused GRPO run's card: train again from its SFT run with the suggested pool, or anyway (--force). */
-  | { type: 'curves/retryGrpo'; id: string; pool: string | null; force: boolean }
+  /**
+   * A refused GRPO run's card: train again from its SFT run with the suggested pool,
+   * temperature or guide (the refused run's own pool otherwise), or anyway (--force).
+   */
+  | { type: 'curves/retryGrpo'; id: string; pool: string | null; force: boolean; temperature?: number; guide?: 'on' }
+  /** A refused GRPO run's card: more SFT from its SFT run first (Train (SFT)'s budget question, then `--from`). */
+  | { type: 'curves/sftMore'; id: string }
   | { type: 'grammar/check'; text: string }
   | { type: 'grammar/fromEditor' }
   | { type: 'grammar/reveal'; index: number }
@@ -414,6 +432,9 @@ const strOrNull = orNull((v): v is string => isStr(v));
 const numOrNull = orNull(isNum);
 const boolOrNull = orNull(isBool);
 const strArray = (v: unknown, max = Infinity): v is string[] => Array.isArray(v) && v.length <= max && v.every((x) => typeof x === 'string');
+/** `--temperature`'s bounds (the CLI's, ./grpoOptions.ts). */
+const TEMPERATURE = GRPO_OPTION_TABLE.temperature;
+const isTemperature = (v: unknown): v is number => isNum(v) && v >= TEMPERATURE.min && v <= TEMPERATURE.max;
 /** Exactly these keys (a webview message carries nothing else). */
 const onlyKeys = (v: Record<string, unknown>, keys: readonly string[]): boolean => Object.keys(v).every((k) => keys.includes(k));
 
@@ -444,11 +465,16 @@ export function parseFromWebview(v: unknown): Parsed<FromWebview> {
     case 'curves/removeRun':
       return keys('id') && isStr(v['id'], 4096) ? ok({ type: t, id: v['id'] }) : bad(`${t}: id must be a string`);
     case 'curves/retryGrpo': {
-      const { id, pool, force } = v;
-      return keys('id', 'pool', 'force') && isStr(id, 4096) && (pool === null || isSplitName(pool)) && isBool(force)
-        ? ok({ type: t, id, pool, force })
-        : bad(`${t}: id must be a run folder, pool a pool name or null, force a boolean`);
+      const { id, pool, force, temperature, guide } = v;
+      if (!(keys('id', 'pool', 'force', 'temperature', 'guide') && isStr(id, 4096) && (pool === null || isSplitName(pool)) && isBool(force))) {
+        return bad(`${t}: id must be a run folder, pool a pool name or null, force a boolean`);
+      }
+      if (temperature !== undefined && !isTemperature(temperature)) return bad(`${t}: temperature must be a number from ${TEMPERATURE.min} to ${TEMPERATURE.max}`);
+      if (guide !== undefined && guide !== 'on') return bad(`${t}: guide must be 'on' when given`);
+      return ok({ type: t, id, pool, force, ...(temperature !== undefined ? { temperature } : {}), ...(guide !== undefined ? { guide } : {}) });
     }
+    case 'curves/sftMore':
+      return keys('id') && isStr(v['id'], 4096) ? ok({ type: t, id: v['id'] }) : bad(`${t}: id must be a run folder`);
     case 'curves/savePng': {
       const { chart, dataUrl } = v;
       if (!keys('chart', 'dataUrl') || !isStr(chart, 64) || !/^[a-z0-9-]+$/.test(chart)) return bad(`${t}: chart must be a short id`);
@@ -611,6 +637,22 @@ const isCurriculumPhase = (v: unknown): v is CurriculumPhaseView => isObj(v) && 
 const isPrescreenFigure = (v: unknown): v is PrescreenFigureView =>
   isObj(v) && isStr(v['kind']) && isNat(v['tasks']) && isNum(v['passRate']) && isNum(v['share']) && isNum(v['low']) && isNum(v['high']);
 
+/** One verdict action: a GRPO retry with at least one known flag in bounds, or more SFT; nothing else. */
+export function isPreflightAction(v: unknown): v is PreflightAction {
+  if (!isObj(v)) return false;
+  if (v['kind'] === 'sft-more') return onlyKeys(v, ['kind']);
+  if (v['kind'] !== 'grpo' || !onlyKeys(v, ['kind', 'flags'])) return false;
+  const f = v['flags'];
+  return (
+    isObj(f) &&
+    Object.keys(f).length > 0 &&
+    onlyKeys(f, ['pool', 'temperature', 'guide']) &&
+    (f['pool'] === undefined || (RL_POOLS as readonly unknown[]).includes(f['pool'])) &&
+    (f['temperature'] === undefined || isTemperature(f['temperature'])) &&
+    (f['guide'] === undefined || f['guide'] === 'on')
+  );
+}
+
 export function isPreflightView(v: unknown): v is PreflightView {
   if (!isObj(v) || !Array.isArray(v['checks'])) return false;
   if (!v['checks'].every((c) => isObj(c) && isStr(c['name']) && isBool(c['ok']) && isStr(c['detail']))) return false;
@@ -628,6 +670,7 @@ export function isPreflightView(v: unknown): v is PreflightView {
       strOrNull(d['cause']) &&
       strOrNull(d['detail']) &&
       strOrNull(d['next']) &&
+      (d['actions'] === null || (Array.isArray(d['actions']) && d['actions'].every(isPreflightAction))) &&
       isBool(d['forced']) &&
       isBool(d['refused']))
   );

@@ -10,7 +10,8 @@ import { LineSplitter, MetricRecord, latestRecords, parseMetricsLine, parseMetri
 import { MetricsTail } from '../../extension/panels/metricsTail';
 import { writeSyntheticGrpoRun } from '../ui/fixtures';
 import { buildCharts, chipText, formatTick, heldoutLossNote, lineCount, mergeRecords, phaseBoundaries, pointsOf, zeroStdRegions } from '../../webview-ui/curves/series';
-import { preflightTable } from '../../webview-ui/curves/preflight';
+import { buttonMessage, preflightTable } from '../../webview-ui/curves/preflight';
+import { prescreenVerdict, summarisePrescreen } from '../../trainer/prescreen';
 import { preflightLine, preflightViewOf, prescreenRows, runMetaOf } from '../../extension/runMeta';
 import { isRunMeta, parseFromWebviewFor, parseToWebview } from '../../core/protocol/panels';
 
@@ -315,6 +316,83 @@ describe('GRPO pre-flight from config.json (issue 33: the editor shows the table
     assert.ok(parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: true }).ok);
     assert.ok(!parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: '--force', force: false }).ok, 'a pool is a name');
     assert.ok(!parseFromWebviewFor('curves', { type: 'curves/retryGrpo', id: '/runs/g', pool: null }).ok, 'force is required');
+  });
+
+  it("an old run folder (no actions recorded): the pool button read from the verdict's text, then Train Anyway", () => {
+    const old = { ...config, refused: true, prescreenVerdict: { ok: false, bound: 0.03, threshold: 0.05, cause: 'memorised', detail: 'd', next: '`--pool fresh-values` (training worlds with new values, never distilled)' } };
+    const view = preflightViewOf(old)!;
+    assert.equal(view.verdict!.actions, null, 'nothing recorded: null, not []');
+    const t = preflightTable(view);
+    assert.deepEqual(t.buttons.map((b) => b.label), ['Train with --pool fresh-values', 'Train Anyway']);
+    assert.deepEqual(buttonMessage('/runs/g', t.buttons[0]!), { type: 'curves/retryGrpo', id: '/runs/g', pool: 'fresh-values', force: false });
+    assert.deepEqual(buttonMessage('/runs/g', t.buttons[1]!), { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: true });
+    const noPool = preflightTable(preflightViewOf({ ...old, prescreenVerdict: { ...old.prescreenVerdict, next: '`--temperature 1.2` (hotter rollouts differ more)' } })!);
+    assert.deepEqual(noPool.buttons.map((b) => b.label), ['Train Anyway'], 'an old folder gets no regex for the other flags');
+    const unknownPool = preflightTable(preflightViewOf({ ...old, prescreenVerdict: { ...old.prescreenVerdict, next: '`--pool elsewhere`' } })!);
+    assert.deepEqual(unknownPool.buttons.map((b) => b.label), ['Train Anyway'], 'only a pool the trainer knows');
+  });
+
+  it("a refused run's recorded actions: one button each, in the verdict's order, each posting a message the extension accepts", () => {
+    const screen = (correct: number) => summarisePrescreen(Array.from({ length: 72 }, () => ({ kind: 'sum' as const, correct })), 8, 8);
+    const ctx = { pool: 'fresh-entities' as const, noFreshPools: false, fromRun: '/runs/sft', dynamicSampling: true };
+    // A verdict as trainer/grpo.ts writes it into config.json (JSON round trip).
+    const record = (v: ReturnType<typeof prescreenVerdict>) => ({ ...config, refused: true, prescreenVerdict: JSON.parse(JSON.stringify(v)) as unknown });
+    const hard = preflightTable(preflightViewOf(record(prescreenVerdict(screen(0), ctx)))!);
+    assert.deepEqual(hard.buttons.map((b) => b.label), ['Train SFT More…', 'Train with --pool fresh-values', 'Train with --guide on', 'Train Anyway']);
+    assert.equal(hard.pool, 'fresh-values');
+    const messages = hard.buttons.map((b) => buttonMessage('/runs/g', b));
+    assert.deepEqual(messages, [
+      { type: 'curves/sftMore', id: '/runs/g' },
+      { type: 'curves/retryGrpo', id: '/runs/g', pool: 'fresh-values', force: false },
+      { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: false, guide: 'on' },
+      { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: true },
+    ]);
+    for (const m of messages) assert.deepEqual(parseFromWebviewFor('curves', m), { ok: true, message: m });
+    const confident = preflightTable(preflightViewOf(record(prescreenVerdict(summarisePrescreen(Array.from({ length: 72 }, (_, i) => ({ kind: 'sum' as const, correct: i % 2 ? 8 : 0 })), 8, 8), ctx)))!);
+    assert.deepEqual(confident.buttons.map((b) => b.label), ['Train with --temperature 1.2', 'Train Anyway']);
+    assert.deepEqual(buttonMessage('/runs/g', confident.buttons[0]!), { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: false, temperature: 1.2 });
+    assert.equal(confident.pool, null);
+    // A forced or passing run offers nothing; a damaged action in the record is dropped, the rest kept.
+    assert.deepEqual(preflightTable(preflightViewOf({ ...record(prescreenVerdict(screen(0), ctx)), refused: false, forced: true })!).buttons, []);
+    assert.deepEqual(preflightTable(preflightViewOf(config)!).buttons, []);
+    const damaged = record(prescreenVerdict(screen(0), ctx));
+    (damaged.prescreenVerdict as { actions: unknown[] }).actions.push({ kind: 'grpo', flags: { temperature: -1 } }, { kind: 'rm -rf' }, { kind: 'grpo', flags: {} });
+    assert.equal(preflightViewOf(damaged)!.verdict!.actions!.length, 3);
+    assert.ok(isRunMeta(runMetaOf(damaged)));
+  });
+
+  it('the retry messages: temperature and guide validated strictly; sftMore carries only the run', () => {
+    const retry = { type: 'curves/retryGrpo', id: '/runs/g', pool: null, force: false };
+    assert.ok(parseFromWebviewFor('curves', { ...retry, temperature: 1.2 }).ok);
+    assert.ok(parseFromWebviewFor('curves', { ...retry, temperature: 10 }).ok, 'the CLI bound is inclusive');
+    assert.ok(parseFromWebviewFor('curves', { ...retry, pool: 'train', guide: 'on' }).ok);
+    const refused = (m: unknown, why: RegExp) => {
+      const r = parseFromWebviewFor('curves', m);
+      assert.ok(!r.ok, JSON.stringify(m));
+      assert.match(r.error, why);
+    };
+    refused({ ...retry, temperature: 11 }, /temperature must be a number from 0 to 10/);
+    refused({ ...retry, temperature: -0.5 }, /temperature/);
+    refused({ ...retry, temperature: '1.2' }, /temperature/);
+    refused({ ...retry, temperature: Number.NaN }, /temperature/);
+    refused({ ...retry, guide: 'off' }, /guide must be 'on'/);
+    refused({ ...retry, guide: true }, /guide/);
+    refused({ ...retry, steps: 5 }, /curves\/retryGrpo/);
+    assert.deepEqual(parseFromWebviewFor('curves', { type: 'curves/sftMore', id: '/runs/g' }), { ok: true, message: { type: 'curves/sftMore', id: '/runs/g' } });
+    refused({ type: 'curves/sftMore', id: '/runs/g', steps: 100 }, /curves\/sftMore: id must be a run folder/);
+    refused({ type: 'curves/sftMore', id: 3 }, /curves\/sftMore/);
+    assert.ok(!parseFromWebviewFor('grammar', { type: 'curves/sftMore', id: '/runs/g' }).ok, "another panel's webview cannot send it");
+    // The view's actions are checked on the way to the webview too.
+    const meta = runMetaOf({ ...config, refused: true, prescreenVerdict: { ok: false, bound: 0, threshold: 0.05, actions: [{ kind: 'sft-more' }] } });
+    const msg = { type: 'curves/run', run: { id: 'a', label: 'a', dir: '/a' }, records: [], reset: true, live: false, problems: [], meta };
+    assert.ok(parseToWebview(msg).ok);
+    const bad = structuredClone(meta);
+    bad.preflight!.verdict!.actions = [{ kind: 'grpo', flags: { guide: 'maybe' } }] as never;
+    assert.ok(!parseToWebview({ ...msg, meta: bad }).ok, 'an unknown guide value is refused');
+    bad.preflight!.verdict!.actions = [{ kind: 'grpo', flags: { pool: 'elsewhere' } }] as never;
+    assert.ok(!parseToWebview({ ...msg, meta: bad }).ok, 'an unknown pool is refused');
+    delete (bad.preflight!.verdict as Partial<NonNullable<typeof bad.preflight>['verdict'] & object>).actions;
+    assert.ok(!parseToWebview({ ...msg, meta: bad }).ok, 'actions: null or a list, never left out');
   });
 
   it('a run meta travels in the curves message and is validated', () => {

@@ -11,7 +11,7 @@ import type { CurvesState, PreflightView, RunMeta, RunRef } from '../../core/pro
 import { connect, loadState, post, saveState } from '../shared/api';
 import { byId, clear, h, onThemeChange, showBanner, themeVar } from '../shared/dom';
 import { ChartSpec, Marker, Point, Region, buildCharts, chipText, formatTick, lineCount, mergeRecords } from './series';
-import { preflightTable } from './preflight';
+import { type PreflightButton, buttonMessage, preflightTable } from './preflight';
 
 interface RunView {
   ref: RunRef;
@@ -286,25 +286,25 @@ function preflightCard(id: string, label: string, view: PreflightView): HTMLElem
     t.rows.length ? table : h('p', { class: 'muted' }, t.noScreen),
     h('p', { class: 'verdict' }, t.verdict),
     ...(t.next ? [h('p', { class: 'next muted' }, t.next)] : []),
-    ...(t.refused ? [retryButtons(id, t.pool)] : []),
+    ...(t.refused ? [retryButtons(id, t.buttons)] : []),
   );
   el.addEventListener('toggle', () => preflightOpen.set(id, el.open));
   return el;
 }
 const preflightOpen = new Map<string, boolean>();
 
-/** A refused run: train again from its SFT run with the suggested pool, or anyway (the refusal's own buttons, here too). */
-function retryButtons(id: string, pool: string | null): HTMLElement {
-  const buttons: HTMLElement[] = [];
-  if (pool) {
-    const b = h('button', { class: 'retry-pool' }, `Train with --pool ${pool}`);
-    b.addEventListener('click', () => post({ type: 'curves/retryGrpo', id, pool, force: false }));
-    buttons.push(b);
-  }
-  const anyway = h('button', { class: 'secondary retry-force' }, 'Train Anyway');
-  anyway.addEventListener('click', () => post({ type: 'curves/retryGrpo', id, pool: null, force: true }));
-  buttons.push(anyway);
-  return h('div', { class: 'actions' }, ...buttons);
+/**
+ * A refused run: one button per next step the verdict names (GRPO again with its pool,
+ * temperature or guide; more SFT first), then Train Anyway (the refusal's own buttons, here too).
+ */
+function retryButtons(id: string, buttons: readonly PreflightButton[]): HTMLElement {
+  const els = buttons.map((b) => {
+    const cls = b.action.kind === 'force' ? 'secondary retry-force' : b.action.kind === 'sft-more' ? 'retry-sft' : b.action.flags.pool !== undefined ? 'retry-pool' : 'retry-flags';
+    const el = h('button', { class: cls }, b.label);
+    el.addEventListener('click', () => post(buttonMessage(id, b)));
+    return el;
+  });
+  return h('div', { class: 'actions' }, ...els);
 }
 
 function renderRuns(): void {

@@ -1,8 +1,16 @@
 // A GRPO run's checks before step 1 as the curves panel shows them (issue 33): the
 // pass-rate pre-screen's prediction per task shape as a table (tasks screened, pass rate,
 // predicted share of groups with a spread in correctness and its 90% interval), the
-// verdict in words and the next step. DOM-free, so the unit tests read it.
-import type { PreflightView } from '../../core/protocol/panels';
+// verdict in words and the next step, with a button for each next step the verdict names.
+// DOM-free, so the unit tests read it.
+import type { FromWebview, PreflightAction, PreflightView } from '../../core/protocol/panels';
+import { RL_POOLS, type RlPool } from '../../core/protocol/grpoOptions';
+
+/** One button of a refused run's card: a next step the verdict names, or Train Anyway. */
+export interface PreflightButton {
+  label: string;
+  action: PreflightAction | { kind: 'force' };
+}
 
 export interface PreflightTable {
   head: string[];
@@ -19,6 +27,8 @@ export interface PreflightTable {
   refused: boolean;
   /** The pool the verdict's next step names (`--pool fresh-values`), for a button; null when none. */
   pool: string | null;
+  /** A refused run's buttons: one per next step the verdict names, in its order, then Train Anyway; [] otherwise. */
+  buttons: PreflightButton[];
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(0)}%`;
@@ -49,9 +59,39 @@ export function preflightTable(view: PreflightView): PreflightTable {
   const next = v && !v.ok && v.next ? `Next: ${v.next.replace(/`/g, '')}; or Train Anyway (--force).` : null;
   const noScreen = ps ? '' : 'No pre-screen ran (a run too short to judge skips it; --prescreen N runs one).';
   const refused = !!v && !v.ok && !v.forced;
-  const pool = refused ? (/`--pool ([a-z-]+)`/.exec(v.next ?? '')?.[1] ?? null) : null;
+  // A run folder from before the verdict recorded its actions: the pool its text names, as before.
+  const oldPool = /`--pool ([a-z-]+)`/.exec(v?.next ?? '')?.[1];
+  const actions: PreflightAction[] = !refused
+    ? []
+    : (v.actions ?? (oldPool && (RL_POOLS as readonly string[]).includes(oldPool) ? [{ kind: 'grpo', flags: { pool: oldPool as RlPool } }] : []));
+  const pool = refused ? (actions.flatMap((a) => (a.kind === 'grpo' && a.flags.pool ? [a.flags.pool] : []))[0] ?? null) : null;
+  const buttons: PreflightButton[] = refused ? [...actions.map((action) => ({ label: actionLabel(action), action })), { label: 'Train Anyway', action: { kind: 'force' } }] : [];
   const all = ps?.figures.find((f) => f.kind === 'all');
   const word = { pass: 'PASS', fail: 'FAIL', forced: 'FAIL (forced)', none: 'no verdict yet' }[verdictClass];
   const headline = all ? `${word} · ${pct(all.share)} of groups predicted with a spread (90% ${pct(all.low)}–${pct(all.high)})` : word;
-  return { head, rows, verdictClass, verdict, next, noScreen, refused, pool, headline };
+  return { head, rows, verdictClass, verdict, next, noScreen, refused, pool, headline, buttons };
+}
+
+/** "Train with --pool fresh-values", "Train with --temperature 1.2", "Train with --guide on", "Train SFT More…". */
+export function actionLabel(a: PreflightAction): string {
+  if (a.kind === 'sft-more') return 'Train SFT More…';
+  const f = a.flags;
+  const flags = [f.pool !== undefined ? `--pool ${f.pool}` : '', f.temperature !== undefined ? `--temperature ${f.temperature}` : '', f.guide !== undefined ? `--guide ${f.guide}` : ''];
+  return `Train with ${flags.filter((x) => x !== '').join(' ')}`;
+}
+
+/** The message a card's button posts for run `id` (the extension checks it again). */
+export function buttonMessage(id: string, b: PreflightButton): FromWebview {
+  const a = b.action;
+  if (a.kind === 'force') return { type: 'curves/retryGrpo', id, pool: null, force: true };
+  if (a.kind === 'sft-more') return { type: 'curves/sftMore', id };
+  const f = a.flags;
+  return {
+    type: 'curves/retryGrpo',
+    id,
+    pool: f.pool ?? null,
+    force: false,
+    ...(f.temperature !== undefined ? { temperature: f.temperature } : {}),
+    ...(f.guide !== undefined ? { guide: f.guide } : {}),
+  };
 }
