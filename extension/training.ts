@@ -18,8 +18,10 @@ import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 // ---- end live metrics ----
 import { describeProgress, prescreenRefusal, suggestedPool, type ProgressMemo } from './progressText';
 import { preflightLine, readRunMeta } from './runMeta';
+import { type RetryStep, refusedRunOf, retryCommand, sftMoreNext } from './preflightActions';
+import { preflightActionLabel } from '../core/protocol/panels';
 import { CurvesPanel } from './panels/curves';
-import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readRun } from './runFolders';
+import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readJson, readRun } from './runFolders';
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
@@ -128,6 +130,11 @@ interface TrainArgs {
   /** A Hugging Face model folder to start from (as `train sft --base`), and LoRA on it ("r,alpha[,targets]"). */
   base?: string;
   lora?: string;
+  /**
+   * Continued SFT (`train sft --from`): this SFT run's latest checkpoint, data and world go on
+   * training in a new run; only the budget is asked (a refused GRPO run's "Train SFT More…").
+   */
+  from?: string;
 }
 
 async function uniqueRunDir(folder: vscode.WorkspaceFolder, name: string): Promise<string> {
@@ -295,6 +302,7 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     return undefined;
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
+  if (args.from !== undefined) return trainSftMore(context, folder, args.from, args);
   let data: DataChoice | undefined;
   try {
     const world = args.world ?? (interactive || args.traces ? undefined : configuredWorldFolder(folder));
@@ -363,6 +371,33 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
   return closeJob(result, spec);
 }
 
+/**
+ * More SFT from an SFT run (a refused GRPO run's "Train SFT More…"): the run's checkpoint,
+ * data, tokenizer and world go on in a new run for the budget Train (SFT) asks; its finish
+ * message says to start GRPO from the new run.
+ */
+async function trainSftMore(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder, from: string, args: TrainArgs): Promise<JobReport | undefined> {
+  const r = readRun(from);
+  if (r.kind !== 'sft' || r.checkpoints.length === 0) {
+    void vscode.window.showErrorMessage(`Agent Lab: cannot continue ${path.basename(from)}: it is not an SFT run with a checkpoint.`);
+    return undefined;
+  }
+  const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
+  const budget: Budget | undefined = args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : await pickBudget(folder);
+  if (!budget) return undefined;
+  const runDir = await uniqueRunDir(folder, args.runName ?? `sft-more-${timestamp()}`);
+  const spec: JobSpec = {
+    kind: 'sft',
+    runDir,
+    from,
+    backend: config.get<string>('backend') ?? 'auto',
+    ...budget,
+    evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
+  };
+  const result = await runWithProgress(context, spec, `Training (SFT) more from ${path.basename(from)}`);
+  return closeJob(result, spec);
+}
+
 /** Optional arguments when GRPO is started from code (tests); the rest comes from settings. */
 interface GrpoArgs {
   fromRunDir?: string;
@@ -378,6 +413,10 @@ interface GrpoArgs {
   force?: boolean;
   /** The RL pool (default: the trainer's, by the SFT run's world); a refusal's button sets the one it suggests. */
   pool?: RlPool;
+  /** The rollouts' temperature over agentLab.grpo.temperature (a confident refusal's button: hotter). */
+  temperature?: number;
+  /** All-wrong groups get the stub teacher's transcript (`--guide on`; a too-hard refusal's button). */
+  guide?: boolean;
 }
 
 /** Run folders that hold a trained SFT student (config kind sft and a checkpoint). */
@@ -419,6 +458,7 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     groupSize: args.groupSize,
     tasksPerStep: args.tasksPerStep,
     reward: args.reward,
+    temperature: args.temperature,
   });
   const spec: JobSpec = {
     kind: 'grpo',
@@ -431,20 +471,25 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
     ...(args.force ? { force: true } : {}),
     ...(args.pool ? { pool: args.pool } : {}),
+    ...(args.guide ? { guide: true } : {}),
   };
   const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
-  // The pre-screen refused (the error holds its prediction, cause and next step): offer to run anyway.
+  // The pre-screen refused (the error holds its prediction, cause and next step): a button for
+  // each next step the verdict names (config.json's actions; an older trainer's text: its pool), and Train Anyway.
   const verdict = result.error ? prescreenRefusal(result.error) : null;
   if (verdict && !args.force) {
-    const fromRunDir = from;
-    // The suggested pool as a button of its own: one click runs what the verdict's next step says.
+    const refusedRun = refusedRunOf(readJson(path.join(runDir, CONFIG_FILE))) ?? { from, ...(args.pool ? { pool: args.pool } : {}) };
     const pool = suggestedPool(verdict);
-    const usePool = pool ? `Use --pool ${pool}` : undefined;
+    const steps: RetryStep[] = readRunMeta(runDir)?.preflight?.verdict?.actions ?? (pool ? [{ kind: 'grpo', flags: { pool } }] : []);
+    const buttons = steps.map((step) => ({ label: step.kind === 'force' ? 'Train Anyway' : preflightActionLabel(step), step }));
     // "Show Pre-flight": the whole table (per shape, with intervals) in the Training Curves panel.
-    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, ...(usePool ? [usePool] : []), 'Train Anyway', 'Show Pre-flight').then((choice) => {
+    void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, ...buttons.map((b) => b.label), 'Train Anyway', 'Show Pre-flight').then((choice) => {
       if (choice === 'Show Pre-flight') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [runDir] });
-      if (choice === 'Train Anyway') void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, force: true });
-      else if (choice !== undefined && choice === usePool) void vscode.commands.executeCommand('agentLab.trainGrpo', { ...args, fromRunDir, pool });
+      const step: RetryStep | undefined = choice === 'Train Anyway' ? { kind: 'force' } : buttons.find((b) => b.label === choice)?.step;
+      if (!step) return;
+      const cmd = retryCommand(step, refusedRun);
+      // A GRPO retry keeps what this call was given (steps, group size…) under the step's flags.
+      void vscode.commands.executeCommand(cmd.command, cmd.command === 'agentLab.trainGrpo' ? { ...args, ...cmd.args } : cmd.args);
     });
   }
   return closeJob(result, spec);
@@ -576,6 +621,8 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     message = s
       ? trainingFinishMessage(spec.kind, name, s, stepsDone)
       : `${spec.kind.toUpperCase()} ${name} finished: ${stepsDone} steps. (No held-out evaluation in this run: Evaluate gives the figure.)`;
+    // More SFT for a refused GRPO run: the GRPO run is the user's to start again, from this run.
+    if (spec.kind === 'sft' && spec.from !== undefined) message += ` ${sftMoreNext(spec.from)}`;
     // A GRPO run is judged beside its SFT start: the results table has both.
     actions = spec.kind === 'sft' ? ['Evaluate', 'Open Curves', 'Train (GRPO)'] : ['Evaluate', 'Open Curves', 'Compare Runs'];
   }

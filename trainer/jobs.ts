@@ -45,6 +45,7 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
         ...(spec.world !== undefined ? { world: spec.world } : {}),
         ...(spec.base !== undefined ? { base: spec.base } : {}),
         ...(spec.lora !== undefined ? { lora: spec.lora } : {}),
+        ...(spec.from !== undefined ? { from: spec.from } : {}),
       },
       hooks,
     );

@@ -88,7 +88,7 @@ export const GRPO_OPTION_TABLE = {
   /** Draw tasks whose last group had a spread in correctness again before new ones (trainer/revisit.ts). */
   revisit: { kind: 'onOff', flag: 'revisit' },
   /** A group whose rollouts are all wrong gets the stub teacher's transcript in place of its last (trainer/guide.ts). */
-  guide: { kind: 'onOff', flag: 'guide' },
+  guide: { kind: 'onOff', flag: 'guide', job: true },
   /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (default: 10% of the run's draws; 0: none). */
   prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true },
   /** Rollouts per pre-screened task (default: the group size; at least it). */
@@ -127,7 +127,8 @@ const ROWS = Object.entries(GRPO_OPTION_TABLE) as [GrpoOptionKey, GrpoOptionRow]
 export const GRPO_JOB_FIELDS = {
   strings: ROWS.filter(([, r]) => r.job && r.kind === 'string').map(([k]) => k),
   numbers: ROWS.filter(([, r]) => r.job && (r.kind === 'int' || r.kind === 'number')).map(([k]) => k),
-  flags: ROWS.filter(([, r]) => r.job && r.kind === 'flag').map(([k]) => k),
+  /** Booleans: flags, and `on|off` options (true for on). */
+  flags: ROWS.filter(([, r]) => r.job && (r.kind === 'flag' || r.kind === 'onOff')).map(([k]) => k),
 };
 
 /** A CLI option spec as cli/args.ts reads it (structurally its OptionSpec). */

@@ -234,6 +234,14 @@ export interface PreflightView {
 /** A next step a refused verdict names: GRPO again from the same SFT run with these flags, or more SFT from that run first. */
 export type PreflightAction = { kind: 'grpo'; flags: RetryFlags } | { kind: 'sft-more' };
 
+/** A button's words for an action: "Train with --pool fresh-values", "Train with --temperature 1.2", "Train with --guide on", "Train SFT More…". */
+export function preflightActionLabel(a: PreflightAction): string {
+  if (a.kind === 'sft-more') return 'Train SFT More…';
+  const f = a.flags;
+  const flags = [f.pool !== undefined ? `--pool ${f.pool}` : '', f.temperature !== undefined ? `--temperature ${f.temperature}` : '', f.guide !== undefined ? `--guide ${f.guide}` : ''];
+  return `Train with ${flags.filter((x) => x !== '').join(' ')}`;
+}
+
 /** The flags a retry of a refused GRPO run may change (at least one). */
 export interface RetryFlags {
   pool?: RlPool;

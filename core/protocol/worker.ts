@@ -28,6 +28,8 @@ export interface SftJobSpec {
   base?: string;
   /** With `base`: LoRA adapters on the frozen base, "r,alpha[,targets]" as `train sft --lora` (trainer/lora.ts). */
   lora?: string;
+  /** Continued SFT (`train sft --from`): start from this SFT run's latest checkpoint, data, tokenizer and world. */
+  from?: string;
 }
 /**
  * Evaluation splits: the seed's 50 held-out tasks (reported first), the run's training
@@ -204,11 +206,15 @@ export function checkJobSpec(v: unknown): string | null {
   if (!isObj(v)) return 'job must be an object';
   if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
   if (v['kind'] === 'sft') {
-    for (const k of ['preset', 'recipe', 'backend', 'world', 'base', 'lora']) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of ['preset', 'recipe', 'backend', 'world', 'base', 'lora', 'from']) if (!optStr(v[k])) return `job.${k} must be a string`;
     for (const k of ['steps', 'minutes', 'evalLimit']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
     if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
     if (v['base'] === '') return 'job.base must be a folder path, not empty';
     if (v['lora'] !== undefined && v['base'] === undefined) return 'job.lora trains adapters on a frozen base model: job.base is needed too';
+    if (v['from'] === '') return 'job.from must be an SFT run folder, not empty';
+    // As `train sft --from`: the run it continues gives the weights, the data and the world.
+    if (v['from'] !== undefined && v['base'] !== undefined) return 'job.base and job.from both give the starting weights: give one of them';
+    if (v['from'] !== undefined && v['world'] !== undefined) return "job.from continues on that run's data and world: drop job.world";
     return null;
   }
   if (v['kind'] === 'grpo') {

@@ -15,7 +15,7 @@ import { MetricsTail } from './metricsTail';
 import { CONFIG_FILE, METRICS_FILE } from '../../core/protocol/folders';
 import { readRunMeta } from '../runMeta';
 import { readJson } from '../runFolders';
-import { RL_POOLS } from '../../core/protocol/grpoOptions';
+import { commandOfMessage } from '../preflightActions';
 
 const POLL_MS = 1000;
 const MEMENTO_KEY = 'agentLab.curves.runs';
@@ -169,15 +169,17 @@ export class CurvesPanel implements PanelController {
       case 'curves/savePng':
         await savePng(msg.chart, msg.dataUrl, this.runDirs[0]);
         return;
-      case 'curves/retryGrpo': {
-        // Only a run the panel shows, and only a pool the trainer knows: Train (GRPO) from its SFT run.
+      case 'curves/retryGrpo':
+      case 'curves/sftMore': {
+        // Only a run the panel shows, from its own config.json: Train (GRPO) from its SFT run with the
+        // step's flags, or Train (SFT) continuing that SFT run (extension/preflightActions.ts).
         if (!this.runs.has(msg.id)) return;
-        const from = readJson(path.join(msg.id, CONFIG_FILE))?.['from'];
-        const fromRunDir = typeof from === 'object' && from !== null ? (from as Record<string, unknown>)['run'] : undefined;
-        if (typeof fromRunDir !== 'string') return;
-        const pool = msg.pool !== null && (RL_POOLS as readonly string[]).includes(msg.pool) ? msg.pool : undefined;
-        if (msg.pool !== null && pool === undefined) return;
-        void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir, ...(pool ? { pool } : {}), ...(msg.force ? { force: true } : {}) });
+        const cmd = commandOfMessage(msg, readJson(path.join(msg.id, CONFIG_FILE)));
+        if (typeof cmd === 'string') {
+          log.warn(`curves: ${msg.type} ignored: ${cmd}`);
+          return;
+        }
+        void vscode.commands.executeCommand(cmd.command, cmd.args);
         return;
       }
       default:

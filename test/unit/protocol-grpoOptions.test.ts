@@ -62,10 +62,15 @@ describe('core/protocol/grpoOptions: one table for the GRPO options', () => {
     const jobRows = rows.filter(([, r]) => r.job);
     assert.ok(jobRows.length >= 15);
     for (const [key, r] of jobRows) {
-      const bad = r.kind === 'string' ? 3 : r.kind === 'flag' ? 'yes' : -1;
+      // A flag and an `on|off` option are booleans in a job spec (`--guide on`: guide: true).
+      const boolean = r.kind === 'flag' || r.kind === 'onOff';
+      const bad = r.kind === 'string' ? 3 : boolean ? 'yes' : -1;
       assert.match(checkJobSpec({ ...base, [key]: bad }) ?? '', new RegExp(`^job\\.${key} must be`), key);
-      const good = r.kind === 'string' ? 'x' : r.kind === 'flag' ? true : 1;
+      const good = r.kind === 'string' ? 'x' : boolean ? true : 1;
       assert.equal(checkJobSpec({ ...base, [key]: good }), null, key);
     }
+    // The editor's retry of a too-hard refusal: --guide on reaches the worker as guide: true.
+    assert.equal(checkJobSpec({ ...base, guide: true, temperature: 1.2 }), null);
+    assert.match(checkJobSpec({ ...base, guide: 'on' }) ?? '', /^job\.guide must be a boolean/);
   });
 });

@@ -3,7 +3,7 @@
 // predicted share of groups with a spread in correctness and its 90% interval), the
 // verdict in words and the next step, with a button for each next step the verdict names.
 // DOM-free, so the unit tests read it.
-import type { FromWebview, PreflightAction, PreflightView } from '../../core/protocol/panels';
+import { type FromWebview, type PreflightAction, type PreflightView, preflightActionLabel } from '../../core/protocol/panels';
 import { RL_POOLS, type RlPool } from '../../core/protocol/grpoOptions';
 
 /** One button of a refused run's card: a next step the verdict names, or Train Anyway. */
@@ -65,19 +65,11 @@ export function preflightTable(view: PreflightView): PreflightTable {
     ? []
     : (v.actions ?? (oldPool && (RL_POOLS as readonly string[]).includes(oldPool) ? [{ kind: 'grpo', flags: { pool: oldPool as RlPool } }] : []));
   const pool = refused ? (actions.flatMap((a) => (a.kind === 'grpo' && a.flags.pool ? [a.flags.pool] : []))[0] ?? null) : null;
-  const buttons: PreflightButton[] = refused ? [...actions.map((action) => ({ label: actionLabel(action), action })), { label: 'Train Anyway', action: { kind: 'force' } }] : [];
+  const buttons: PreflightButton[] = refused ? [...actions.map((action) => ({ label: preflightActionLabel(action), action })), { label: 'Train Anyway', action: { kind: 'force' } }] : [];
   const all = ps?.figures.find((f) => f.kind === 'all');
   const word = { pass: 'PASS', fail: 'FAIL', forced: 'FAIL (forced)', none: 'no verdict yet' }[verdictClass];
   const headline = all ? `${word} · ${pct(all.share)} of groups predicted with a spread (90% ${pct(all.low)}–${pct(all.high)})` : word;
   return { head, rows, verdictClass, verdict, next, noScreen, refused, pool, headline, buttons };
-}
-
-/** "Train with --pool fresh-values", "Train with --temperature 1.2", "Train with --guide on", "Train SFT More…". */
-export function actionLabel(a: PreflightAction): string {
-  if (a.kind === 'sft-more') return 'Train SFT More…';
-  const f = a.flags;
-  const flags = [f.pool !== undefined ? `--pool ${f.pool}` : '', f.temperature !== undefined ? `--temperature ${f.temperature}` : '', f.guide !== undefined ? `--guide ${f.guide}` : ''];
-  return `Train with ${flags.filter((x) => x !== '').join(' ')}`;
 }
 
 /** The message a card's button posts for run `id` (the extension checks it again). */
