@@ -22,6 +22,8 @@ import {
   wilsonInterval,
 } from '../../trainer/prescreen';
 import { prescreenRefusal, suggestedPool } from '../../extension/progressText';
+import { preflightViewOf } from '../../extension/runMeta';
+import { preflightTable } from '../../webview-ui/curves/preflight';
 import { grpoOutcomeText } from '../../core/figures';
 import type { GrpoSummary } from '../../core/protocol/worker';
 import { repoRoot } from '../support/reference';
@@ -204,6 +206,12 @@ describe('GRPO pre-screen verdict and auto-stop, end to end (tiny preset)', func
     assert.equal(refused['refused'], true);
     assert.equal((refused['prescreenVerdict'] as { cause: string }).cause, 'too-hard');
     assert.equal((refused['prescreen'] as { tasks: number }).tasks, 60);
+    // The next steps as data beside the text, and the editor's card reads them as its buttons.
+    assert.deepEqual((refused['prescreenVerdict'] as { actions: unknown }).actions, [{ kind: 'sft-more' }, { kind: 'grpo', flags: { pool: 'fresh-values' } }, { kind: 'grpo', flags: { guide: 'on' } }]);
+    assert.deepEqual(
+      preflightTable(preflightViewOf(refused)!).buttons.map((b) => b.label),
+      ['Train SFT More…', 'Train with --pool fresh-values', 'Train with --guide on', 'Train Anyway'],
+    );
     assert.deepEqual(grpoLines(run), [], 'no step was trained');
     assert.equal(latestCheckpoint(run), null);
     // A refused run is not resumed past its verdict.
