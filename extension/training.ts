@@ -19,7 +19,7 @@ import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 import { describeProgress, prescreenRefusal, suggestedPool, type ProgressMemo } from './progressText';
 import { preflightLine, readRunMeta } from './runMeta';
 import { type RetryStep, refusedRunOf, retryCommand, sftMoreNext } from './preflightActions';
-import { preflightActionLabel } from '../core/protocol/panels';
+import { type PreflightAction, preflightActionLabel } from '../core/protocol/panels';
 import { CurvesPanel } from './panels/curves';
 import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readJson, readRun } from './runFolders';
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
@@ -480,8 +480,8 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
   if (verdict && !args.force) {
     const refusedRun = refusedRunOf(readJson(path.join(runDir, CONFIG_FILE))) ?? { from, ...(args.pool ? { pool: args.pool } : {}) };
     const pool = suggestedPool(verdict);
-    const steps: RetryStep[] = readRunMeta(runDir)?.preflight?.verdict?.actions ?? (pool ? [{ kind: 'grpo', flags: { pool } }] : []);
-    const buttons = steps.map((step) => ({ label: step.kind === 'force' ? 'Train Anyway' : preflightActionLabel(step), step }));
+    const steps: PreflightAction[] = readRunMeta(runDir)?.preflight?.verdict?.actions ?? (pool ? [{ kind: 'grpo', flags: { pool } }] : []);
+    const buttons = steps.map((step) => ({ label: preflightActionLabel(step), step }));
     // "Show Pre-flight": the whole table (per shape, with intervals) in the Training Curves panel.
     void vscode.window.showWarningMessage(`Agent Lab: ${verdict}`, ...buttons.map((b) => b.label), 'Train Anyway', 'Show Pre-flight').then((choice) => {
       if (choice === 'Show Pre-flight') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [runDir] });
