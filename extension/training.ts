@@ -11,7 +11,6 @@ import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { type EvalSplit, FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
-import { grpoJobOptionsFromSettings, type RlPool } from '../core/protocol/grpoOptions';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
@@ -19,6 +18,7 @@ import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
 import { describeProgress, prescreenRefusal, suggestedPool, type ProgressMemo } from './progressText';
 import { preflightLine, readRunMeta } from './runMeta';
 import { type RetryStep, refusedRunOf, retryCommand, sftMoreNext } from './preflightActions';
+import { type GrpoArgs, grpoJobSpec, sftMoreJobSpec } from './jobSpecs';
 import { type PreflightAction, preflightActionLabel } from '../core/protocol/panels';
 import { CurvesPanel } from './panels/curves';
 import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readJson, readRun } from './runFolders';
@@ -386,37 +386,9 @@ async function trainSftMore(context: vscode.ExtensionContext, folder: vscode.Wor
   const budget: Budget | undefined = args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : await pickBudget(folder);
   if (!budget) return undefined;
   const runDir = await uniqueRunDir(folder, args.runName ?? `sft-more-${timestamp()}`);
-  const spec: JobSpec = {
-    kind: 'sft',
-    runDir,
-    from,
-    backend: config.get<string>('backend') ?? 'auto',
-    ...budget,
-    evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
-  };
+  const spec: JobSpec = sftMoreJobSpec(from, runDir, budget, (setting) => config.get(setting), args.evalLimit);
   const result = await runWithProgress(context, spec, `Training (SFT) more from ${path.basename(from)}`);
   return closeJob(result, spec);
-}
-
-/** Optional arguments when GRPO is started from code (tests); the rest comes from settings. */
-interface GrpoArgs {
-  fromRunDir?: string;
-  runName?: string;
-  steps?: number;
-  groupSize?: number;
-  tasksPerStep?: number;
-  evalLimit?: number;
-  evalEvery?: number;
-  systemPrompt?: string;
-  reward?: string;
-  /** Run although the pre-screen's verdict refused (recorded in config.json as forced). */
-  force?: boolean;
-  /** The RL pool (default: the trainer's, by the SFT run's world); a refusal's button sets the one it suggests. */
-  pool?: RlPool;
-  /** The rollouts' temperature over agentLab.grpo.temperature (a confident refusal's button: hotter). */
-  temperature?: number;
-  /** All-wrong groups get the stub teacher's transcript (`--guide on`; a too-hard refusal's button). */
-  guide?: boolean;
 }
 
 /** Run folders that hold a trained SFT student (config kind sft and a checkpoint). */
@@ -452,27 +424,7 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
   }
   const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
   const runDir = await uniqueRunDir(folder, args.runName ?? `grpo-${timestamp()}`);
-  // The agentLab.grpo.* settings the option table names (core/protocol/grpoOptions.ts), under the arguments given.
-  const fromSettings = grpoJobOptionsFromSettings((setting) => config.get(setting), {
-    steps: args.steps,
-    groupSize: args.groupSize,
-    tasksPerStep: args.tasksPerStep,
-    reward: args.reward,
-    temperature: args.temperature,
-  });
-  const spec: JobSpec = {
-    kind: 'grpo',
-    runDir,
-    from,
-    backend: config.get<string>('backend') ?? 'auto',
-    ...fromSettings,
-    ...(args.evalLimit !== undefined ? { evalLimit: args.evalLimit } : {}),
-    ...(args.evalEvery !== undefined ? { evalEvery: args.evalEvery } : {}),
-    ...(args.systemPrompt !== undefined ? { systemPrompt: args.systemPrompt } : {}),
-    ...(args.force ? { force: true } : {}),
-    ...(args.pool ? { pool: args.pool } : {}),
-    ...(args.guide ? { guide: true } : {}),
-  };
+  const spec: JobSpec = grpoJobSpec(args, (setting) => config.get(setting), runDir, from);
   const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
   // The pre-screen refused (the error holds its prediction, cause and next step): a button for
   // each next step the verdict names (config.json's actions; an older trainer's text: its pool), and Train Anyway.

@@ -10,7 +10,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseFromWebviewFor } from '../../core/protocol/panels';
 import { checkJobSpec } from '../../core/protocol/worker';
-import { commandOfMessage, refusedRunOf, retryCommand, sftMoreNext } from '../../extension/preflightActions';
+import { commandOfMessage, refusedRunOf, retryCommand, sftMoreNext, type RetryCommand } from '../../extension/preflightActions';
+import { grpoJobSpec, sftMoreJobSpec } from '../../extension/jobSpecs';
 import { preflightViewOf } from '../../extension/runMeta';
 import { type JobHooks, runJob } from '../../trainer/jobs';
 import { type PrescreenVerdict, prescreenVerdict, summarisePrescreen } from '../../trainer/prescreen';
@@ -87,6 +88,31 @@ describe("a refused GRPO run's next steps as buttons (issue 33, extension/prefli
     // The notification's seam: the same commands from the verdict's actions.
     assert.deepEqual(retryCommand({ kind: 'grpo', flags: { guide: 'on' } }, { from: '/s' }), { command: 'agentLab.trainGrpo', args: { fromRunDir: '/s', guide: true } });
     assert.match(sftMoreNext('/ws/runs/sft-1'), /^Continued SFT from sft-1: start GRPO from this run/);
+  });
+
+  it("each button's command becomes the job the worker accepts: the step's flag in the spec, the settings for the rest", () => {
+    const settings: Record<string, unknown> = { backend: 'wasm', 'grpo.steps': 60, 'grpo.temperature': 0.9, 'sft.heldoutTasks': 20 };
+    const read = (k: string) => settings[k];
+    const config = refusedConfig(prescreenVerdict(screen(() => 0), ctx), { pool: 'fresh-entities', temperature: 0.9, guide: false });
+    const specs = clickAll(config).map(({ label, command }) => {
+      const cmd = command as RetryCommand;
+      const spec =
+        cmd.command === 'agentLab.trainGrpo'
+          ? grpoJobSpec(cmd.args, read, '/ws/runs/grpo-2', cmd.args.fromRunDir)
+          : sftMoreJobSpec(cmd.args.from, '/ws/runs/sft-more', { minutes: 10 }, read);
+      assert.equal(checkJobSpec(spec), null, label);
+      return spec;
+    });
+    assert.deepEqual(specs, [
+      { kind: 'sft', runDir: '/ws/runs/sft-more', from: '/ws/runs/sft-1', backend: 'wasm', minutes: 10, evalLimit: 20 },
+      { kind: 'grpo', runDir: '/ws/runs/grpo-2', from: '/ws/runs/sft-1', backend: 'wasm', steps: 60, temperature: 0.9, pool: 'fresh-values' },
+      { kind: 'grpo', runDir: '/ws/runs/grpo-2', from: '/ws/runs/sft-1', backend: 'wasm', steps: 60, temperature: 0.9, pool: 'fresh-entities', guide: true },
+      { kind: 'grpo', runDir: '/ws/runs/grpo-2', from: '/ws/runs/sft-1', backend: 'wasm', steps: 60, temperature: 0.9, force: true, pool: 'fresh-entities' },
+    ]);
+    // The hotter temperature wins over the setting.
+    const confident = clickAll(refusedConfig(prescreenVerdict(screen((i) => (i % 2 ? 8 : 0)), ctx)))[0]!.command as RetryCommand;
+    assert.equal(confident.command, 'agentLab.trainGrpo');
+    if (confident.command === 'agentLab.trainGrpo') assert.equal(grpoJobSpec(confident.args, read, '/g', '/s').temperature, 1.2);
   });
 
   it('the job specs the commands build: guide and temperature on a GRPO job, from on an SFT job (not with base or world)', () => {
