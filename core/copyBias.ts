@@ -3,10 +3,11 @@
 // raised by a fixed amount. A pointer-generator's copy distribution with a constant gate,
 // applied at decoding only: a 2-layer student starts an unseen name right and then drifts into
 // pieces of names it was trained on ("Nioxnem" -> "Nioxkrm"); the bias keeps it on the name it
-// is copying. With `stop` it also ends a copied name where the question's name ends: the
-// tokens that run on past a whole question word ("Marmar" -> "Marmarmar...", "Mifa" ->
-// "Mifa-40M") are lowered by the same amount. Why it is on by default and what it measured:
-// docs/decisions.md, "A copy bias" and "A copy stop".
+// is copying. With `stop` it also keeps a copied name whole: inside a name of the question the
+// tokens that drift from it or end it early are lowered by the same amount ("Raostfa" ->
+// "Raosfa", "Peost" -> "Peos"), and past its end nothing runs on ("Marmar" -> "Marmarmar...",
+// "Mifa" -> "Mifa-40M"). Why they are on by default and what they measured: docs/decisions.md,
+// "A copy bias" and "A copy stop".
 
 /** Letters and digits: what a name is made of (a hyphen joins parts: "Stack-100M"). */
 const WORD_CHAR = /[\p{L}\p{N}]/u;
@@ -131,6 +132,30 @@ export function copyOverruns(tokenStrings: readonly (string | null)[], words: re
   return ids;
 }
 
+/** `partial` is a proper beginning of a name of the question, and no question word itself. */
+function insideName(words: readonly string[], partial: string): boolean {
+  return partial !== '' && !words.includes(partial) && words.some((w) => NAME_LIKE.test(w) && w.length > partial.length && w.startsWith(partial));
+}
+
+/**
+ * The ids of tokens that leave a name of the question before its end or drift from it, given
+ * the tokens that continue it (copyContinuations): inside a name of two letters or more ("Peos"
+ * of "Peost", "Raos" of "Raostfa"), every token that is not one of them ("Peos" + " publication",
+ * "Raos" + "fa"); after its first letter only, the tokens that leave the word ("V" + " publication"
+ * for "Vennu": one letter begins a word of the transcript's own as often as a name).
+ */
+export function copyDrifts(tokenStrings: readonly (string | null)[], words: readonly string[], partial: string, continuations: readonly number[]): number[] {
+  if (!insideName(words, partial)) return [];
+  const keep = new Set(continuations);
+  const out: number[] = [];
+  for (let id = 0; id < tokenStrings.length; id++) {
+    const s = tokenStrings[id];
+    if (!s || keep.has(id)) continue;
+    if (partial.length >= 2 || !RUNS_ON.test(s)) out.push(id);
+  }
+  return out;
+}
+
 /** One episode's copy bias: the question's words, the token texts and the strength. */
 export class CopyBias {
   private readonly words: string[];
@@ -139,22 +164,34 @@ export class CopyBias {
     private readonly tokenStrings: readonly (string | null)[],
     question: string,
     readonly strength: number,
-    /** Also lower the tokens that run on past a whole question word (copyOverruns). */
+    /** Also keep a copied name whole: no drift, no early end, nothing past its end (copyDrifts, copyOverruns). */
     readonly stop = false,
   ) {
     this.words = questionWords(question);
   }
 
-  /** Raises, in place, the logits of the tokens that continue the word `textSoFar` ends in. */
+  /**
+   * Raises, in place, the logits of the tokens that continue the word `textSoFar` ends in; with
+   * `stop`, also lowers those that drift from a name of the question or leave it early
+   * (copyDrifts) and removes those that run on past its end (copyOverruns).
+   */
   apply(logits: Float32Array, textSoFar: string): void {
     if (this.strength === 0) return;
     const partial = trailingWord(textSoFar);
-    for (const id of copyContinuations(this.tokenStrings, this.words, partial, textSoFar.slice(-1), this.stop)) {
+    const continuations = copyContinuations(this.tokenStrings, this.words, partial, textSoFar.slice(-1), this.stop);
+    for (const id of continuations) {
       if (id < logits.length && logits[id] !== -Infinity) logits[id]! += this.strength;
     }
     if (!this.stop) return;
-    for (const id of copyOverruns(this.tokenStrings, this.words, partial)) {
+    for (const id of copyDrifts(this.tokenStrings, this.words, partial, continuations)) {
       if (id < logits.length && logits[id] !== -Infinity) logits[id]! -= this.strength;
     }
+    // A name ends where the question's ends: nothing in this format writes more of it (unless
+    // the grammar left nothing else: then the bias stays out of its way).
+    const overruns = copyOverruns(this.tokenStrings, this.words, partial).filter((id) => id < logits.length && logits[id] !== -Infinity);
+    if (overruns.length === 0) return;
+    const before = overruns.map((id) => logits[id]!);
+    for (const id of overruns) logits[id] = -Infinity;
+    if (!logits.some((x) => x !== -Infinity)) overruns.forEach((id, i) => (logits[id] = before[i]!));
   }
 }

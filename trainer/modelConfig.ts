@@ -93,9 +93,14 @@ export interface Preset {
  * (docs/decisions.md, "A copy bias").
  */
 export const COPY_BIAS = 4;
+/**
+ * Every preset that decodes with the copy bias keeps copied names whole too (ModelConfig.copyStop):
+ * chosen on the dev splits, where it lost no task (docs/decisions.md, "A copy stop").
+ */
+export const COPY_STOP = true;
 
 const TINY: Preset = {
-  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2, copyBias: COPY_BIAS },
+  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2, copyBias: COPY_BIAS, copyStop: COPY_STOP },
   batch: 2,
   lr: 4e-3,
   // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
@@ -126,7 +131,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: 'tiny with a third layer (~842k parameters at vocab 749): 1.5 times the time per step; measured no better than tiny at 8,000 steps (docs/results.md)',
   },
   small: {
-    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS },
+    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS, copyStop: COPY_STOP },
     batch: 2,
     lr: 3e-3,
     minutes: 20,
@@ -139,7 +144,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: '~1.3M parameters: more capacity, fewer steps per minute',
   },
   long: {
-    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS },
+    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS, copyStop: COPY_STOP },
     batch: 2,
     lr: 4e-3,
     minutes: 60,
@@ -152,7 +157,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: "~650k parameters (tiny's width, one more layer) for a 60-minute CPU budget",
   },
   'stack-100m': {
-    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768, copyBias: COPY_BIAS },
+    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768, copyBias: COPY_BIAS, copyStop: COPY_STOP },
     batch: 8,
     lr: 6e-4,
     minutes: 120,

@@ -3,7 +3,7 @@
 // the question's name with the bias, and drifts without it.
 import * as assert from 'node:assert/strict';
 import { ToolEnv } from '../../core/distill';
-import { CopyBias, copyContinuations, copyOverruns, questionWords, trailingWord } from '../../core/copyBias';
+import { CopyBias, copyContinuations, copyDrifts, copyOverruns, questionWords, trailingWord } from '../../core/copyBias';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { renderPrompt } from '../../core/distill';
 import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
@@ -45,7 +45,7 @@ describe('copy bias', () => {
     assert.deepEqual([...untouched], [1, 2, 3]);
   });
 
-  it('with the stop, lowers what runs on past a whole name of the question, and nothing else', () => {
+  it('with the stop, removes what runs on past a whole name of the question, and nothing else', () => {
     const strings = ['mar', '-', '-40M', '0', '?', ' or', '"', 'n', null];
     const over = (partial: string, words: string[]) => copyOverruns(strings, words, partial).map((id) => strings[id]);
     const words = ['Which', 'is', 'the', 'of', 'Marmar', 'Tygri', 'Tygri-540M', '100'];
@@ -60,11 +60,30 @@ describe('copy bias', () => {
     // At the end of a whole name a hyphen leaves it without the stop (the old rule), not with it.
     assert.ok(copyContinuations(strings, ['Mifa'], 'Mifa').map((id) => strings[id]).includes('-'));
     assert.deepEqual(copyContinuations(strings, ['Mifa'], 'Mifa', 'a', true).map((id) => strings[id]), ['?', '"']);
-    // The bias applies both: raised to leave (into nothing or the question's "or"), lowered to run on;
-    // a grammar-removed token stays removed.
+    // The bias applies both: raised to leave (into nothing or the question's "or"); what runs on
+    // is removed, a grammar-removed token stays removed.
     const logits = Float32Array.from([10, 10, 10, 10, 1, 1, 1, -Infinity, 0]);
     new CopyBias(strings, 'Which is larger, Marmar or Tygri-540M?', 4, true).apply(logits, 'Answer: Marmar');
-    assert.deepEqual([...logits], [6, 6, 6, 6, 5, 5, 5, -Infinity, 0]);
+    assert.deepEqual([...logits], [-Infinity, -Infinity, -Infinity, -Infinity, 5, 5, 5, -Infinity, 0]);
+    // Unless the grammar left nothing else: then the bias stays out of its way.
+    const only = Float32Array.from([3, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity, -Infinity]);
+    new CopyBias(strings, 'Which is larger, Marmar or Tygri-540M?', 4, true).apply(only, 'Answer: Marmar');
+    assert.equal(only[0], 3);
+  });
+
+  it('with the stop, lowers what drifts from a name of the question or ends it early', () => {
+    const strings = ['t', 'fa', ' publication', '"', 'tfa', 'n', 'en', null];
+    const words = ['Which', 'the', 'Peost', 'Raostfa', 'Vennu', 'year'];
+    const drifts = (partial: string) => copyDrifts(strings, words, partial, copyContinuations(strings, words, partial, partial.slice(-1), true)).map((id) => strings[id]);
+    // Inside a name: everything but its continuation ("Peos" + "t"; "Raos" + "t", "tfa").
+    assert.deepEqual(drifts('Peos'), ['fa', ' publication', '"', 'tfa', 'n', 'en']);
+    assert.deepEqual(drifts('Raos'), ['fa', ' publication', '"', 'n', 'en']);
+    // After one letter only what leaves the word: a letter begins words of the transcript's own too.
+    assert.deepEqual(drifts('V'), [' publication', '"']);
+    // A whole question word, a word no name begins, a lower-case question word's prefix: nothing.
+    assert.deepEqual(drifts('Peost'), []);
+    assert.deepEqual(drifts('Sour'), []);
+    assert.deepEqual(drifts('ye'), []);
   });
 
   describe('in the decoding loop', () => {
@@ -80,11 +99,12 @@ describe('copy bias', () => {
      * A student that writes `start` and then prefers the name it knows ("krm", logit 10) to
      * the question's ("nem", logit 7), one character at a time, then ends the turn.
      */
-    function driftingPolicy(copyBias: number): Policy {
+    function driftingPolicy(copyBias: number, copyStop = false): Policy {
       return {
         vocab: tok.vocabSize,
         maxContext: 4096,
         copyBias,
+        copyStop,
         newSession(): DecodeSession {
           const history: number[] = [];
           return {
@@ -122,6 +142,9 @@ describe('copy bias', () => {
       // A bias weaker than the student's preference changes nothing.
       const weak = new AgentRuntime(driftingPolicy(2), tok, new ToolEnv([]), null).continueTurn(promptOf(question));
       assert.equal(weak.text, 'Thought: the period of Nioxkrm.');
+      // The stop lowers the drift by as much again: the weak bias then holds.
+      const stopped = new AgentRuntime(driftingPolicy(2, true), tok, new ToolEnv([]), null).continueTurn(promptOf(question));
+      assert.equal(stopped.text, 'Thought: the period of Nioxnem.');
     });
 
     it('with the stop, ends a copied name where the question’s name ends', () => {
@@ -169,6 +192,7 @@ describe('copy bias', () => {
     assert.throws(() => validateConfig({ ...base, copyBias: -1 }), /copyBias must be a number in 0\.\.50/);
     assert.throws(() => validateConfig({ ...base, copyBias: Number.NaN }), /copyBias/);
     assert.equal(PRESETS.tiny.model.copyBias, 4);
+    assert.equal(PRESETS.tiny.model.copyStop, true);
     assert.throws(() => validateConfig({ ...base, copyStop: 'yes' as unknown as boolean }), /copyStop must be true or false/);
   });
 });
