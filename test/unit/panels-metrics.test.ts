@@ -193,6 +193,18 @@ describe('curves: what the charts say (issue 35, item 8)', () => {
     assert.match(heldoutLossNote({ id: 'r', label: 'run', records: nan })!, /from step 450 it is not a finite number \(recorded as null in 4 lines: the held-out loss overflowed\), so the line stops at step 400\.$/);
   });
 
+  it('the held-out loss says where it falls and when it runs under the batch loss, along the bottom of the chart', () => {
+    // As a default-recipe run: high while the warm-up trains first turns only, then far under the noisy batch loss.
+    const held: Record<number, number> = { 800: 2.58, 1600: 2.96, 2400: 0.097, 3200: 0.051, 4000: 0.0035 };
+    const records = Array.from({ length: 4000 }, (_, i) => sft(i + 1, 0.3 + ((i * 7) % 10) / 20, held[i + 1] !== undefined ? { heldout_loss: held[i + 1] } : {}));
+    const note = heldoutLossNote({ id: 'r', label: 'run', records })!;
+    assert.match(note, /it falls from 2\.96 to 0\.097 between steps 1600 and 2400/);
+    assert.match(note, /it ends at 0\.0035, under the training batches' median 0\.55 over the run's second half/);
+    // A line that stays with the batches says neither.
+    const level = Array.from({ length: 600 }, (_, i) => sft(i + 1, 0.5, (i + 1) % 100 === 0 ? { heldout_loss: 0.45 } : {}));
+    assert.match(heldoutLossNote({ id: 'r', label: 'run', records: level })!, /the dashed line\)\.$/);
+  });
+
   it('GRPO steps get their own axis: an SFT run and a GRPO run overlaid draw two accuracy charts', () => {
     const sftRun = { id: 's', label: 'sft', records: [sft(1000, 1), { phase: 'eval', step: 1000, time: 1, split: 'heldout', accuracy: 0.6 } as MetricRecord] };
     const grpoRun = {

@@ -158,13 +158,16 @@ function datasetsOf(spec: ChartSpec): ChartDataset<'line', Point[]>[] {
     if (s.role === 'bandLow') return { ...base, borderWidth: 0, pointRadius: 0, fill: false, backgroundColor: 'transparent' };
     if (s.role === 'bandHigh') return { ...base, borderWidth: 0, pointRadius: 0, fill: '-1', backgroundColor: withAlpha(color, 0.2) };
     const dense = s.points.length > 60;
+    // A measured line (held-out, dev) keeps its points, hollow and on top: over a dense, noisy
+    // line of the same run's colour it would otherwise vanish where the two meet.
+    if (s.role === 'dashed') return { ...base, borderWidth: 2.25, borderDash: [6, 4], pointRadius: 3, pointHoverRadius: 5, pointBackgroundColor: 'transparent', pointBorderWidth: 1.5, tension: 0 };
     return {
       ...base,
+      ...(dense ? { borderColor: withAlpha(color, 0.6) } : {}),
       borderWidth: 1.75,
       pointRadius: dense ? 0 : 2,
       pointHoverRadius: 4,
       tension: 0,
-      ...(s.role === 'dashed' ? { borderDash: [6, 4] } : {}),
     };
   });
 }

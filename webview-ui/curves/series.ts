@@ -282,8 +282,38 @@ export function heldoutLossNote(run: RunInput): string | null {
   if (nonFinite.length) {
     return `${base}; from step ${nonFinite[0]} it is not a finite number (recorded as null in ${nonFinite.length} line${nonFinite.length === 1 ? '' : 's'}: the held-out loss overflowed), so the line stops at step ${lastHeld}.`;
   }
-  if (last - lastHeld <= every) return `${base}.`;
-  return `${base}; its last point is step ${lastHeld}, the run's metrics hold none after it (the run trained on to step ${last}).`;
+  const where = heldoutLossPlace(pts, steps);
+  if (last - lastHeld <= every) return `${base}${where}.`;
+  return `${base}${where}; its last point is step ${lastHeld}, the run's metrics hold none after it (the run trained on to step ${last}).`;
+}
+
+const fmtLoss = (x: number): string => (x >= 0.1 ? x.toFixed(2) : x.toPrecision(2));
+
+/**
+ * Where a held-out loss line goes that a reader may lose: a fall by 5x or more between two
+ * points (the recipe's warm-up trains first turns only, and whole transcripts are scored), and
+ * a line that ends far under the training batches' loss (the batches hold the recipe's harder
+ * augmentation; the held-out transcripts are the seed world's own questions), drawn along the
+ * bottom of the chart under the noisy batch line. '' when neither.
+ */
+function heldoutLossPlace(held: readonly Point[], batches: readonly Point[]): string {
+  const parts: string[] = [];
+  for (let i = 1; i < held.length; i++) {
+    const [a, b] = [held[i - 1]!, held[i]!];
+    if (a.y > 0 && b.y > 0 && a.y / b.y >= 5) {
+      parts.push(`it falls from ${fmtLoss(a.y)} to ${fmtLoss(b.y)} between steps ${a.x} and ${b.x}`);
+      break;
+    }
+  }
+  const lastHeld = held.at(-1)!;
+  const tail = batches.filter((p) => p.x > lastHeld.x / 2).map((p) => p.y).sort((x, y) => x - y);
+  const median = tail.length ? tail[Math.floor(tail.length / 2)]! : NaN;
+  if (Number.isFinite(median) && lastHeld.y < median / 4) {
+    parts.push(
+      `it ends at ${fmtLoss(lastHeld.y)}, under the training batches' median ${fmtLoss(median)} over the run's second half (the batches hold the recipe's harder augmentation, the held-out transcripts the seed world's own questions), so it runs along the bottom of the chart: its hollow points mark it`,
+    );
+  }
+  return parts.length ? `; ${parts.join('; ')}` : '';
 }
 
 /** The charts that have data in at least one run, each with its series (one per run and line). */
