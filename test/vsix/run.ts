@@ -24,7 +24,7 @@ import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { overlapKey } from '../../core/overlap';
 import { makeTaskPool } from '../../core/world';
 import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
-import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, press, reset, saveFailure, settled } from '../ui/driver';
+import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, note, press, reset, saveFailure, settled } from '../ui/driver';
 import { type UiContext, panelFrame, pickExact, quickOpen, runCommand, setTheme, waitFor } from '../ui/harness';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
@@ -89,8 +89,23 @@ async function toast(page: Page, re: RegExp, timeoutMs = 30_000): Promise<Locato
   return toasts.nth(i - 1);
 }
 
+/**
+ * Clicks a toast's button and waits for its effect: a notification closes when one of its
+ * actions runs. A click that lands while the toast is still being laid out can focus the
+ * button without running it (seen once in 20 loaded runs: Distill focused, no quick pick), so
+ * a toast still showing after 3 s is clicked again; three tries.
+ */
 async function clickButton(t: Locator, label: string): Promise<void> {
-  await click(t.locator('.monaco-button', { hasText: label }).first(), { what: `the toast's "${label}" button` });
+  const page = t.page();
+  const text = ((await t.textContent({ timeout: 5_000 })) ?? '').trim();
+  const same = page.locator('.notification-toast', { hasText: text.slice(0, 60) });
+  for (let attempt = 1; ; attempt++) {
+    await click(same.locator('.monaco-button', { hasText: label }).first(), { what: `the toast's "${label}" button${attempt > 1 ? ` (attempt ${attempt})` : ''}` });
+    const closed = await waitFor(`the toast to close after "${label}"`, async () => (await same.count()) === 0, 3_000, 150).catch(() => false);
+    if (closed) return;
+    if (attempt === 3) throw new Error(`the toast's "${label}" button was clicked ${attempt} times and its notification did not close: the action did not run`);
+    note(page, `the toast's "${label}" button did not run its action: clicking again`);
+  }
 }
 
 async function shot(ctx: UiContext, name: string): Promise<string> {
