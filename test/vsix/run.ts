@@ -17,14 +17,14 @@
 //    (light and dark) in test-results/vsix/.
 // Prints mocha-style "N passing" / "N failing" for scripts/test-all.sh. A step that fails
 // stops the later ones (they build on it); they count as failing, never as passed.
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { BrowserContext, Locator, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { overlapKey } from '../../core/overlap';
 import { makeTaskPool } from '../../core/world';
 import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
-import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, note, press, reset, saveFailure, settled } from '../ui/driver';
+import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, press, reset, saveFailure, settled } from '../ui/driver';
+import { clickButton, installVsix, packFromCleanClone, toast, zipEntries } from './common';
 import { type UiContext, panelFrame, pickExact, quickOpen, runCommand, setTheme, waitFor } from '../ui/harness';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
@@ -37,76 +37,12 @@ const t0 = Date.now();
 const say = (msg: string) => console.log(`[vsix-tests ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
 const FORBIDDEN = /^extension\/(test|test-results|runs|bench|scripts|\.ci|docs|core|trainer|cli|language-server|extension|webview-ui|node_modules)\/|\.map$|\.ts$/;
 
-/** The names in a zip's central directory (the .vsix is a zip; no unzip tool needed). */
-export function zipEntries(file: string): { name: string; size: number }[] {
-  const buf = fs.readFileSync(file);
-  let eocd = -1;
-  for (let i = buf.length - 22; i >= Math.max(0, buf.length - 65_557); i--) {
-    if (buf.readUInt32LE(i) === 0x06054b50) {
-      eocd = i;
-      break;
-    }
-  }
-  if (eocd < 0) throw new Error(`${file} is not a zip (no end-of-central-directory record)`);
-  const count = buf.readUInt16LE(eocd + 10);
-  let at = buf.readUInt32LE(eocd + 16);
-  const out: { name: string; size: number }[] = [];
-  for (let n = 0; n < count; n++) {
-    if (buf.readUInt32LE(at) !== 0x02014b50) throw new Error(`${file}: bad central directory entry ${n}`);
-    const size = buf.readUInt32LE(at + 24);
-    const nameLen = buf.readUInt16LE(at + 28);
-    const extraLen = buf.readUInt16LE(at + 30);
-    const commentLen = buf.readUInt16LE(at + 32);
-    out.push({ name: buf.subarray(at + 46, at + 46 + nameLen).toString('utf8'), size });
-    at += 46 + nameLen + extraLen + commentLen;
-  }
-  return out;
-}
-
 const rowsOf = (file: string) =>
   fs
     .readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as { task: string });
-
-/** The notification toast whose text matches `re` (waits for it). */
-async function toast(page: Page, re: RegExp, timeoutMs = 30_000): Promise<Locator> {
-  const toasts = page.locator('.notification-toast');
-  const i = await waitFor(
-    `a notification saying ${re}`,
-    async () => {
-      const n = await toasts.count();
-      for (let k = n - 1; k >= 0; k--) {
-        const text = (await toasts.nth(k).textContent({ timeout: 500 }).catch(() => '')) ?? '';
-        if (re.test(text)) return k + 1;
-      }
-      return undefined;
-    },
-    timeoutMs,
-    300,
-  );
-  return toasts.nth(i - 1);
-}
-
-/**
- * Clicks a toast's button and waits for its effect: a notification closes when one of its
- * actions runs. A click that lands while the toast is still being laid out can focus the
- * button without running it (seen once in 20 loaded runs: Distill focused, no quick pick), so
- * a toast still showing after 3 s is clicked again; three tries.
- */
-async function clickButton(t: Locator, label: string): Promise<void> {
-  const page = t.page();
-  const text = ((await t.textContent({ timeout: 5_000 })) ?? '').trim();
-  const same = page.locator('.notification-toast', { hasText: text.slice(0, 60) });
-  for (let attempt = 1; ; attempt++) {
-    await click(same.locator('.monaco-button', { hasText: label }).first(), { what: `the toast's "${label}" button${attempt > 1 ? ` (attempt ${attempt})` : ''}` });
-    const closed = await waitFor(`the toast to close after "${label}"`, async () => (await same.count()) === 0, 3_000, 150).catch(() => false);
-    if (closed) return;
-    if (attempt === 3) throw new Error(`the toast's "${label}" button was clicked ${attempt} times and its notification did not close: the action did not run`);
-    note(page, `the toast's "${label}" button did not run its action: clicking again`);
-  }
-}
 
 async function shot(ctx: UiContext, name: string): Promise<string> {
   const file = path.join(ctx.outDir, `${name}.png`);
@@ -184,22 +120,8 @@ async function main(): Promise<number> {
     await step({
       name: 'packs from a clean clone, whatever lies in the working tree',
       run: async () => {
-        execFileSync('git', ['clone', '--quiet', '--no-hardlinks', repoRoot, clone], { stdio: 'inherit' });
-        try {
-          execFileSync('cp', ['-al', path.join(repoRoot, 'node_modules'), path.join(clone, 'node_modules')]);
-        } catch {
-          fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(clone, 'node_modules'));
-        }
-        // What a working tree may hold: none of it may ship.
-        fs.mkdirSync(path.join(clone, 'runs', 'demo'), { recursive: true });
-        fs.writeFileSync(path.join(clone, 'runs', 'demo', 'metrics.jsonl'), '{"phase":"sft","step":1,"time":0}\n');
-        fs.mkdirSync(path.join(clone, 'test-results'), { recursive: true });
-        fs.writeFileSync(path.join(clone, 'test-results', 'log.txt'), `${repoRoot}\n`);
-        fs.mkdirSync(path.join(clone, 'dist'), { recursive: true });
-        fs.writeFileSync(path.join(clone, 'dist', 'stale.js.map'), '{}');
-        const t = Date.now();
-        execFileSync('npm', ['run', '--silent', 'package', '--', '--out', vsix], { cwd: clone, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, CI: '1' } });
-        say(`packed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+        const secs = packFromCleanClone(clone, vsix);
+        say(`packed in ${secs.toFixed(1)} s`);
       },
     });
     await step({
@@ -219,12 +141,7 @@ async function main(): Promise<number> {
     await step({
       name: "installs with code-server's own --install-extension into a fresh extensions folder",
       run: async () => {
-        execFileSync(process.execPath, [entry, '--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData, '--install-extension', vsix], {
-          stdio: ['ignore', 'pipe', 'inherit'],
-          env: { ...process.env, HOME: dirs.home },
-        });
-        const installed = fs.readdirSync(dirs.extensions).find((d) => d.startsWith('agent-lab.agent-lab-'));
-        if (!installed) throw new Error(`nothing installed in ${dirs.extensions}: ${fs.readdirSync(dirs.extensions).join(', ')}`);
+        const installed = installVsix(entry, dirs, vsix);
         // The workspace: the installed extension's own samples; then the clone goes.
         fs.cpSync(path.join(dirs.extensions, installed, 'samples'), dirs.workspace, { recursive: true });
         fs.rmSync(clone, { recursive: true, force: true });
