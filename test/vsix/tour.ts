@@ -366,7 +366,7 @@ async function main(): Promise<number> {
           const t = await hoverShown();
           return t.trim() !== '' ? t : undefined;
         }, 8_000).catch(() => '');
-        if (dsTip.trim() === '' || /^\s*train\.traces\.jsonl\s*$/.test(dsTip)) finding('10', `a dataset row in the Runs view has no hover of its own (shown: ${JSON.stringify(dsTip.trim().slice(0, 80))}); not changed`);
+        if (dsTip.trim() === '' || /^\s*\S*train\.traces\.jsonl\s*$/.test(dsTip)) finding('10', `a dataset row in the Runs view has no hover of its own (only its path: ${JSON.stringify(dsTip.trim().slice(-60))}); not changed`);
         else checked(`the dataset row's hover: ${dsTip.replace(/\s+/g, ' ').slice(0, 160)}`);
         await closeTransients(p);
       }
@@ -437,45 +437,65 @@ async function main(): Promise<number> {
       const p = page!;
       await runCommand(p, 'Agent Lab: Train (GRPO)');
       await pickExact(p, sftName);
-      const progressRe = /GRPO step \d+ of \d+/;
-      const preflight = /before step 1:|Train Anyway/;
-      const first = await waitFor('the pre-flight message, a refusal, or a GRPO step', async () => {
-        for (const re of [preflight, progressRe]) {
-          const t = await toast(p, re, 300).catch(() => undefined);
-          if (t) return ((await t.textContent({ timeout: 500 }).catch(() => '')) ?? '') || undefined;
+      // What comes, in whatever order it comes: the pre-flight message (or a refusal), a progress
+      // line with the last step's reward, the finish message. Each is shot once, when seen.
+      const preflightRe = /before step 1:/;
+      const refusedRe = /Train Anyway/;
+      const progressRe = /GRPO step \d+ of \d+ · reward/;
+      const finishRe = /GRPO (grpo-\S+) finished: \d+ steps in /;
+      let sawPreflight = false;
+      let sawProgress = false;
+      let refused = false;
+      const seen = async (re: RegExp) => toast(p, re, 300).then((t) => t, () => undefined);
+      const deadline = Date.now() + 900_000;
+      for (;;) {
+        if (Date.now() > deadline) throw new Error('no GRPO finish message within 15 minutes');
+        if (await seen(finishRe)) break;
+        if (!refused && (await seen(refusedRe))) {
+          refused = true;
+          const t = await seen(refusedRe);
+          checked(`GRPO's pre-screen refused the run: ${(((await t?.textContent().catch(() => '')) ?? '')).replace(/\s+/g, ' ').slice(0, 300)}`);
+          await messageShots('14-grpo-preflight', '9', "GRPO's pre-screen refused the run before step 1: its prediction, cause and next steps as buttons, Train Anyway, Show Pre-flight.", refusedRe);
+          sawPreflight = true;
+          await messageButton(refusedRe, 'Train Anyway');
+          continue;
         }
-        return undefined;
-      }, 600_000);
-      if (/Train Anyway/.test(first)) {
-        checked(`GRPO's pre-screen refused the run: ${first.replace(/\s+/g, ' ').slice(0, 300)}`);
-        await messageShots('14-grpo-preflight', '9', "GRPO's pre-screen refused the run before step 1 (its prediction, cause and next steps as buttons, Train Anyway, Show Pre-flight).", /Train Anyway/);
-        await messageButton(/Train Anyway/, 'Train Anyway');
-      } else if (/before step 1:/.test(first)) {
-        checked(`GRPO's pre-flight message: ${first.replace(/\s+/g, ' ').slice(0, 300)}`);
-        await messageShots('14-grpo-preflight', '9', "GRPO's pre-flight before step 1 in a message (the pre-screen's prediction and verdict) with Show Pre-flight.", /before step 1:/);
-      } else skip('14-grpo-preflight', '9', 'the GRPO pre-flight message', 'the first GRPO step came before a pre-flight message was seen');
-      const step = await toast(p, progressRe, 600_000).catch(() => undefined);
-      if (step) {
-        const line = ((await step.textContent().catch(() => '')) ?? '').replace(/\s+/g, ' ');
-        if (!/reward/.test(line)) throw new Error(`the GRPO progress line gives no reward: ${line}`);
-        checked(`GRPO's progress line: ${line.slice(0, 200)}`);
-        await snap('15-grpo-progress', 'dark');
-        await setTheme(ctx!, 'light');
-        if (await toast(p, progressRe, 1_000).then(() => true, () => false)) {
-          await snap('15-grpo-progress', 'light');
-          shots.push({ name: '15-grpo-progress', items: '9', what: 'GRPO running: "GRPO step N of M · reward · solved · groups with a spread" in its progress notification.' });
-        } else {
-          fs.rmSync(file('15-grpo-progress', 'dark'), { force: true });
-          skip('15-grpo-progress', '9', 'the GRPO progress line', 'the run ended while the theme was switched (a 3-step run is short): only the dark shot could be taken, so neither is kept');
+        if (!sawPreflight) {
+          const t = await seen(preflightRe);
+          if (t) {
+            sawPreflight = true;
+            checked(`GRPO's pre-flight message: ${(((await t.textContent().catch(() => '')) ?? '')).replace(/\s+/g, ' ').slice(0, 300)}`);
+            await messageShots('14-grpo-preflight', '9', "GRPO's pre-flight before step 1 in a message: the pre-screen's prediction and verdict, with Show Pre-flight.", preflightRe);
+            continue;
+          }
         }
-        await setTheme(ctx!, 'dark');
-      } else skip('15-grpo-progress', '9', 'the GRPO progress line', 'no "GRPO step N of M" was seen before the run ended');
-      const re = /GRPO (grpo-\S+) finished: \d+ steps in /;
-      const done = await toast(p, re, 600_000);
+        if (!sawProgress) {
+          const t = await seen(progressRe);
+          if (t) {
+            sawProgress = true;
+            checked(`GRPO's progress line: ${(((await t.textContent().catch(() => '')) ?? '')).replace(/\s+/g, ' ').replace(/\.monaco-list[^]*$/, '').slice(0, 250)}`);
+            await snap('15-grpo-progress', 'dark');
+            await setTheme(ctx!, 'light');
+            if (await seen(progressRe)) {
+              await snap('15-grpo-progress', 'light');
+              shots.push({ name: '15-grpo-progress', items: '9', what: 'GRPO running: "GRPO step N of M · reward · solved · groups with a spread" in its progress notification.' });
+            } else {
+              fs.rmSync(file('15-grpo-progress', 'dark'), { force: true });
+              skip('15-grpo-progress', '9', 'the GRPO progress line', 'the run ended while the theme was switched (3 short steps): the dark shot alone is not kept');
+            }
+            await setTheme(ctx!, 'dark');
+            continue;
+          }
+        }
+        await sleep(300); // a polling interval: the loop waits on the messages above
+      }
+      if (!sawPreflight) skip('14-grpo-preflight', '9', 'the GRPO pre-flight message', 'no "before step 1" message was seen before the run finished (its table is in the curves, shot 17)');
+      if (!sawProgress) skip('15-grpo-progress', '9', 'the GRPO progress line', 'no "GRPO step N of M · reward" line was seen before the run finished');
+      const done = await toast(p, finishRe, 5_000);
       const text = ((await done.textContent()) ?? '').replace(/\s+/g, ' ');
-      grpoName = re.exec(text)![1]!;
+      grpoName = finishRe.exec(text)![1]!;
       checked(`GRPO's finish message: ${text.slice(0, 400)}`);
-      await messageShots('16-grpo-finish', '3, 9', "GRPO's finish message: the budget's minutes apart from the wall minutes, the held-out figure before → after, and why it did not move when it did not.", re);
+      await messageShots('16-grpo-finish', '3, 9', "GRPO's finish message: the budget's minutes apart from the wall minutes, the held-out figure before → after, and why it did not move when it did not.", finishRe);
     });
 
     await stop("Training Curves: GRPO's pre-flight card, SFT's phase mark and held-out loss note (items 8, 9)", async () => {
