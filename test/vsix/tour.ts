@@ -520,9 +520,9 @@ async function main(): Promise<number> {
       await click(row.locator('.action-label[aria-label*="Show Curves"]').first(), { what: "the SFT run's Show Curves" });
       const g = await waitFor('the curves of the SFT run', async () => {
         const fr = await panelFrame(p, 'curves', 2_000).catch(() => undefined);
-        // textContent: the phase mark's label is SVG text, which innerText leaves out.
+        // The mark itself is drawn on the chart; its note below the chart says what it is.
         const all = fr ? ((await fr.evaluate(() => document.body?.textContent ?? '').catch(() => '')) as string) : '';
-        return fr && all.includes(sftName) && /phase \d of \d/.test(all) ? fr : undefined;
+        return fr && all.includes(sftName) && /Dotted verticals: the recipe.s curriculum moved to its next phase/.test(all) ? fr : undefined;
       }, 30_000);
       const body = await bodyText(g);
       if (!/held-out loss is measured every \d+ steps/.test(body)) finding('8', 'the SFT curves carry no note of how often the held-out loss is measured');
