@@ -376,7 +376,12 @@ async function main(): Promise<number> {
       const p = page!;
       const openChooser = async () => {
         await runCommand(p, 'Agent Lab: Evaluate');
-        await waitFor('the Evaluate chooser', async () => (await p.locator('.quick-input-list .monaco-list-row').count()) > 0, 20_000);
+        // The chooser, not the palette it was run from: its placeholder, and a row of it focused.
+        await waitFor('the Evaluate chooser', async () => {
+          const ph = (await p.locator('.quick-input-widget .quick-input-box input').getAttribute('placeholder', { timeout: 500 }).catch(() => '')) ?? '';
+          const row = (await p.locator('.quick-input-list .monaco-list-row.focused').first().getAttribute('aria-label', { timeout: 500 }).catch(() => '')) ?? '';
+          return ph.includes('What to evaluate') && row.includes(sftName);
+        }, 30_000);
       };
       await both('09-evaluate-chooser', '7', "Evaluate's one chooser: runs and splits in one list, the newest run's held-out split first, each with its task count.", openChooser);
       await openChooser();
