@@ -517,7 +517,12 @@ async function main(): Promise<number> {
         return /Before step 1/.test(t) && /groups with a spread|No pre-screen ran/.test(t) ? t : undefined;
       }, 30_000);
       checked(`the curves show the GRPO run's pre-flight card (${/No pre-screen ran/.test(card) ? 'its checks; no pre-screen ran: "a run too short to judge skips it"' : 'the pre-screen per shape'})`);
-      await both('17-curves-grpo-preflight', '8, 9', "Training Curves of the GRPO run: the pre-flight card (per shape: tasks screened, pass rate, predicted groups with a spread and its interval; the verdict) and GRPO's charts on GRPO steps.");
+      const screened = !/No pre-screen ran/.test(card);
+      await both(
+        '17-curves-grpo-preflight',
+        '8, 9',
+        `Training Curves of the GRPO run: the pre-flight card (${screened ? 'per shape: tasks screened, pass rate, predicted groups with a spread and its interval; the verdict' : 'the checks before step 1, and "No pre-screen ran (a run too short to judge skips it)"'}) and GRPO's charts on GRPO steps.`,
+      );
       // The SFT run: from the Runs view's inline action (a user's way to a run's curves).
       await runCommand(p, 'Agent Lab: Focus on Runs View');
       const row = runsRow(sftName);
