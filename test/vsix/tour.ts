@@ -564,9 +564,19 @@ async function main(): Promise<number> {
         for (const fr of p.frames()) if ((await bodyText(fr)).includes('Train small tool-using ReAct agents')) return fr;
         return undefined;
       }, 30_000);
-      const imgs = await waitFor('the README images settled (loaded or broken)', () =>
-        readme.evaluate(() => (Array.from(document.querySelectorAll('img')) as { complete: boolean; naturalWidth: number; getAttribute(n: string): string | null }[]).map((i) => ({ src: i.getAttribute('src') ?? '', complete: i.complete, ok: i.naturalWidth > 0 }))).then((l: { src: string; complete: boolean; ok: boolean }[]) => (l.every((i) => i.complete) ? l : undefined)),
-      20_000);
+      // The README's own images (not the header's icon): every frame's <img> whose alt is not the icon's, settled.
+      void readme;
+      const imgs = await waitFor('the README images settled (loaded or broken)', async () => {
+        const all: { src: string; complete: boolean; ok: boolean }[] = [];
+        for (const fr of p.frames()) {
+          if (!(await bodyText(fr)).includes('Getting started')) continue;
+          const l = (await fr
+            .evaluate(() => (Array.from(document.querySelectorAll('img')) as { complete: boolean; naturalWidth: number; getAttribute(n: string): string | null; closest(s: string): unknown }[]).filter((i) => !i.closest('.header')).map((i) => ({ src: i.getAttribute('src') ?? '', complete: i.complete, ok: i.naturalWidth > 0 })))
+            .catch(() => [])) as { src: string; complete: boolean; ok: boolean }[];
+          all.push(...l);
+        }
+        return all.length > 0 && all.every((i) => i.complete) ? all : undefined;
+      }, 20_000).catch(() => [] as { src: string; complete: boolean; ok: boolean }[]);
       const broken = imgs.filter((i) => !i.ok);
       if (imgs.length === 0) finding('6', 'the details page shows no image of the README');
       else if (broken.length) finding('6', `the details page's README images are broken: ${broken.length} of ${imgs.length} (${broken.map((b) => b.src).join(', ')}); the package script still packs with --no-rewrite-relative-links and the README points to relative media/screenshots/ files`);
