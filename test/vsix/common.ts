@@ -4,8 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Locator, Page } from 'playwright-core';
-import { type ScratchDirs, repoRoot } from '../vscode/codeServer';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { type CodeServer, type ScratchDirs, copyLogs, makeScratch, repoRoot, sleep } from '../vscode/codeServer';
 import { click, note } from '../ui/driver';
 import { waitFor } from '../ui/harness';
 
@@ -106,4 +106,40 @@ export async function clickButton(t: Locator, label: string): Promise<void> {
     if (attempt === 3) throw new Error(`the toast's "${label}" button was clicked ${attempt} times and its notification did not close: the action did not run`);
     note(page, `the toast's "${label}" button did not run its action: clicking again`);
   }
+}
+
+/**
+ * One run's scratch folders (the clone, the .vsix, code-server's folders) under a fresh
+ * `outDir`, and their end: the browser and code-server closed, the logs copied, the scratch
+ * removed (kept with AGENT_LAB_KEEP_SCRATCH=1), at the end or when the watchdog fires.
+ * `live` reads the server and the browser the caller started.
+ */
+export function vsixScratch(
+  outDir: string,
+  what: string,
+  timeoutS: number,
+  say: (msg: string) => void,
+  live: () => { server?: CodeServer; context?: BrowserContext },
+): { scratch: string; dirs: ScratchDirs; clone: string; vsix: string; cleanup: () => Promise<void> } {
+  fs.rmSync(outDir, { recursive: true, force: true });
+  fs.mkdirSync(outDir, { recursive: true });
+  const { scratch, dirs } = makeScratch('agent-lab-vsix-');
+  const close = async (): Promise<void> => {
+    const { server, context } = live();
+    if (context) await Promise.race([context.close().catch(() => undefined), sleep(10_000)]);
+    await server?.stop(say);
+    copyLogs(path.join(dirs.userData, 'logs'), path.join(outDir, 'logs'));
+    if (process.env['AGENT_LAB_KEEP_SCRATCH'] === '1') say(`scratch kept: ${scratch}`);
+    else fs.rmSync(scratch, { recursive: true, force: true });
+  };
+  const watchdog = setTimeout(() => {
+    say(`HARD TIMEOUT: ${what} exceeded ${timeoutS} s`);
+    void close().finally(() => process.exit(1));
+  }, timeoutS * 1000);
+  watchdog.unref();
+  const cleanup = async (): Promise<void> => {
+    clearTimeout(watchdog);
+    await close();
+  };
+  return { scratch, dirs, clone: path.join(scratch, 'clone'), vsix: path.join(scratch, 'agent-lab.vsix'), cleanup };
 }

@@ -22,9 +22,9 @@ import * as path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { overlapKey } from '../../core/overlap';
 import { makeTaskPool } from '../../core/world';
-import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
+import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, launchChromium, repoRoot, resultsDir, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
 import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, press, reset, saveFailure, settled } from '../ui/driver';
-import { clickButton, installVsix, packFromCleanClone, toast, zipEntries } from './common';
+import { clickButton, installVsix, packFromCleanClone, toast, vsixScratch, zipEntries } from './common';
 import { type UiContext, panelFrame, pickExact, quickOpen, runCommand, setTheme, waitFor } from '../ui/harness';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
@@ -59,25 +59,9 @@ interface Step {
 
 async function main(): Promise<number> {
   const entry = checkTools();
-  fs.rmSync(outDir, { recursive: true, force: true });
-  fs.mkdirSync(outDir, { recursive: true });
-  const { scratch, dirs } = makeScratch('agent-lab-vsix-');
-  const clone = path.join(scratch, 'clone');
-  const vsix = path.join(scratch, 'agent-lab.vsix');
   let server: CodeServer | undefined;
   let context: BrowserContext | undefined;
-  const cleanup = async (): Promise<void> => {
-    if (context) await Promise.race([context.close().catch(() => undefined), sleep(10_000)]);
-    await server?.stop(say);
-    copyLogs(path.join(dirs.userData, 'logs'), path.join(outDir, 'logs'));
-    if (process.env['AGENT_LAB_KEEP_SCRATCH'] === '1') say(`scratch kept: ${scratch}`);
-    else fs.rmSync(scratch, { recursive: true, force: true });
-  };
-  const watchdog = setTimeout(() => {
-    say(`HARD TIMEOUT: the vsix tests exceeded ${timeoutS} s`);
-    void cleanup().finally(() => process.exit(1));
-  }, timeoutS * 1000);
-  watchdog.unref();
+  const { scratch, dirs, clone, vsix, cleanup } = vsixScratch(outDir, 'the vsix tests', timeoutS, say, () => ({ server, context }));
 
   let passed = 0;
   let failed = 0;
@@ -339,7 +323,6 @@ async function main(): Promise<number> {
       },
     });
   } finally {
-    clearTimeout(watchdog);
     await cleanup();
     fs.writeFileSync(path.join(outDir, 'tests.json'), JSON.stringify(results, null, 1) + '\n');
   }

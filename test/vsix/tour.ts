@@ -19,10 +19,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BrowserContext, Frame, Locator, Page } from 'playwright-core';
-import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, copyLogs, launchChromium, makeScratch, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
+import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, launchChromium, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
 import { attachDriver, click, closeTransients, fill, hover, hoverUntil, idle, press, reset, saveFailure, select, settled, type } from '../ui/driver';
 import { type UiContext, focusEditor, panelFrame, pickExact, quickOpen, runCommand, setTheme, squiggles, waitFor } from '../ui/harness';
-import { clickButton, installVsix, packFromCleanClone, toast } from './common';
+import { clickButton, installVsix, packFromCleanClone, toast, vsixScratch } from './common';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -68,25 +68,9 @@ interface Finding {
 
 async function main(): Promise<number> {
   const entry = checkTools();
-  fs.rmSync(outDir, { recursive: true, force: true });
-  fs.mkdirSync(outDir, { recursive: true });
-  const { scratch, dirs } = makeScratch('agent-lab-vsix-');
-  const clone = path.join(scratch, 'clone');
-  const vsix = path.join(scratch, 'agent-lab.vsix');
   let server: CodeServer | undefined;
   let context: BrowserContext | undefined;
-  const cleanup = async (): Promise<void> => {
-    if (context) await Promise.race([context.close().catch(() => undefined), sleep(10_000)]);
-    await server?.stop(say);
-    copyLogs(path.join(dirs.userData, 'logs'), path.join(outDir, 'logs'));
-    if (process.env['AGENT_LAB_KEEP_SCRATCH'] === '1') say(`scratch kept: ${scratch}`);
-    else fs.rmSync(scratch, { recursive: true, force: true });
-  };
-  const watchdog = setTimeout(() => {
-    say(`HARD TIMEOUT: the tour exceeded ${timeoutS} s`);
-    void cleanup().finally(() => process.exit(1));
-  }, timeoutS * 1000);
-  watchdog.unref();
+  const { scratch, dirs, clone, vsix, cleanup } = vsixScratch(outDir, 'the tour', timeoutS, say, () => ({ server, context }));
 
   const shots: Shot[] = [];
   const findings: Finding[] = [];
@@ -609,7 +593,6 @@ async function main(): Promise<number> {
       await both('21-walkthrough', '6, 10', 'The walkthrough with its step "Your own world" (New World) open; the step descriptions show no literal backticks.');
     });
   } finally {
-    clearTimeout(watchdog);
     await cleanup();
   }
 
