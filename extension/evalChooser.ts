@@ -30,6 +30,26 @@ export function runWorldFacts(runDir: string): { name: string; heldout: number; 
   return { name: typeof m['name'] === 'string' ? m['name'] : path.basename(runDir), heldout: n('heldout'), dev: n('dev'), train: n('train'), fresh: m['fresh'] !== undefined };
 }
 
+/** A world's identity apart from where it lies: its source files' digests (world.json's source). */
+function sourceKey(source: unknown): string | null {
+  const files = (source as { files?: { path?: unknown; sha256?: unknown }[] } | null | undefined)?.files;
+  if (!Array.isArray(files) || files.length === 0 || !files.every((f) => typeof f.sha256 === 'string')) return null;
+  return files.map((f) => f.sha256 as string).sort().join(',');
+}
+
+/**
+ * Whether `worldDir` is the world the run was made from: the same folder, or a world built from
+ * the same source files (a GRPO run records its SFT run's copy of the world, and a world built
+ * again lies in a new folder; either way it is no "other world").
+ */
+export function isRunsOwnWorld(runDir: string, worldDir: string): boolean {
+  const made = (readJson(path.join(runDir, CONFIG_FILE)) as RunConfigView | null)?.world;
+  if (!made) return false;
+  if (typeof made.dir === 'string' && path.resolve(made.dir) === path.resolve(worldDir)) return true;
+  const mine = sourceKey(made.source) ?? sourceKey(readJson(path.join(runDir, RUN_WORLD_DIR, WORLD_MANIFEST))?.['source']);
+  return mine !== null && mine === sourceKey(readJson(path.join(worldDir, WORLD_MANIFEST))?.['source']);
+}
+
 const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `the first ${limit} of its ${n} tasks` : `its ${n} tasks`);
 
 /**
@@ -43,9 +63,8 @@ export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; 
     const figure = heldoutShort(r);
     out.push({ separator: `${r.name} · ${r.kind} · step ${r.step ?? 0}${figure ? ` · ${figure}` : ''}` });
     out.push({ label: `${r.name}: held-out`, description: `${count(w.heldout, limit)} of ${w.name} (the figure every run reports)`, runDir: r.dir, split: 'heldout' });
-    // The world the run was made from (config.json's world.dir): agentLab.world naming it is no other world.
-    const made = (readJson(path.join(r.dir, CONFIG_FILE)) as RunConfigView | null)?.world?.dir;
-    if (other && (typeof made !== 'string' || path.resolve(other.dir) !== path.resolve(made))) {
+    // The world the run was made from (config.json's world): agentLab.world naming it is no other world.
+    if (other && !isRunsOwnWorld(r.dir, other.dir)) {
       out.push({ label: `${r.name}: held-out of ${other.name}`, description: `another world (agentLab.world): the student on tasks it never saw`, runDir: r.dir, split: 'heldout', world: other.dir });
     }
     if (w.fresh) {

@@ -187,6 +187,18 @@ export function datasetsIn(dir: string): DatasetInfo[] {
   return names.sort().map((n) => ({ file: path.join(dir, n), rows: countRows(path.join(dir, n)) }));
 }
 
+/** A dataset row's hover: what the file holds and what to do with it (the tour's item 10: the hover was only its path). */
+export function datasetTooltipLines(d: DatasetInfo, modified: Date | null): string[] {
+  const name = path.basename(d.file);
+  const heldout = name.startsWith('heldout');
+  return [
+    `${name}: ${d.rows} ${d.rows === 1 ? 'trajectory' : 'trajectories'}${heldout ? ' of the held-out tasks (never trained on)' : ' distilled by the teacher from the training tasks'}`,
+    ...(modified ? [`written ${modified.toISOString().replace('T', ' ').slice(0, 16)} UTC`] : []),
+    heldout ? 'Open it to read the teacher on the tasks the student is judged on.' : 'Click to open it; Inspect shows each trajectory as step cards; "Train on These Trajectories" (its play button) trains a student on it.',
+    d.file,
+  ];
+}
+
 /** Checkpoint names, oldest first ("step-12", ...; "latest" is a pointer, left out). */
 export function checkpointsOf(runDir: string): string[] {
   return dirs(path.join(runDir, CHECKPOINTS_DIR))
@@ -300,6 +312,17 @@ export function listRunFolders(runsDir: string): string[] {
     .filter(isRunFolder)
     .sort()
     .reverse();
+}
+
+/**
+ * The run folders of `runsDir` and the live jobs' folders there that have no config.json yet
+ * (a job prepares its data before it writes one: half a minute of "No run yet" while training).
+ */
+export function listRunFoldersWithLive(runsDir: string, live: ReadonlySet<string>): string[] {
+  const runs = listRunFolders(runsDir);
+  const root = path.resolve(runsDir);
+  const starting = [...live].filter((d) => path.dirname(path.resolve(d)) === root && !runs.includes(d) && fs.existsSync(d));
+  return [...starting, ...runs].sort().reverse();
 }
 
 /** A run that a Resume can continue: it has a checkpoint and has not reached its budget. */

@@ -5,10 +5,11 @@
 // delete a folder (after a modal confirmation). It refreshes when a file its items come
 // from changes (extension/runsWatch.ts: a non-recursive watcher per world and run folder),
 // when a job starts or ends, and when Distill or Build World has written.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { log, reportError } from './log';
-import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, describeRun, evalDescription, isResumable, listRunFolders, listWorlds, readRun, runFigureLines } from './runFolders';
+import { DatasetInfo, EvalInfo, RunInfo, WorldInfo, datasetTooltipLines, describeRun, evalDescription, isResumable, listRunFolders, listRunFoldersWithLive, listWorlds, readRun, runFigureLines } from './runFolders';
 import { liveRunDirs, onRunsChanged, runOutcome } from './training';
 import { runsFolderUri } from './workspace';
 import { diffTargets, isRunsViewFile, targetKey, watchTargets } from './runsWatch';
@@ -108,7 +109,7 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
           return worlds.length ? worlds.map((world) => ({ type: 'world', world })) : [{ type: 'empty', message: 'No world yet: Build World' }];
         }
         const live = liveRunDirs();
-        const runs = listRunFolders(node.root).map((d) => readRun(d, runOutcome(d), live.has(d)));
+        const runs = listRunFoldersWithLive(node.root, live).map((d) => readRun(d, runOutcome(d), live.has(d)));
         return runs.length ? runs.map((run) => ({ type: 'run', run })) : [{ type: 'empty', message: 'No run yet: Train (SFT)' }];
       }
       case 'world':
@@ -164,6 +165,13 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
         item.resourceUri = vscode.Uri.file(node.dataset.file);
         item.iconPath = new vscode.ThemeIcon('database');
         item.description = `${node.dataset.rows} ${node.dataset.rows === 1 ? 'trajectory' : 'trajectories'}`;
+        let modified: Date | null = null;
+        try {
+          modified = fs.statSync(node.dataset.file).mtime;
+        } catch {
+          /* gone since the listing: the next refresh drops it */
+        }
+        item.tooltip = datasetTooltipLines(node.dataset, modified).join('\n');
         item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.dataset.file)] };
         item.contextValue = path.basename(node.dataset.file).startsWith('heldout') ? 'dataset.heldout' : 'dataset';
         return item;
@@ -215,7 +223,8 @@ class RunsTree implements vscode.TreeDataProvider<Node> {
         item.iconPath = new vscode.ThemeIcon('checklist');
         item.description = evalDescription(e);
         item.contextValue = e.rowsFile ? 'eval.rows' : 'eval';
-        if (e.rowsFile) item.command = { command: 'agentLab.inspectTrajectories', title: 'Inspect', arguments: [vscode.Uri.file(e.rowsFile)] };
+        // The failures first, as "Inspect Evaluation" opens them (the filter offers every outcome).
+        if (e.rowsFile) item.command = { command: 'agentLab.inspectTrajectories', title: 'Inspect the failures', arguments: [{ uri: vscode.Uri.file(e.rowsFile).toString(), outcome: 'failed' }] };
         return item;
       }
       case 'empty': {

@@ -25,7 +25,7 @@ import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listW
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
 import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
-import { evaluateChoices } from './evalChooser';
+import { type EvalChoice, evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 import { type ModelChoice, baseFolderVerdict, dropPreparedTokenizer, editorRefusal, modelPickItems, sftModelFields, trainModeItems } from './baseModel';
 import { runCli } from './cliProcess';
@@ -521,9 +521,19 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
     }
     const limitNow = args.limit ?? vscode.workspace.getConfiguration('agentLab').get<number>('evaluate.tasks') ?? 0;
     const rows = evaluateChoices(runs, other, limitNow);
-    const items = rows.map((row) =>
-      'separator' in row ? { label: row.separator, kind: vscode.QuickPickItemKind.Separator } : { label: row.label, description: row.description, choice: row },
-    );
+    // A run's line (name, kind, step, figure) is its first row's detail, and runs are parted by a
+    // bare line: a labelled separator is drawn over the first row's label (the tour's item 7).
+    const items: (vscode.QuickPickItem & { choice?: EvalChoice })[] = [];
+    let runLine: string | undefined;
+    for (const row of rows) {
+      if ('separator' in row) {
+        if (items.length) items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
+        runLine = row.separator;
+        continue;
+      }
+      items.push({ label: row.label, description: row.description, ...(runLine ? { detail: runLine } : {}), choice: row });
+      runLine = undefined;
+    }
     const pick = await vscode.window.showQuickPick(items, { placeHolder: 'What to evaluate (Enter: the newest run on its held-out tasks)', matchOnDescription: true });
     const choice = pick && 'choice' in pick ? pick.choice : undefined;
     if (!choice) return undefined;
@@ -581,7 +591,10 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
   result.message = message;
   result.actions = actions;
   log.info(message);
-  void vscode.window.showInformationMessage(`Agent Lab: ${message}`, ...actions).then((choice) => {
+  // An information toast with buttons goes to the notification centre after a few seconds (VS Code
+  // makes only errors with buttons sticky, and the API has no say): the toast says where they stay.
+  const where = actions.length ? ' (These steps stay on the run in the Runs view.)' : '';
+  void vscode.window.showInformationMessage(`Agent Lab: ${message}${where}`, ...actions).then((choice) => {
     const ref = { runDir: spec.runDir };
     if (choice === 'Resume') void vscode.commands.executeCommand('agentLab.resumeTraining', ref);
     if (choice === 'Open Curves') void vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [spec.runDir] });
@@ -589,7 +602,7 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
     if (choice === 'Train (GRPO)') void vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: spec.runDir });
     if (choice === 'Compare Runs') void vscode.commands.executeCommand('agentLab.compareRuns');
     if (choice === 'Inspect Evaluation' && spec.kind === 'eval') {
-      void vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, evalRowsFile(spec.split))));
+      void vscode.commands.executeCommand('agentLab.inspectTrajectories', { uri: vscode.Uri.file(path.join(spec.runDir, EVAL_DIR, evalRowsFile(spec.split))).toString(), outcome: 'failed' });
     }
   });
   return result;

@@ -41,6 +41,13 @@ export interface NewWorldResult {
 
 export function activateWorldCommands(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
+    // The world formats' guide ships in the .vsix (docs/worlds.md): what the template, the
+    // New World picker and the fact table's diagnostics cite, openable from a packed extension.
+    vscode.commands.registerCommand('agentLab.openWorldGuide', async (): Promise<vscode.Uri> => {
+      const guide = vscode.Uri.joinPath(context.extensionUri, 'docs', 'worlds.md');
+      await vscode.commands.executeCommand('markdown.showPreview', guide);
+      return guide;
+    }),
     vscode.commands.registerCommand('agentLab.buildWorld', async (): Promise<BuildWorldResult | undefined> => {
       try {
         return await buildWorldCommand(context);
@@ -187,7 +194,7 @@ async function newWorldCommand(args: NewWorldArgs): Promise<NewWorldResult | und
           { label: 'A fact table', description: 'facts.csv: entity,attribute,value rows', worldKind: 'facts' as const },
           { label: 'Documents and questions', description: 'docs/ of .md or .txt files and tasks.jsonl', worldKind: 'docs' as const },
         ],
-        { placeHolder: 'What kind of world (docs/worlds.md)', ignoreFocusOut: true },
+        { placeHolder: 'What kind of world (the formats: "Agent Lab: Open the World Format Guide")', ignoreFocusOut: true },
       )
     )?.worldKind;
   if (!kind) return undefined;

@@ -154,7 +154,7 @@ export function worldTemplate(kind: NewWorldKind): { files: { rel: string; text:
         {
           rel: FACTS_CSV_SOURCE_FILE,
           text:
-            '# A fact table (docs/worlds.md): one fact per row, "the {attribute} of {entity} is {value}".\n' +
+            '# A fact table: one fact per row, "the {attribute} of {entity} is {value}" (the format: "Agent Lab: Open the World Format Guide").\n' +
             '# A numeric value is an integer; no value may contain "." "," or ";". Replace these rows with your own.\n' +
             `${FACT_HEADER}\n` +
             'Everest,height in metres,8849\n' +

@@ -9,6 +9,7 @@
 // pieces of the file with pauses between them, and at most maxDiagnostics are made.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Node as JsonNode, findNodeAtLocation, parseTree } from 'jsonc-parser';
 import { Diagnostic, DiagnosticSeverity, Hover, MarkupKind, Position, Range } from 'vscode-languageserver';
 import { Fact, isNum } from '../core/world';
@@ -121,8 +122,20 @@ export function fieldRange(lineText: string, line0: number, field: string | null
   return at(node.offset, node.offset + node.length);
 }
 
+/**
+ * The world formats' guide the messages cite: docs/worlds.md beside dist/ (the .vsix ships it) or
+ * beside language-server/ (a checkout). Its file URI becomes the diagnostic code's link.
+ */
+const WORLD_GUIDE = path.resolve(__dirname, '..', 'docs', 'worlds.md');
+let worldGuideHref: string | null | undefined;
+function worldGuideLink(): string | undefined {
+  if (worldGuideHref === undefined) worldGuideHref = fs.existsSync(WORLD_GUIDE) ? pathToFileURL(WORLD_GUIDE).href : null;
+  return worldGuideHref ?? undefined;
+}
+
 function diagnostic(range: Range, severity: DiagnosticSeverity, code: WorldDiagnosticCode, message: string): Diagnostic {
-  return { range, severity, code, source: 'agent-lab', message };
+  const href = message.includes('docs/worlds.md') ? worldGuideLink() : undefined;
+  return { range, severity, code, source: 'agent-lab', message, ...(href ? { codeDescription: { href } } : {}) };
 }
 
 /**

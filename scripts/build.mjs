@@ -4,13 +4,19 @@
 //   node scripts/build.mjs --production  the packaged extension (vscode:prepublish): dist/ is
 //                                        emptied first, bundles minified, no source maps
 import * as esbuild from 'esbuild';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
 // A production build starts from an empty dist/, so no map or stale bundle of an earlier
 // development build lies beside what is packed.
-if (production) rmSync('dist', { recursive: true, force: true });
+// Except dist/webgpu/ when scripts/package-vsix.sh staged it for the per-platform .vsix
+// (vsce runs this build as vscode:prepublish after the script has copied dawn.node there).
+if (production) {
+  if (process.env.AGENT_LAB_KEEP_WEBGPU === '1') {
+    for (const entry of existsSync('dist') ? readdirSync('dist') : []) if (entry !== 'webgpu') rmSync(`dist/${entry}`, { recursive: true, force: true });
+  } else rmSync('dist', { recursive: true, force: true });
+}
 
 const nodeTargets = [
   { entryPoints: { cli: 'cli/main.ts' } },
@@ -37,7 +43,7 @@ for (const f of ['tfjs-backend-wasm.wasm', 'tfjs-backend-wasm-simd.wasm', 'tfjs-
 // dist/test/vscode/suite/index.js (the extension-tests entry, `run()` contract) and one
 // bundle per suite/*.test.ts. `vscode` comes from the extension host; mocha is resolved at
 // run time from the repository's node_modules (dist/ sits inside the repository).
-import { readdirSync } from 'node:fs';
+
 nodeTargets.push({
   entryPoints: readdirSync('test/vscode/suite')
     .filter((f) => f.endsWith('.ts'))

@@ -30,4 +30,4 @@ npx esbuild "$tfwg" --bundle --platform=node --format=cjs --log-level=warning \
   --alias:@tensorflow/tfjs-core=./scripts/tfjs-core-global.cjs --outfile=dist/webgpu/tfjs-backend-webgpu.js
 echo "package-vsix: dist/webgpu/ for $target: $(du -sh dist/webgpu | cut -f1)"
 [ "${2:-}" = "--no-vsix" ] && exit 0
-npx vsce package --no-dependencies --target "$target" -o "agent-lab-$target.vsix"
+AGENT_LAB_KEEP_WEBGPU=1 npx vsce package --no-dependencies --allow-missing-repository --no-rewrite-relative-links --readme-path dist/vsix/README.md --target "$target" -o "agent-lab-$target.vsix"

@@ -381,7 +381,8 @@ export type PanelState = InspectorState | LossMaskState | CurvesState | GrammarS
 
 /** extension → webview */
 export type ToWebview =
-  | { type: 'inspector/load'; source: TrajectorySource; rows: TrajectorySummary[]; problems: string[] }
+  /** `outcome`: the filter to open with ("Inspect Evaluation" opens the failures); absent: the webview's own. */
+  | { type: 'inspector/load'; source: TrajectorySource; rows: TrajectorySummary[]; problems: string[]; outcome?: InspectorFilter['outcome'] }
   | { type: 'inspector/detail'; detail: TrajectoryDetail }
   | { type: 'inspector/error'; message: string }
   | { type: 'lossMask/show'; view: MaskView }
@@ -723,7 +724,7 @@ export function parseToWebview(v: unknown): Parsed<ToWebview> {
   const yes = (cond: boolean): Parsed<ToWebview> => (cond ? ok(v as ToWebview) : bad(`${t}: unexpected shape`));
   switch (t) {
     case 'inspector/load':
-      return yes(isSource(v['source']) && Array.isArray(v['rows']) && v['rows'].every(isTrajectorySummary) && strArray(v['problems']));
+      return yes(isSource(v['source']) && Array.isArray(v['rows']) && v['rows'].every(isTrajectorySummary) && strArray(v['problems']) && (v['outcome'] === undefined || v['outcome'] === 'all' || v['outcome'] === 'solved' || v['outcome'] === 'failed'));
     case 'inspector/detail':
       return yes(isTrajectoryDetail(v['detail']));
     case 'inspector/error':

@@ -11,7 +11,7 @@ import { ComparePanel } from './compare';
 import { CurvesPanel, listRuns, runDirOf, setCurvesMemento } from './curves';
 import { GrammarPanel } from './grammar';
 import { lastTextEditor } from './host';
-import { InspectorPanel, pickTrajectorySource } from './inspector';
+import { InspectorPanel, pickTrajectorySource, requestedOutcome } from './inspector';
 import { liveRuns } from './liveMetrics';
 import { LossMaskPanel } from './lossMask';
 import { maskTarget } from './lossMaskTarget';
@@ -25,7 +25,7 @@ export function activatePanels(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     vscode.commands.registerCommand('agentLab.inspectTrajectories', async (arg?: unknown) => {
       const uri = await pickTrajectorySource(arg);
-      if (uri) InspectorPanel.open(ext, uri);
+      if (uri) InspectorPanel.open(ext, uri, requestedOutcome(arg));
     }),
     vscode.commands.registerCommand('agentLab.showLossMask', async (arg?: unknown) => {
       let target: { uri: vscode.Uri; row: number | null } | null = null;

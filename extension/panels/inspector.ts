@@ -4,7 +4,7 @@
 // editor. The file is re-read when it changes (an eval job appending rows, an edit).
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { FromWebview, InspectorState, SourceKind } from '../../core/protocol/panels';
+import { FromWebview, InspectorFilter, InspectorState, SourceKind } from '../../core/protocol/panels';
 import { log } from '../log';
 import { PanelController, PanelHost, createPanel, revealRange } from './host';
 import { isAgentDoc, isTranscriptPath, label, rangeOf, readSourceText } from './sources';
@@ -37,18 +37,25 @@ export class InspectorPanel implements PanelController {
   }
 
   /** Opens (or reveals and re-targets) the inspector on `uri`. */
-  static open(extensionUri: vscode.Uri, uri: vscode.Uri): InspectorPanel {
+  static open(extensionUri: vscode.Uri, uri: vscode.Uri, outcome?: InspectorFilter['outcome']): InspectorPanel {
     const title = `Trajectories: ${path.basename(uri.path)}`;
     const current = InspectorPanel.current;
     if (current && !current.host.isDisposed) {
       current.host.panel.title = title;
       current.host.panel.reveal(undefined, false);
+      current.openOutcome = outcome;
       if (current.uri.toString() !== uri.toString()) current.retarget(uri);
+      else current.postLoad();
       return current;
     }
     const panel = createPanel('inspector', title, extensionUri);
-    return (InspectorPanel.current = new InspectorPanel(new PanelHost('inspector', panel, extensionUri, title), uri));
+    const made = new InspectorPanel(new PanelHost('inspector', panel, extensionUri, title), uri);
+    made.openOutcome = outcome;
+    return (InspectorPanel.current = made);
   }
+
+  /** The outcome filter the next load opens with (once), as the caller asked. */
+  private openOutcome: InspectorFilter['outcome'] | undefined;
 
   /** The serializer's revival after a reload: the webview keeps its filter, selection and scroll. */
   static revive(extensionUri: vscode.Uri, panel: vscode.WebviewPanel, state: InspectorState): InspectorPanel {
@@ -116,7 +123,9 @@ export class InspectorPanel implements PanelController {
       source: { uri: this.uri.toString(), label: label(this.uri), kind },
       rows: this.parsed.rows.map((r) => r.summary),
       problems: this.parsed.problems.slice(0, 50),
+      ...(this.openOutcome ? { outcome: this.openOutcome } : {}),
     });
+    this.openOutcome = undefined;
   }
 
   onReady(): void {
@@ -163,6 +172,12 @@ export class InspectorPanel implements PanelController {
 }
 
 /** The file the command acts on: its argument, the active editor's, or one the user picks. */
+/** The outcome filter a caller asks the inspector to open with: `{uri, outcome: 'failed'}`. */
+export function requestedOutcome(arg: unknown): InspectorFilter['outcome'] | undefined {
+  const o = typeof arg === 'object' && arg !== null ? (arg as { outcome?: unknown }).outcome : undefined;
+  return o === 'failed' || o === 'solved' || o === 'all' ? o : undefined;
+}
+
 export async function pickTrajectorySource(arg: unknown): Promise<vscode.Uri | undefined> {
   if (arg instanceof vscode.Uri) return arg;
   if (typeof arg === 'object' && arg !== null && typeof (arg as { uri?: unknown }).uri === 'string') {

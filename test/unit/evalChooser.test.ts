@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type EvalChoice, evaluateChoices, runWorldFacts } from '../../extension/evalChooser';
+import { type EvalChoice, evaluateChoices, isRunsOwnWorld, runWorldFacts } from '../../extension/evalChooser';
 import { readRun } from '../../extension/runFolders';
 
 describe("Evaluate's one chooser (issue 35)", () => {
@@ -54,5 +54,22 @@ describe("Evaluate's one chooser (issue 35)", () => {
     assert.deepEqual(other[1], { label: 'sft-docs: held-out of world-rivers', description: 'another world (agentLab.world): the student on tasks it never saw', runDir: r.dir, split: 'heldout', world: path.join(tmp, 'runs', 'world-rivers') });
     const big = run('sft-big', { dir: path.join(tmp, 'big'), heldout: 400, dev: 0, fresh: true });
     assert.match(choices(evaluateChoices([big], null, 100))[0]!.description, /the first 100 of its 400 tasks/);
+  });
+  it("the run's own world is never offered as another: a GRPO run records its SFT run's copy, a world built again lies elsewhere", () => {
+    const source = (sha: string) => ({ files: [{ path: '/w/facts.csv', sha256: sha }] });
+    const built = path.join(tmp, 'runs', 'world-rivers');
+    fs.mkdirSync(built, { recursive: true });
+    fs.writeFileSync(path.join(built, 'world.json'), JSON.stringify({ name: 'world-rivers', source: source('aa') }));
+    // The tour's case: agentLab.world names the rivers world; the GRPO run's config names sft-1/world.
+    const grpo = path.join(tmp, 'runs', 'grpo-1');
+    fs.mkdirSync(path.join(grpo, 'checkpoints', 'step-5'), { recursive: true });
+    fs.writeFileSync(path.join(grpo, 'config.json'), JSON.stringify({ kind: 'grpo', world: { dir: path.join(tmp, 'runs', 'sft-1', 'world'), source: source('aa') } }));
+    assert.equal(isRunsOwnWorld(grpo, built), true);
+    assert.ok(!choices(evaluateChoices([readRun(grpo)], { dir: built, name: 'world-rivers' })).some((x) => x.world !== undefined), 'offered once, as its own');
+    // Another table (other digests) is another world; a run with no record of its world is offered it.
+    fs.writeFileSync(path.join(built, 'world.json'), JSON.stringify({ name: 'world-rivers', source: source('bb') }));
+    assert.equal(isRunsOwnWorld(grpo, built), false);
+    const textbook = run('sft-t', null);
+    assert.equal(isRunsOwnWorld(textbook.dir, built), false);
   });
 });

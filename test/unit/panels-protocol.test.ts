@@ -78,6 +78,9 @@ describe('panels protocol: extension → webview', () => {
     const src = parseSource(readFileSync('samples/train.traces.jsonl', 'utf8'), false);
     const load = { type: 'inspector/load', source: { uri: 'file:///x', label: 'x', kind: src.kind }, rows: src.rows.map((r) => r.summary), problems: [] };
     assert.ok(parseToWebview(load).ok);
+    // "Inspect Evaluation" opens the failures: the outcome it asks for, and nothing else.
+    assert.ok(parseToWebview({ ...load, outcome: 'failed' }).ok);
+    assert.equal(parseToWebview({ ...load, outcome: 'wrong' }).ok, false);
     assert.ok(parseToWebview({ type: 'inspector/detail', detail: detailOf(src.rows[0]!) }).ok);
     const trace = grammarTrace('{"tool": "search", "args": {"query": "q", "k": 0}}');
     assert.ok(parseToWebview({ type: 'grammar/trace', source: { kind: 'typed' }, trace, cursor: null }).ok);

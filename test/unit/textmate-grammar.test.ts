@@ -58,6 +58,52 @@ function regexes(g: Grammar): { where: string; source: string }[] {
   return out;
 }
 
+/**
+ * vscode-textmate + vscode-oniguruma from the code-server install (not dependencies of this
+ * project), or the test skipped with the reason (never passed without them).
+ */
+async function textmateEngine(ctx: Mocha.Context): Promise<{ tm: TextmateModule; registry: (file: string, scopeName: string) => TextmateRegistry }> {
+  const tools = process.env['AGENT_LAB_TOOLS'] ?? path.join(os.homedir(), '.cache', 'agent-lab');
+  const nm = path.join(tools, 'code-server-4.100.3', 'node_modules', 'code-server', 'lib', 'vscode', 'node_modules');
+  const tmPath = path.join(nm, 'vscode-textmate');
+  const onigPath = path.join(nm, 'vscode-oniguruma');
+  if (!fs.existsSync(path.join(tmPath, 'package.json')) || !fs.existsSync(path.join(onigPath, 'release', 'onig.wasm'))) {
+    console.log(`      skipped: vscode-textmate/vscode-oniguruma not found under ${nm} (run scripts/setup-vscode-test.sh)`);
+    ctx.skip();
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const tm = require(tmPath);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const onig = require(onigPath);
+  if (!onigLoaded) {
+    const wasm = fs.readFileSync(path.join(onigPath, 'release', 'onig.wasm'));
+    onigLoaded = onig.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
+  }
+  await onigLoaded;
+  const registry = (file: string, scopeName: string) =>
+    new tm.Registry({
+      onigLib: Promise.resolve({
+        createOnigScanner: (sources: string[]) => new onig.OnigScanner(sources),
+        createOnigString: (s: string) => new onig.OnigString(s),
+      }),
+      loadGrammar: async (name: string) => (name === scopeName ? tm.parseRawGrammar(fs.readFileSync(file, 'utf8'), file) : null),
+    });
+  return { tm, registry };
+}
+let onigLoaded: Promise<void> | undefined;
+/** The parts of vscode-textmate these tests use (its types are not a dependency of this project). */
+interface TextmateGrammar {
+  tokenizeLine(line: string, state: unknown): { tokens: { startIndex: number; endIndex: number; scopes: string[] }[]; ruleStack: unknown };
+}
+interface TextmateRegistry {
+  loadGrammar(scopeName: string): Promise<TextmateGrammar>;
+}
+interface TextmateModule {
+  INITIAL: unknown;
+  Registry: new (options: unknown) => TextmateRegistry;
+  parseRawGrammar(text: string, file: string): unknown;
+}
+
 describe('textmate grammar: agent-transcript', () => {
   describe('static checks (no setup needed)', () => {
     it('loads, has the scope name package.json declares, and every include resolves', () => {
@@ -118,28 +164,9 @@ describe('textmate grammar: agent-transcript', () => {
 
     before(async function () {
       this.timeout(30000);
-      const tools = process.env['AGENT_LAB_TOOLS'] ?? path.join(os.homedir(), '.cache', 'agent-lab');
-      const nm = path.join(tools, 'code-server-4.100.3', 'node_modules', 'code-server', 'lib', 'vscode', 'node_modules');
-      const tmPath = path.join(nm, 'vscode-textmate');
-      const onigPath = path.join(nm, 'vscode-oniguruma');
-      if (!fs.existsSync(path.join(tmPath, 'package.json')) || !fs.existsSync(path.join(onigPath, 'release', 'onig.wasm'))) {
-        console.log(`      skipped: vscode-textmate/vscode-oniguruma not found under ${nm} (run scripts/setup-vscode-test.sh)`);
-        this.skip();
-      }
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const tm = require(tmPath);
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const onig = require(onigPath);
-      const wasm = fs.readFileSync(path.join(onigPath, 'release', 'onig.wasm'));
-      await onig.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
-      const registry = new tm.Registry({
-        onigLib: Promise.resolve({
-          createOnigScanner: (sources: string[]) => new onig.OnigScanner(sources),
-          createOnigString: (s: string) => new onig.OnigString(s),
-        }),
-        loadGrammar: async (scopeName: string) =>
-          scopeName === 'source.agent-transcript' ? tm.parseRawGrammar(fs.readFileSync(grammarPath, 'utf8'), grammarPath) : null,
-      });
+      const engine = await textmateEngine(this);
+      const { tm } = engine;
+      const registry = engine.registry(grammarPath, 'source.agent-transcript');
       const grammar = await registry.loadGrammar('source.agent-transcript');
       tokenize = (text: string) => {
         const out: Token[] = [];
@@ -204,5 +231,47 @@ describe('textmate grammar: agent-transcript', () => {
       assert.ok(has(scopeOf(tokens, 'Answer'), 'keyword.other.label.answer.'));
       assert.ok(has(scopeOf(tokens, '4'), 'string.unquoted.answer.'));
     });
+  });
+});
+
+// The fact table grammar (syntaxes/agent-facts.tmLanguage.json): facts.csv opens as a fact table,
+// not Plain Text; the language server's checks stay the source of truth about the rows.
+describe('textmate grammar: agent-facts', () => {
+  const factsGrammarPath = path.join(repoRoot, 'syntaxes', 'agent-facts.tmLanguage.json');
+
+  it('package.json gives facts.csv and *.facts.csv the language, with its grammar and # comments', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
+    const lang = pkg.contributes.languages.find((l: { id: string }) => l.id === 'agent-facts');
+    assert.deepEqual(lang.filenamePatterns, ['facts.csv', '*.facts.csv']);
+    assert.ok(new RegExp(lang.firstLine).test('entity,attribute,value'));
+    const cfg = JSON.parse(fs.readFileSync(path.resolve(repoRoot, lang.configuration), 'utf8'));
+    assert.equal(cfg.comments.lineComment, '#');
+    const declared = pkg.contributes.grammars.find((x: { language: string }) => x.language === 'agent-facts');
+    assert.equal(path.resolve(repoRoot, declared.path), factsGrammarPath);
+    const g = JSON.parse(fs.readFileSync(factsGrammarPath, 'utf8')) as Grammar;
+    assert.equal(g.scopeName, declared.scopeName);
+    for (const { where, source } of regexes(g)) assert.doesNotThrow(() => new RegExp(source), `${where}: ${source}`);
+  });
+
+  it('scopes a fact table: comments, the header, entities, attributes, integers and words', async function () {
+    this.timeout(30000);
+    const engine = await textmateEngine(this);
+    const grammar = await engine.registry(factsGrammarPath, 'source.agent-facts').loadGrammar('source.agent-facts');
+    let state = engine.tm.INITIAL;
+    const rows: Record<string, string[]>[] = [];
+    for (const line of ['# rivers, in km', 'entity,attribute,value', 'Volga,length in km,3530', 'Volga,source country,Russia']) {
+      const r = grammar.tokenizeLine(line, state);
+      const row: Record<string, string[]> = {};
+      for (const t of r.tokens) row[line.slice(t.startIndex, t.endIndex)] = t.scopes;
+      rows.push(row);
+      state = r.ruleStack;
+    }
+    const last = (scopes: string[] | undefined) => scopes?.[scopes.length - 1];
+    assert.equal(last(rows[0]!['# rivers, in km']), 'comment.line.number-sign.agent-facts');
+    assert.equal(last(rows[1]!['attribute']), 'keyword.other.header.agent-facts');
+    assert.equal(last(rows[2]!['Volga']), 'entity.name.type.entity.agent-facts');
+    assert.equal(last(rows[2]!['length in km']), 'variable.other.attribute.agent-facts');
+    assert.equal(last(rows[2]!['3530']), 'constant.numeric.integer.agent-facts');
+    assert.equal(last(rows[3]!['Russia']), 'string.unquoted.value.agent-facts');
   });
 });

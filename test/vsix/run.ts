@@ -35,7 +35,8 @@ const timeoutS = Number(process.env['AGENT_LAB_VSIX_TIMEOUT_S'] || 600);
 const outDir = path.join(resultsDir, 'vsix');
 const t0 = Date.now();
 const say = (msg: string) => console.log(`[vsix-tests ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
-const FORBIDDEN = /^extension\/(test|test-results|runs|bench|scripts|\.ci|docs|core|trainer|cli|language-server|extension|webview-ui|node_modules)\/|\.map$|\.ts$/;
+// docs/: only the world formats' guide, which the diagnostics and templates cite.
+const FORBIDDEN = /^extension\/docs\/(?!worlds\.md$)|^extension\/(test|test-results|runs|bench|scripts|\.ci|core|trainer|cli|language-server|extension|webview-ui|node_modules)\/|\.map$|\.ts$/;
 
 const rowsOf = (file: string) =>
   fs
@@ -114,7 +115,7 @@ async function main(): Promise<number> {
         files.push(...zipEntries(vsix));
         const bad = files.map((f) => f.name).filter((n) => FORBIDDEN.test(n));
         if (bad.length) throw new Error(`the .vsix ships ${bad.join(', ')}`);
-        for (const need of ['extension/dist/extension.js', 'extension/dist/worker.js', 'extension/dist/cli.js', 'extension/dist/wasm/tfjs-backend-wasm.wasm', 'extension/README.md', 'extension/LICENSE.txt', 'extension/CHANGELOG.md', 'extension/media/icon.png']) {
+        for (const need of ['extension/dist/extension.js', 'extension/dist/worker.js', 'extension/dist/cli.js', 'extension/dist/wasm/tfjs-backend-wasm.wasm', 'extension/README.md', 'extension/LICENSE.txt', 'extension/CHANGELOG.md', 'extension/media/icon.png', 'extension/docs/worlds.md', 'extension/syntaxes/agent-facts.tmLanguage.json']) {
           if (!files.some((f) => f.name.toLowerCase() === need.toLowerCase())) throw new Error(`the .vsix lacks ${need}`);
         }
         const size = fs.statSync(vsix).size;
@@ -310,6 +311,27 @@ async function main(): Promise<number> {
           },
           30_000,
         );
+        // The README's own screenshots render: the page allows only https: and data: images, so
+        // they ship inlined (scripts/vsix-readme.mjs); a relative path here would be broken.
+        const images = await waitFor(
+          "the README's images settled (loaded or broken)",
+          async () => {
+            const all: { src: string; complete: boolean; ok: boolean }[] = [];
+            for (const f of p.frames()) {
+              const t = (await f.evaluate(() => document.body?.innerText ?? '').catch(() => '')) as string;
+              if (!t.includes('Getting started')) continue;
+              const l = (await f
+                .evaluate(() => (Array.from(document.querySelectorAll('img')) as { complete: boolean; naturalWidth: number; getAttribute(n: string): string | null; closest(s: string): unknown }[]).filter((i) => !i.closest('.header')).map((i) => ({ src: (i.getAttribute('src') ?? '').slice(0, 40), complete: i.complete, ok: i.naturalWidth > 0 })))
+                .catch(() => [])) as { src: string; complete: boolean; ok: boolean }[];
+              all.push(...l);
+            }
+            return all.length > 0 && all.every((i) => i.complete) ? all : undefined;
+          },
+          20_000,
+        );
+        const broken = images.filter((i) => !i.ok);
+        if (images.length < 2 || broken.length) throw new Error(`the details page's README images: ${images.length} found, ${broken.length} broken (${broken.map((b) => b.src).join(', ')})`);
+        say(`the README's ${images.length} images render on the details page`);
         // The icon in the page's header has loaded (instead of a second's sleep before the picture).
         await waitFor(
           'the icon in the details page',

@@ -563,7 +563,7 @@ async function main(): Promise<number> {
       }, 20_000).catch(() => [] as { src: string; complete: boolean; ok: boolean }[]);
       const broken = imgs.filter((i) => !i.ok);
       if (imgs.length === 0) finding('6', 'the details page shows no image of the README');
-      else if (broken.length) finding('6', `the details page's README images are broken: ${broken.length} of ${imgs.length} (${broken.map((b) => b.src).join(', ')}); the package script still packs with --no-rewrite-relative-links and the README points to relative media/screenshots/ files`);
+      else if (broken.length) finding('6', `the details page's README images are broken: ${broken.length} of ${imgs.length} (${broken.map((b) => b.src).join(', ')})`);
       else checked(`the details page's README images render (${imgs.length})`);
       await settled(p);
       await both('20-details-page', '6', `The extension's details page (the README${broken.length ? `; ${broken.length} of ${imgs.length} images broken` : ', its images rendered'}).`);

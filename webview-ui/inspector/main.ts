@@ -411,6 +411,7 @@ function onLoad(msg: Extract<ToWebview, { type: 'inspector/load' }>): void {
     selected = null;
     pendingScroll = null;
   }
+  if (msg.outcome) filter = { ...filter, outcome: msg.outcome };
   showBanner(banner, msg.problems.length ? 'warning' : 'info', msg.problems.length ? `Skipped: ${msg.problems.join('; ')}` : '');
   renderFacets();
   applyFilter(true);

@@ -64,8 +64,16 @@ describe('Your own world: New World, Build World, Train (SFT), Evaluate (integra
     assert.equal(fs.readFileSync(csv, 'utf8'), worldTemplate('facts').files[0]!.text);
     assert.match(fs.readFileSync(csv, 'utf8'), /^entity,attribute,value$/m);
     assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, csv, 'the fact table is open');
+    assert.equal(vscode.window.activeTextEditor?.document.languageId, 'agent-facts', 'as a fact table, not Plain Text');
     assert.equal(made.selected, true);
     assert.equal(config().get<string>('world'), 'worlds/it-new/facts.csv');
+  });
+
+  it('the world guide the template and diagnostics cite opens from the extension (docs/worlds.md ships)', async () => {
+    const guide = await vscode.commands.executeCommand<vscode.Uri>('agentLab.openWorldGuide');
+    assert.ok(guide && fs.existsSync(guide.fsPath), `the guide exists: ${guide?.fsPath}`);
+    assert.equal(path.basename(guide.fsPath), 'worlds.md');
+    assert.match(fs.readFileSync(guide.fsPath, 'utf8'), /fact table/i);
   });
 
   it('New World refuses a folder whose template file exists, and leaves it as it was', async () => {
