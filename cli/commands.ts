@@ -199,7 +199,7 @@ export const COMMANDS: Record<
     name: 'eval',
     summary: 'evaluate a trained student through the real loop (greedy, grammar-constrained)',
     usage:
-      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|dev-entities|fresh-values|fresh-entities|fresh-differences] [--limit N] [--copy-bias B] [--copy-stop on|off] [--backend B] [--json]',
+      'agent-lab eval --run DIR [--world DIR] [--checkpoint latest|step-N] [--split heldout|train|dev|dev-entities|fresh-values|fresh-entities|fresh-differences] [--limit N] [--copy-bias B] [--copy-stop on|off] [--copy-values on|off] [--backend B] [--json]',
     options: {
       run: { kind: 'string', required: true, path: true },
       checkpoint: { kind: 'string' },
@@ -207,6 +207,7 @@ export const COMMANDS: Record<
       limit: { kind: 'int', min: 1, max: 100000 },
       'copy-bias': { kind: 'number', min: 0, max: 50 },
       'copy-stop': { kind: 'string', choices: ['on', 'off'] },
+      'copy-values': { kind: 'string', choices: ['on', 'off'] },
       backend: { kind: 'string', choices: BACKEND_CHOICES },
       world: { kind: 'string', path: true },
       json: { kind: 'flag' },

@@ -172,6 +172,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
         ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
         ...(o['copy-bias'] !== undefined ? { copyBias: o['copy-bias'] as number } : {}),
         ...(o['copy-stop'] !== undefined ? { copyStop: o['copy-stop'] === 'on' } : {}),
+        ...(o['copy-values'] !== undefined ? { copyValues: o['copy-values'] === 'on' } : {}),
       },
       hooks,
     ),
@@ -203,6 +204,7 @@ export async function runEvalCommand(o: Options): Promise<void> {
       step: s.step,
       ...(s.copy_bias ? { copy_bias: s.copy_bias } : {}),
       ...(s.copy_stop ? { copy_stop: true } : {}),
+      ...(s.copy_values ? { copy_values: true } : {}),
     }),
   );
 }

@@ -156,6 +156,74 @@ export function copyDrifts(tokenStrings: readonly (string | null)[], words: read
   return out;
 }
 
+// ---- numbers copied from what the tools returned (`values`) -----------------------------------
+// A student that remembers a value writes it where the corpus said another: the fresh-values
+// split's "memorised" failures. The numbers a calc expression or a final answer holds come from
+// the question ("multiplied by 2") or from an observation (a passage's value, a calc result), so
+// there, digits that begin no such number, or run past the end of one, are lowered.
+
+/** Standalone numbers of a text: "2019", not the "100" of "Stack-100M". */
+const STANDALONE_NUMBER = /(?<![\p{L}\p{N}-])\p{Nd}+(?![\p{L}\p{N}])/gu;
+const LEADING_DIGITS = /^\p{Nd}*/u;
+const TRAILING_DIGITS = /\p{Nd}*$/u;
+
+/** The standalone numbers of a text (question, observation). */
+export function numbersIn(text: string): string[] {
+  return text.match(STANDALONE_NUMBER) ?? [];
+}
+
+/**
+ * The digits a turn ends in when it is writing a number of a calc expression or of its final
+ * answer ('' at a place where one may start), or null anywhere else (a thought, a search, the
+ * JSON of a call around the expression): only there do the numbers have to be copied.
+ */
+export function numberSlot(turnText: string): string | null {
+  const line = turnText.slice(turnText.lastIndexOf('\n') + 1);
+  const calc = /"expr":\s*"([^"]*)$/.exec(turnText);
+  const answer = /^Answer:(.*)$/.exec(line);
+  const inside = calc?.[1] ?? answer?.[1];
+  if (inside === undefined) return null;
+  const digits = TRAILING_DIGITS.exec(inside)![0];
+  // Digits glued to a letter or hyphen belong to a name ("Stack-100M"), not to a number.
+  // A hyphen after a letter joins a name; after a digit, a space or nothing it subtracts.
+  const head = inside.slice(0, inside.length - digits.length);
+  const glued = /\p{L}$/u.test(head) || /\p{L}-$/u.test(head);
+  return glued ? null : digits;
+}
+
+/**
+ * The ids of tokens that would write a number that none of `numbers` is, at a number slot whose
+ * digits so far are `partial`: digits that begin no such number, digits that run past the end of
+ * one, or (inside a number no shorter one ends at) a token that ends it early.
+ */
+export function numberDrifts(tokenStrings: readonly (string | null)[], numbers: ReadonlySet<string>, partial: string): number[] {
+  const prefixes = new Set<string>();
+  for (const n of numbers) for (let k = 1; k <= n.length; k++) prefixes.add(n.slice(0, k));
+  if (partial !== '' && !prefixes.has(partial)) return []; // already off every number: nothing to copy
+  // Digits that make `written`: wrong unless they begin a number, and (ended inside the token) are one.
+  const wrong = (written: string, ended: boolean) => !prefixes.has(written) || (ended && !numbers.has(written));
+  const out: number[] = [];
+  for (let id = 0; id < tokenStrings.length; id++) {
+    const s = tokenStrings[id];
+    if (!s) continue;
+    const lead = LEADING_DIGITS.exec(s)![0];
+    if (lead !== '') {
+      if (wrong(partial + lead, lead.length < s.length)) out.push(id);
+      continue;
+    }
+    // The token ends the digits so far (wrong if they are no whole number), then may start a
+    // number after spaces or an operator (" 2019", "+10").
+    if (partial !== '' && !numbers.has(partial)) {
+      out.push(id);
+      continue;
+    }
+    const gap = /^[^\p{L}\p{N}]+/u.exec(s)?.[0] ?? '';
+    const next = LEADING_DIGITS.exec(s.slice(gap.length))![0];
+    if (gap !== '' && next !== '' && !/["\n]/.test(gap) && wrong(next, gap.length + next.length < s.length)) out.push(id);
+  }
+  return out;
+}
+
 /** One episode's copy bias: the question's words, the token texts and the strength. */
 export class CopyBias {
   private readonly words: string[];
@@ -166,8 +234,19 @@ export class CopyBias {
     readonly strength: number,
     /** Also keep a copied name whole: no drift, no early end, nothing past its end (copyDrifts, copyOverruns). */
     readonly stop = false,
+    /** Also copy numbers: a calc expression's and an answer's numbers are the question's or the tools' (numberDrifts). */
+    readonly values = false,
   ) {
     this.words = questionWords(question);
+    if (values) for (const n of numbersIn(question)) this.numbers.add(n);
+  }
+
+  /** The numbers a calc expression or an answer may hold: the question's and, as they come, the observations'. */
+  private readonly numbers = new Set<string>();
+
+  /** An observation the harness returned: its numbers may be copied from now on. */
+  observe(observation: string): void {
+    if (this.values) for (const n of numbersIn(observation)) this.numbers.add(n);
   }
 
   /**
@@ -177,6 +256,14 @@ export class CopyBias {
    */
   apply(logits: Float32Array, textSoFar: string): void {
     if (this.strength === 0) return;
+    if (this.values && this.numbers.size > 0) {
+      const slot = numberSlot(textSoFar);
+      if (slot !== null) {
+        for (const id of numberDrifts(this.tokenStrings, this.numbers, slot)) {
+          if (id < logits.length && logits[id] !== -Infinity) logits[id]! -= this.strength;
+        }
+      }
+    }
     const partial = trailingWord(textSoFar);
     const continuations = copyContinuations(this.tokenStrings, this.words, partial, textSoFar.slice(-1), this.stop);
     for (const id of continuations) {

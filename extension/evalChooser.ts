@@ -50,7 +50,7 @@ export function isRunsOwnWorld(runDir: string, worldDir: string): boolean {
   return mine !== null && mine === sourceKey(readJson(path.join(worldDir, WORLD_MANIFEST))?.['source']);
 }
 
-const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `the first ${limit} of its ${n} tasks` : `its ${n} tasks`);
+const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `${limit} of its ${n} tasks, every question shape in turn` : `its ${n} tasks`);
 
 /**
  * The rows of the chooser. `runs`: the trained runs (newest first); `other`: the world

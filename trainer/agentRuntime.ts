@@ -33,6 +33,8 @@ export interface Policy {
   readonly copyBias?: number;
   /** With copyBias: also lower the tokens that run on past a whole name of the question. */
   readonly copyStop?: boolean;
+  /** The copy bias also copies numbers into calc expressions and answers (core/copyBias.ts numberDrifts). */
+  readonly copyValues?: boolean;
   newSession(): DecodeSession;
   /**
    * One token appended to each of several distinct sessions in one batched forward pass
@@ -296,6 +298,7 @@ export class AgentRuntime {
           ...(guard ? { guard } : {}),
           truncated: turn.truncated,
         });
+        copy?.observe(observation);
         yield* harness(renderToolResult(observation));
       }
       if (answer === null) {
@@ -377,7 +380,7 @@ export class AgentRuntime {
     if (strength === 0) return null;
     const tok = this.tokenizer;
     this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) || tok.idToToken(id) === undefined ? null : tok.decode([id])));
-    return new CopyBias(this.tokenStrings, question, strength, this.policy.copyStop ?? false);
+    return new CopyBias(this.tokenStrings, question, strength, this.policy.copyStop ?? false, this.policy.copyValues ?? false);
   }
 
   /** Generates one assistant turn up to and including <|end|> (added by the harness if cut). */

@@ -54,7 +54,27 @@ export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>
     const { kind: _kind, ...options } = spec;
     return runGrpo(options, hooks);
   }
-  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world, spec.copyBias, spec.copyStop);
+  return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world, spec.copyBias, spec.copyStop, spec.copyValues);
+}
+
+/**
+ * `limit` tasks of a split taken shape by shape in turn (a lookup, a sum, a compare, ... then the
+ * next of each), in the split's order: the first 20 of a world's held-out split held no lookup
+ * (the tour's finding), so a limited Evaluate measured other shapes than the whole split.
+ */
+export function spreadByShape<T extends { task: { kind?: string } }>(tasks: readonly T[], limit: number | undefined): T[] {
+  if (limit === undefined || limit >= tasks.length) return [...tasks];
+  const byShape = new Map<string, number[]>();
+  tasks.forEach((t, i) => {
+    const k = t.task.kind ?? '';
+    if (!byShape.has(k)) byShape.set(k, []);
+    byShape.get(k)!.push(i);
+  });
+  const chosen: number[] = [];
+  for (let round = 0; chosen.length < limit; round++) {
+    for (const idx of byShape.values()) if (round < idx.length && chosen.length < limit) chosen.push(idx[round]!);
+  }
+  return chosen.sort((a, b) => a - b).map((i) => tasks[i]!);
 }
 
 export async function runEval(
@@ -67,6 +87,7 @@ export async function runEval(
   worldDir?: string,
   copyBias?: number,
   copyStop?: boolean,
+  copyValues?: boolean,
 ): Promise<JobResult<'eval'>> {
   const runDir = path.resolve(runDirArg);
   const configFile = path.join(runDir, CONFIG_FILE);
@@ -82,7 +103,7 @@ export async function runEval(
   const tokenizer = loadTokenizer(runDir);
   checkRunTokenizer(run.config, configFile, tokenizer);
   const trained = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
-  const cfg = { ...trained, ...(copyBias !== undefined ? { copyBias } : {}), ...(copyStop !== undefined ? { copyStop } : {}) };
+  const cfg = { ...trained, ...(copyBias !== undefined ? { copyBias } : {}), ...(copyStop !== undefined ? { copyStop } : {}), ...(copyValues !== undefined ? { copyValues } : {}) };
   let backend;
   try {
     backend = await initBackend(backendAsk as BackendAsk);
@@ -101,7 +122,7 @@ export async function runEval(
       : ownWorld.train.map((task) => ({ task, world: ownWorld.id }));
     if (split === 'train' && worldDir !== undefined) throw new UserError("--split train is the run's own training tasks: drop --world");
     const splitAll = splitTasks(split, trainingTasks, pool);
-    const tasks = splitAll.slice(0, limit ?? undefined);
+    const tasks = spreadByShape(splitAll, limit);
     const trainingKeys = trainingKeysOf(
       files.trainTasks,
       trainingTasks.map((t) => t.task),
@@ -143,7 +164,7 @@ export async function runEval(
           ? undefined
           : splitManifest()[split];
     // `of`: the split's size, so a limited evaluation says "20 of the 55" wherever it is shown.
-    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), of: splitAll.length, ...(cfg.copyBias ? { copy_bias: cfg.copyBias, ...(cfg.copyStop ? { copy_stop: true } : {}) } : {}) };
+    const summary = { ...evaluated.summary, ...(manifest ? { worlds: manifest } : {}), of: splitAll.length, ...(cfg.copyBias ? { copy_bias: cfg.copyBias, ...(cfg.copyStop ? { copy_stop: true } : {}), ...(cfg.copyValues ? { copy_values: true } : {}) } : {}) };
     writeFileAtomic(path.join(runDir, EVAL_DIR, evalRowsFile(split)), toJsonl(rows));
     // The file names its checkpoint too: a figure read back later says what it was measured on.
     writeJsonAtomic(path.join(runDir, EVAL_DIR, evalSummaryFile(split)), { ...summary, checkpoint: which, step: ck.step });

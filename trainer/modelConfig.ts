@@ -41,6 +41,12 @@ export interface ModelConfig {
    * copyOverruns). Absent: false, so a run trained before it decodes as it did.
    */
   copyStop?: boolean;
+  /**
+   * Decoding only, with copyBias: the numbers of a calc expression or a final answer are copied
+   * from the question or the tools' results; digits that would write another are lowered by
+   * copyBias (core/copyBias.ts numberDrifts). Absent: false.
+   */
+  copyValues?: boolean;
   // The fields below let a Hugging Face Llama/Qwen2 checkpoint be loaded as it is
   // (trainer/hfModel.ts). Absent, each keeps the Stack model's own choice, so every preset
   // and every existing checkpoint.json reads as before.
@@ -202,7 +208,7 @@ export function validateConfig(cfg: ModelConfig): void {
       (rs.type === 'linear' || (rs.type === 'llama3' && pos(rs.lowFreqFactor) && pos(rs.highFreqFactor) && rs.highFreqFactor > rs.lowFreqFactor && pos(rs.originalMaxPositions)));
     if (!ok) throw new Error(`model config: ropeScaling must be {type: 'linear', factor} or {type: 'llama3', factor, lowFreqFactor < highFreqFactor, originalMaxPositions} (got ${JSON.stringify(rs)})`);
   }
-  for (const k of ['qkvBias', 'tiedHead', 'copyStop'] as const) {
+  for (const k of ['qkvBias', 'tiedHead', 'copyStop', 'copyValues'] as const) {
     if (cfg[k] !== undefined && typeof cfg[k] !== 'boolean') throw new Error(`model config: ${k} must be true or false (got ${String(cfg[k])})`);
   }
   if (!(cfg.ropeBase > 1)) throw new Error('model config: ropeBase must be > 1');

@@ -15,6 +15,7 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
     maxContext: model.config.maxSeq,
     copyBias: model.config.copyBias ?? 0,
     copyStop: model.config.copyStop ?? false,
+    copyValues: model.config.copyValues ?? false,
     newSession(): DecodeSession {
       const cache = model.newCache();
       const session: DecodeSession = {

@@ -54,6 +54,8 @@ export interface EvalJobSpec {
   copyBias?: number;
   /** Decode with the copy stop on or off instead of the model's own (trainer/modelConfig.ts copyStop). */
   copyStop?: boolean;
+  /** Decode with the number copy on or off instead of the model's own (trainer/modelConfig.ts copyValues). */
+  copyValues?: boolean;
 }
 /**
  * GRPO from an SFT run (docs/architecture.md, "GRPO defaults" for what is left out): the
@@ -166,6 +168,8 @@ export interface EvalJobSummary {
   copy_bias?: number;
   /** The copy bias also ended copied names (trainer/modelConfig.ts copyStop). */
   copy_stop?: boolean;
+  /** The copy bias also copied numbers (trainer/modelConfig.ts copyValues). */
+  copy_values?: boolean;
 }
 
 /** The summary each job kind ends with. */
@@ -230,6 +234,7 @@ export function checkJobSpec(v: unknown): string | null {
     if (!optNum(v['limit'])) return 'job.limit must be a non-negative number';
     if (!optNum(v['copyBias'])) return 'job.copyBias must be a non-negative number';
     if (v['copyStop'] !== undefined && typeof v['copyStop'] !== 'boolean') return 'job.copyStop must be true or false';
+    if (v['copyValues'] !== undefined && typeof v['copyValues'] !== 'boolean') return 'job.copyValues must be true or false';
     return null;
   }
   return `job.kind must be 'sft', 'grpo' or 'eval', got ${JSON.stringify(v['kind'])}`;

@@ -156,7 +156,8 @@ export function createPanel(kind: PanelKind, title: string, extensionUri: vscode
   const stale = staleTabs(kind);
   const sibling = [...openPanels].find((p) => p.viewColumn !== undefined);
   const editorColumn = vscode.window.activeTextEditor?.viewColumn ?? vscode.window.visibleTextEditors[0]?.viewColumn;
-  const viewColumn = sibling?.viewColumn ?? (editorColumn !== undefined ? vscode.ViewColumn.Beside : vscode.ViewColumn.Two);
+  // The results table acts on no editor and needs the width (it opened half-wide beside one).
+  const viewColumn = kind === 'compare' ? vscode.ViewColumn.Active : (sibling?.viewColumn ?? (editorColumn !== undefined ? vscode.ViewColumn.Beside : vscode.ViewColumn.Two));
   const panel = vscode.window.createWebviewPanel(
     PANEL_VIEW_TYPES[kind],
     title,

@@ -3,7 +3,7 @@
 // the question's name with the bias, and drifts without it.
 import * as assert from 'node:assert/strict';
 import { ToolEnv } from '../../core/distill';
-import { CopyBias, copyContinuations, copyDrifts, copyOverruns, questionWords, trailingWord } from '../../core/copyBias';
+import { CopyBias, copyContinuations, copyDrifts, copyOverruns, numberDrifts, numberSlot, numbersIn, questionWords, trailingWord } from '../../core/copyBias';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { renderPrompt } from '../../core/distill';
 import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
@@ -194,5 +194,53 @@ describe('copy bias', () => {
     assert.equal(PRESETS.tiny.model.copyBias, 4);
     assert.equal(PRESETS.tiny.model.copyStop, true);
     assert.throws(() => validateConfig({ ...base, copyStop: 'yes' as unknown as boolean }), /copyStop must be true or false/);
+  });
+});
+
+describe('copy bias: numbers copied from the question and the tools (copyValues)', () => {
+  it('finds standalone numbers, and the number slots of a calc expression and an answer only', () => {
+    assert.deepEqual(numbersIn('[1] the RoPE base of Stack-100M is 10000. [2] 2019'), ['1', '10000', '2', '2019']);
+    assert.equal(numberSlot('Thought: I compute 20'), null, 'a thought is free');
+    assert.equal(numberSlot('Thought: x\n{"tool": "search", "args": {"query": "Stack-10'), null, 'a search is free');
+    assert.equal(numberSlot('Thought: x\n{"tool": "calc", "args": {"expr": "'), '');
+    assert.equal(numberSlot('Thought: x\n{"tool": "calc", "args": {"expr": "2019+100'), '100');
+    assert.equal(numberSlot('Thought: x\nAnswer: 35'), '35');
+    assert.equal(numberSlot('Thought: x\nAnswer: Stack-10'), null, 'digits of a name');
+  });
+
+  it('lowers digits that begin no allowed number, run past one, or end one early; nothing else', () => {
+    const toks = ['20', '2019', '19', '1', '0', '5', ' 2019', ' 7', '+', '"}}', 'Stack', null];
+    const allowed = new Set(['2019', '10000']);
+    const ids = (partial: string) => numberDrifts(toks, allowed, partial).map((i) => toks[i]);
+    // At the start: only digits beginning 2019 or 10000 (" 2019" too); words and punctuation are free.
+    assert.deepEqual(ids(''), ['19', '0', '5', ' 7']);
+    // Inside "20": "19" finishes 2019; "1" goes on; "0", "5" and "2019" leave it; ending at "20" is early.
+    assert.deepEqual(ids('20'), ['20', '2019', '0', '5', ' 2019', ' 7', '+', '"}}', 'Stack']);
+    // At a whole number: more digits run past it (none longer begins so); ending it is right.
+    assert.deepEqual(ids('2019'), ['20', '2019', '19', '1', '0', '5', ' 7']);
+    // Already off every allowed number: the rule has nothing to copy.
+    assert.deepEqual(ids('77'), []);
+  });
+
+  it('in the decoding loop: an answer remembered is lowered once the observation said another number', () => {
+    const toks = ['Answer: ', '3520', '3530', '<|end|>'];
+    const bias = new CopyBias(toks, 'What is the length in km of Volga?', 4, true, true);
+    const logits = Float32Array.from([0, 5, 3, 0]);
+    bias.apply(logits, 'Thought: done\nAnswer: ');
+    assert.deepEqual([...logits], [0, 5, 3, 0], 'nothing observed yet: nothing to copy');
+    bias.observe('[1] the length in km of Volga is 3530.');
+    bias.apply(logits, 'Thought: done\nAnswer: ');
+    assert.deepEqual([...logits], [0, 1, 3, 0], 'the remembered 3520 falls under the observed 3530');
+    const off = new CopyBias(toks, 'What is the length in km of Volga?', 4, true, false);
+    off.observe('[1] the length in km of Volga is 3530.');
+    const same = Float32Array.from([0, 5, 3, 0]);
+    off.apply(same, 'Thought: done\nAnswer: ');
+    assert.deepEqual([...same], [0, 5, 3, 0], 'off: as before');
+  });
+
+  it('is part of a model config, checked', () => {
+    const base = { vocab: 100, ...PRESETS.tiny.model };
+    assert.doesNotThrow(() => validateConfig({ ...base, copyValues: true }));
+    assert.throws(() => validateConfig({ ...base, copyValues: 1 as unknown as boolean }), /copyValues must be true or false/);
   });
 });
