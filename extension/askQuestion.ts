@@ -70,6 +70,8 @@ export interface AnswerCheck {
   gold: string;
   split: SplitTask['split'];
   correct: boolean;
+  /** The task's shape (lookup, sum ...). */
+  kind: string;
 }
 
 /** The answer against the gold of the world's task with this question (as eval normalises both), or null when it is no task of the world. */
@@ -77,7 +79,7 @@ export function checkAnswer(runDir: string, question: string, answer: string | n
   const q = question.trim();
   const hit = runWorldTasks(runDir).find((t) => t.task.question === q);
   if (!hit) return null;
-  return { gold: hit.task.gold, split: hit.split, correct: answer !== null && normalize(answer) === normalize(hit.task.gold) };
+  return { gold: hit.task.gold, split: hit.split, correct: answer !== null && normalize(answer) === normalize(hit.task.gold), kind: hit.task.kind };
 }
 
 /** What the message says after the answer: "correct" or the gold, and which split the task is in. */
@@ -85,4 +87,12 @@ export function checkText(check: AnswerCheck | null): string {
   if (!check) return '';
   const where = { heldout: 'a held-out task', train: 'a training task', dev: 'a dev task', other: 'a task of the world in no split' }[check.split];
   return check.correct ? ` Correct (${where}).` : ` Wrong: the gold answer is ${JSON.stringify(check.gold)} (${where}).`;
+}
+
+/**
+ * A checked answer as one eval row (the inspector's format: question, gold, answer, solved): the
+ * inspector marks it right or wrong and shows the gold, which a bare .transcript cannot carry.
+ */
+export function askedEvalRow(question: string, answer: string | null, steps: number, text: string, check: AnswerCheck): Record<string, unknown> {
+  return { question, kind: check.kind, gold: check.gold, answer, solved: check.correct, steps, split: check.split, text };
 }

@@ -10,7 +10,7 @@ import { DEFAULT_REWARD_TEXT, RewardSpecError, auditReward, formatAudit, parseRe
 import { cliError, runCli } from './cliProcess';
 import { log, reportError } from './log';
 import { listRunFolders, readRun } from './runFolders';
-import { checkAnswer, checkText, questionToAsk } from './askQuestion';
+import { askedEvalRow, checkAnswer, checkText, questionToAsk } from './askQuestion';
 import { pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 
 interface RunArg {
@@ -89,7 +89,13 @@ async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): P
   // A question of the world's own tasks is checked against its gold, as Evaluate would.
   const check = checkAnswer(runDir, question, out.answer);
   log.info(`the student answered ${JSON.stringify(out.answer)} in ${out.steps} steps${check ? ` (gold ${JSON.stringify(check.gold)}: ${check.correct ? 'correct' : 'wrong'})` : ''}: ${file}`);
-  await vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(file));
+  // Checked against a gold: the inspector opens the answer as an eval row, marked right or wrong.
+  let inspected = file;
+  if (check) {
+    inspected = file.replace(/\.transcript$/, '.jsonl');
+    fs.writeFileSync(inspected, JSON.stringify(askedEvalRow(question, out.answer, out.steps, out.text, check)) + '\n', { flag: 'wx' });
+  }
+  await vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(inspected));
   void vscode.window
     .showInformationMessage(`Agent Lab: the student answered ${shortAnswer(out.answer)} in ${out.steps} steps.${checkText(check)}`, 'Open Transcript', 'Ask Again')
     .then((c) => {

@@ -5,7 +5,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { TEXTBOOK_QUESTION, checkAnswer, checkText, questionToAsk, runWorldTasks } from '../../extension/askQuestion';
+import { TEXTBOOK_QUESTION, askedEvalRow, checkAnswer, checkText, questionToAsk, runWorldTasks } from '../../extension/askQuestion';
+import { parseSource } from '../../core/transcript/trajectories';
 import { makeTaskPool, makeTasks, taskToRow } from '../../core/world';
 import { buildFactWorld, parseFactTable } from '../../core/worldSource';
 
@@ -50,7 +51,7 @@ describe('Ask the Student asks about the run\'s own world (issue 35)', () => {
     const { run, heldout, train } = writeWorldRun();
     const t = heldout[0]!;
     const right = checkAnswer(run, t.question, `${t.gold}.`);
-    assert.deepEqual(right, { gold: t.gold, split: 'heldout', correct: true });
+    assert.deepEqual(right, { gold: t.gold, split: 'heldout', correct: true, kind: t.kind });
     assert.equal(checkText(right), ' Correct (a held-out task).');
     const wrong = checkAnswer(run, ` ${t.question} `, '7763');
     assert.equal(wrong!.correct, false);
@@ -61,7 +62,14 @@ describe('Ask the Student asks about the run\'s own world (issue 35)', () => {
     // The textbook's own question on a textbook run: its gold is the seed's 10000 (a task in neither split).
     const textbook = path.join(tmp, 'textbook');
     fs.mkdirSync(textbook);
-    assert.deepEqual(checkAnswer(textbook, TEXTBOOK_QUESTION, '10000'), { gold: '10000', split: 'other', correct: true });
+    assert.deepEqual(checkAnswer(textbook, TEXTBOOK_QUESTION, '10000'), { gold: '10000', split: 'other', correct: true, kind: 'lookup' });
+    // In the inspector the checked answer is an eval row: marked wrong, with its gold.
+    const text = `<|user|>${t.question}<|end|><|assistant|>Thought: x\nAnswer: 7763<|end|>`;
+    const parsed = parseSource(JSON.stringify(askedEvalRow(t.question, '7763', 1, text, wrong!)) + '\n', false);
+    assert.equal(parsed.rows.length, 1);
+    assert.equal(parsed.rows[0]!.summary.solved, false);
+    assert.equal(parsed.rows[0]!.summary.gold, t.gold);
+    assert.equal(parsed.rows[0]!.summary.answer, '7763');
     assert.equal(checkAnswer(textbook, TEXTBOOK_QUESTION, '10001')!.correct, false);
   });
 });

@@ -261,7 +261,13 @@ async function main(): Promise<number> {
         const frame = await panelFrame(p, 'inspector', 30_000);
         await waitFor('a trajectory in the inspector', async () => ((await frame.locator('body').textContent({ timeout: 500 }).catch(() => '')) ?? '').length > 50, 20_000);
         const asked = fs.readdirSync(path.join(runDir, 'asked'));
-        if (asked.length !== 1 || !asked[0]!.endsWith('.transcript')) throw new Error(`asked/: ${asked.join(', ')}`);
+        // The trajectory as a .transcript, and (a question with a gold: the textbook's) as an eval
+        // row the inspector marks right or wrong.
+        const transcripts = asked.filter((f) => f.endsWith('.transcript'));
+        const rows = asked.filter((f) => f.endsWith('.jsonl'));
+        if (asked.length !== 2 || transcripts.length !== 1 || rows.length !== 1) throw new Error(`asked/: ${asked.join(', ')}`);
+        const row = JSON.parse(fs.readFileSync(path.join(runDir, 'asked', rows[0]!), 'utf8')) as { solved?: unknown; gold?: unknown };
+        if (typeof row.solved !== 'boolean' || row.gold !== '10000') throw new Error(`the asked row: ${JSON.stringify(row).slice(0, 200)}`);
         await shot(ctx!, 'ask-student');
       },
     });
