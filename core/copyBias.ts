@@ -160,7 +160,8 @@ export function copyDrifts(tokenStrings: readonly (string | null)[], words: read
 // A student that remembers a value writes it where the corpus said another: the fresh-values
 // split's "memorised" failures. The numbers a calc expression or a final answer holds come from
 // the question ("multiplied by 2") or from an observation (a passage's value, a calc result), so
-// there, digits that begin no such number, or run past the end of one, are lowered.
+// there, digits that begin no such number, or run past the end of one, are lowered (by twice the
+// bias's strength, NUMBER_PENALTY_FACTOR).
 
 /** Standalone numbers of a text: "2019", not the "100" of "Stack-100M". */
 const STANDALONE_NUMBER = /(?<![\p{L}\p{N}-])\p{Nd}+(?![\p{L}\p{N}])/gu;
@@ -224,6 +225,13 @@ export function numberDrifts(tokenStrings: readonly (string | null)[], numbers: 
   return out;
 }
 
+/**
+ * A number that is no number of the question or the tools is lowered by twice the bias's
+ * strength: the strongest that lost no dev task (removing it outright made the student repeat a
+ * number it could not finish: "2025-4608-4608-..."). docs/decisions.md, "A number copy".
+ */
+export const NUMBER_PENALTY_FACTOR = 2;
+
 /** One episode's copy bias: the question's words, the token texts and the strength. */
 export class CopyBias {
   private readonly words: string[];
@@ -260,7 +268,7 @@ export class CopyBias {
       const slot = numberSlot(textSoFar);
       if (slot !== null) {
         for (const id of numberDrifts(this.tokenStrings, this.numbers, slot)) {
-          if (id < logits.length && logits[id] !== -Infinity) logits[id]! -= this.strength;
+          if (id < logits.length && logits[id] !== -Infinity) logits[id]! -= NUMBER_PENALTY_FACTOR * this.strength;
         }
       }
     }

@@ -44,7 +44,7 @@ export interface ModelConfig {
   /**
    * Decoding only, with copyBias: the numbers of a calc expression or a final answer are copied
    * from the question or the tools' results; digits that would write another are lowered by
-   * copyBias (core/copyBias.ts numberDrifts). Absent: false.
+   * twice copyBias (core/copyBias.ts numberDrifts). Absent: false, so older runs decode as they did.
    */
   copyValues?: boolean;
   // The fields below let a Hugging Face Llama/Qwen2 checkpoint be loaded as it is
@@ -104,9 +104,15 @@ export const COPY_BIAS = 4;
  * chosen on the dev splits, where it lost no task (docs/decisions.md, "A copy stop").
  */
 export const COPY_STOP = true;
+/**
+ * And copies the numbers of calc expressions and answers from the question and the tools
+ * (ModelConfig.copyValues): chosen on the dev splits, where it lost no task (docs/decisions.md,
+ * "A number copy").
+ */
+export const COPY_VALUES = true;
 
 const TINY: Preset = {
-  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2, copyBias: COPY_BIAS, copyStop: COPY_STOP },
+  model: { dModel: 128, layers: 2, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, prevTokens: 2, copyBias: COPY_BIAS, copyStop: COPY_STOP, copyValues: COPY_VALUES },
   batch: 2,
   lr: 4e-3,
   // 12 minutes is about 8,000 steps on a quiet 2-core machine. The default recipe
@@ -137,7 +143,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: 'tiny with a third layer (~842k parameters at vocab 749): 1.5 times the time per step; measured no better than tiny at 8,000 steps (docs/results.md)',
   },
   small: {
-    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS, copyStop: COPY_STOP },
+    model: { dModel: 192, layers: 3, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS, copyStop: COPY_STOP, copyValues: COPY_VALUES },
     batch: 2,
     lr: 3e-3,
     minutes: 20,
@@ -150,7 +156,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: '~1.3M parameters: more capacity, fewer steps per minute',
   },
   long: {
-    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS, copyStop: COPY_STOP },
+    model: { dModel: 128, layers: 3, heads: 4, kvHeads: 2, mlp: 352, maxSeq: 512, ropeBase: 10000, copyBias: COPY_BIAS, copyStop: COPY_STOP, copyValues: COPY_VALUES },
     batch: 2,
     lr: 4e-3,
     minutes: 60,
@@ -163,7 +169,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary: "~650k parameters (tiny's width, one more layer) for a 60-minute CPU budget",
   },
   'stack-100m': {
-    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768, copyBias: COPY_BIAS, copyStop: COPY_STOP },
+    model: { dModel: 512, layers: 30, heads: 8, kvHeads: 2, mlp: 1408, maxSeq: 2048, ropeBase: 10000, padVocabTo: 32768, copyBias: COPY_BIAS, copyStop: COPY_STOP, copyValues: COPY_VALUES },
     batch: 8,
     lr: 6e-4,
     minutes: 120,

@@ -193,6 +193,7 @@ describe('copy bias', () => {
     assert.throws(() => validateConfig({ ...base, copyBias: Number.NaN }), /copyBias/);
     assert.equal(PRESETS.tiny.model.copyBias, 4);
     assert.equal(PRESETS.tiny.model.copyStop, true);
+    assert.equal(PRESETS.tiny.model.copyValues, true);
     assert.throws(() => validateConfig({ ...base, copyStop: 'yes' as unknown as boolean }), /copyStop must be true or false/);
   });
 });
@@ -230,7 +231,7 @@ describe('copy bias: numbers copied from the question and the tools (copyValues)
     assert.deepEqual([...logits], [0, 5, 3, 0], 'nothing observed yet: nothing to copy');
     bias.observe('[1] the length in km of Volga is 3530.');
     bias.apply(logits, 'Thought: done\nAnswer: ');
-    assert.deepEqual([...logits], [0, 1, 3, 0], 'the remembered 3520 falls under the observed 3530');
+    assert.deepEqual([...logits], [0, -3, 3, 0], 'the remembered 3520 falls by twice the strength, under the observed 3530');
     const off = new CopyBias(toks, 'What is the length in km of Volga?', 4, true, false);
     off.observe('[1] the length in km of Volga is 3530.');
     const same = Float32Array.from([0, 5, 3, 0]);

@@ -44,8 +44,8 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
 }
 
 /** The config as the lab computes it (defaults filled in), for comparing a round trip. */
-// copyBias and copyStop are decoding only, not part of a Hugging Face model: they do not travel.
-const effective = ({ copyBias: _decodingOnly, copyStop: _decodingOnlyToo, ...c }: ModelConfig): Record<string, unknown> => ({
+// copyBias, copyStop and copyValues are decoding only, not part of a Hugging Face model: they do not travel.
+const effective = ({ copyBias: _decodingOnly, copyStop: _decodingOnlyToo, copyValues: _decodingOnlyToo2, ...c }: ModelConfig): Record<string, unknown> => ({
   ...c,
   prevTokens: c.prevTokens ?? 0,
   headDim: headDimOf(c),
