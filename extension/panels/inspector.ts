@@ -118,14 +118,15 @@ export class InspectorPanel implements PanelController {
     }
     if (!this.parsed) return;
     const kind: SourceKind = this.parsed.kind;
-    this.host.post({
+    const posted = this.host.post({
       type: 'inspector/load',
       source: { uri: this.uri.toString(), label: label(this.uri), kind },
       rows: this.parsed.rows.map((r) => r.summary),
       problems: this.parsed.problems.slice(0, 50),
       ...(this.openOutcome ? { outcome: this.openOutcome } : {}),
     });
-    this.openOutcome = undefined;
+    // Asked once: kept until a load reaches the webview (a new panel says `ready` after the parse).
+    if (posted) this.openOutcome = undefined;
   }
 
   onReady(): void {
