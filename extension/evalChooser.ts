@@ -50,7 +50,9 @@ export function isRunsOwnWorld(runDir: string, worldDir: string): boolean {
   return mine !== null && mine === sourceKey(readJson(path.join(worldDir, WORLD_MANIFEST))?.['source']);
 }
 
-const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `${limit} of its ${n} tasks, every question shape in turn` : `its ${n} tasks`);
+const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `${limit} of its ${n} tasks` : `its ${n} tasks`);
+/** A limited split takes its question shapes in turn (trainer/jobs.ts spreadByShape). */
+const spread = (n: number, limit: number): string => (limit > 0 && limit < n ? ', the question shapes in turn' : '');
 
 /**
  * The rows of the chooser. `runs`: the trained runs (newest first); `other`: the world
@@ -62,7 +64,7 @@ export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; 
     const w = runWorldFacts(r.dir);
     const figure = heldoutShort(r);
     out.push({ separator: `${r.name} · ${r.kind} · step ${r.step ?? 0}${figure ? ` · ${figure}` : ''}` });
-    out.push({ label: `${r.name}: held-out`, description: `${count(w.heldout, limit)} of ${w.name} (the figure every run reports)`, runDir: r.dir, split: 'heldout' });
+    out.push({ label: `${r.name}: held-out`, description: `${count(w.heldout, limit)} of ${w.name} (the figure every run reports)${spread(w.heldout, limit)}`, runDir: r.dir, split: 'heldout' });
     // The world the run was made from (config.json's world): agentLab.world naming it is no other world.
     if (other && !isRunsOwnWorld(r.dir, other.dir)) {
       out.push({ label: `${r.name}: held-out of ${other.name}`, description: `another world (agentLab.world): the student on tasks it never saw`, runDir: r.dir, split: 'heldout', world: other.dir });
@@ -72,7 +74,7 @@ export function evaluateChoices(runs: readonly RunInfo[], other: { dir: string; 
       out.push({ label: `${r.name}: fresh-entities`, description: 'questions about entities the student never saw', runDir: r.dir, split: 'fresh-entities' });
       out.push({ label: `${r.name}: fresh-differences`, description: '"by how much is A larger than B": a kind no teacher demonstrated (only RL teaches it)', runDir: r.dir, split: 'fresh-differences' });
     }
-    if (w.dev > 0 || w.name === 'the textbook world') out.push({ label: `${r.name}: dev`, description: w.dev > 0 ? `${count(w.dev, limit)}: for choosing recipes` : 'fresh worlds for choosing recipes', runDir: r.dir, split: 'dev' });
+    if (w.dev > 0 || w.name === 'the textbook world') out.push({ label: `${r.name}: dev`, description: w.dev > 0 ? `${count(w.dev, limit)}: for choosing recipes${spread(w.dev, limit)}` : 'fresh worlds for choosing recipes', runDir: r.dir, split: 'dev' });
     if (w.fresh || w.name === 'the textbook world') out.push({ label: `${r.name}: dev-entities`, description: 'new-name worlds for choosing recipes (apart from fresh-entities)', runDir: r.dir, split: 'dev-entities' });
     out.push({ label: `${r.name}: train`, description: 'the tasks it trained on (memorised or learned?)', runDir: r.dir, split: 'train' });
   }

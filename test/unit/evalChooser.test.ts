@@ -53,7 +53,7 @@ describe("Evaluate's one chooser (issue 35)", () => {
     const other = choices(evaluateChoices([r], { dir: path.join(tmp, 'runs', 'world-rivers'), name: 'world-rivers' }));
     assert.deepEqual(other[1], { label: 'sft-docs: held-out of world-rivers', description: 'another world (agentLab.world): the student on tasks it never saw', runDir: r.dir, split: 'heldout', world: path.join(tmp, 'runs', 'world-rivers') });
     const big = run('sft-big', { dir: path.join(tmp, 'big'), heldout: 400, dev: 0, fresh: true });
-    assert.match(choices(evaluateChoices([big], null, 100))[0]!.description, /100 of its 400 tasks, every question shape in turn/);
+    assert.match(choices(evaluateChoices([big], null, 100))[0]!.description, /^100 of its 400 tasks of big \(the figure every run reports\), the question shapes in turn$/);
   });
   it("the run's own world is never offered as another: a GRPO run records its SFT run's copy, a world built again lies elsewhere", () => {
     const source = (sha: string) => ({ files: [{ path: '/w/facts.csv', sha256: sha }] });
