@@ -216,7 +216,8 @@ export const hasCheckpoint = (runDir: string): boolean =>
  */
 export function readRun(dir: string, outcome?: RunStatus, live = false): RunInfo {
   const config = readJson(path.join(dir, CONFIG_FILE)) ?? {};
-  const kind = typeof config['kind'] === 'string' ? config['kind'] : 'run';
+  // A job still preparing its data has no config.json yet: its folder's name says its kind (sft-…, grpo-…).
+  const kind = typeof config['kind'] === 'string' ? config['kind'] : (/^(sft|grpo)-/.exec(path.basename(dir))?.[1] ?? 'run');
   const backendRec = config['backend'];
   const backend =
     typeof backendRec === 'object' && backendRec !== null && typeof (backendRec as Record<string, unknown>)['used'] === 'string'

@@ -12,11 +12,11 @@ describe('the Runs view: a live job before its config.json', () => {
   afterEach(() => fs.rmSync(runs, { recursive: true, force: true }));
 
   it('lists the live folder beside the finished runs, newest first; a dead empty folder stays out', () => {
-    const done = path.join(runs, '20261205-100000-sft');
+    const done = path.join(runs, 'sft-20261205-100000');
     fs.mkdirSync(done);
     fs.writeFileSync(path.join(done, 'config.json'), JSON.stringify({ kind: 'sft' }));
-    const starting = path.join(runs, '20261205-110000-sft');
-    const abandoned = path.join(runs, '20261205-090000-sft');
+    const starting = path.join(runs, 'sft-20261205-110000');
+    const abandoned = path.join(runs, 'sft-20261205-090000');
     fs.mkdirSync(starting);
     fs.mkdirSync(abandoned);
     assert.deepEqual(listRunFolders(runs), [done], 'without the live set: only folders with config.json');
@@ -25,6 +25,7 @@ describe('the Runs view: a live job before its config.json', () => {
     assert.deepEqual(listRunFoldersWithLive(runs, new Set([path.join(os.tmpdir(), 'elsewhere-sft'), path.join(runs, 'gone')])), [done]);
     const info = readRun(starting, undefined, true);
     assert.equal(info.status, 'live');
+    assert.equal(info.kind, 'sft', "the folder's name says its kind before config.json does");
     assert.equal(info.dir, starting);
   });
 });
