@@ -172,13 +172,13 @@ export class InspectorPanel implements PanelController {
   }
 }
 
-/** The file the command acts on: its argument, the active editor's, or one the user picks. */
 /** The outcome filter a caller asks the inspector to open with: `{uri, outcome: 'failed'}`. */
 export function requestedOutcome(arg: unknown): InspectorFilter['outcome'] | undefined {
   const o = typeof arg === 'object' && arg !== null ? (arg as { outcome?: unknown }).outcome : undefined;
   return o === 'failed' || o === 'solved' || o === 'all' ? o : undefined;
 }
 
+/** The file the command acts on: its argument, the active editor's, or one the user picks. */
 export async function pickTrajectorySource(arg: unknown): Promise<vscode.Uri | undefined> {
   if (arg instanceof vscode.Uri) return arg;
   if (typeof arg === 'object' && arg !== null && typeof (arg as { uri?: unknown }).uri === 'string') {
