@@ -5,9 +5,9 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
-import { type CodeServer, type ScratchDirs, copyLogs, makeScratch, repoRoot, sleep } from '../vscode/codeServer';
-import { click, note } from '../ui/driver';
-import { waitFor } from '../ui/harness';
+import { BASE_SETTINGS, type CodeServer, type ScratchDirs, copyLogs, launchChromium, makeScratch, repoRoot, sleep, startCodeServer, writeUserSettings } from '../vscode/codeServer';
+import { attachDriver, click, note } from '../ui/driver';
+import { type UiContext, waitFor } from '../ui/harness';
 
 /** The names in a zip's central directory (the .vsix is a zip; no unzip tool needed). */
 export function zipEntries(file: string): { name: string; size: number }[] {
@@ -142,4 +142,45 @@ export function vsixScratch(
     await close();
   };
   return { scratch, dirs, clone: path.join(scratch, 'clone'), vsix: path.join(scratch, 'agent-lab.vsix'), cleanup };
+}
+
+/**
+ * code-server on `dirs.workspace` with the tiers' quiet workbench settings and `settings` on top,
+ * Chromium on it with the driver attached (its console in browser-console.log), until the
+ * workbench's status bar shows. `started` hears of the server and the browser as each starts,
+ * so the caller's cleanup closes them even when a later step fails.
+ */
+export async function openWorkbench(o: {
+  entry: string;
+  scratch: string;
+  dirs: ScratchDirs;
+  outDir: string;
+  say: (msg: string) => void;
+  settings: Record<string, unknown>;
+  started: (live: { server?: CodeServer; context?: BrowserContext }) => void;
+}): Promise<{ page: Page; ctx: UiContext }> {
+  const { entry, scratch, dirs, outDir, say } = o;
+  writeUserSettings(dirs.userData, {
+    ...BASE_SETTINGS,
+    'workbench.colorTheme': 'Default Light Modern',
+    'workbench.editor.enablePreview': false,
+    'editor.minimap.enabled': false,
+    'chat.commandCenter.enabled': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'window.commandCenter': false,
+    ...o.settings,
+  });
+  const serverLog = path.join(outDir, 'code-server.log');
+  const server = await startCodeServer({ entry, scratch, dirs, serverLog, say });
+  o.started({ server });
+  const context = await launchChromium(dirs.chromeProfile, { width: 1500, height: 950 });
+  o.started({ server, context });
+  const page = context.pages()[0] ?? (await context.newPage());
+  attachDriver(page, { outDir, serverLog, logsDir: path.join(dirs.userData, 'logs'), say });
+  const consoleLog = fs.createWriteStream(path.join(outDir, 'browser-console.log'));
+  page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
+  const ctx: UiContext = { page, workspace: dirs.workspace, outDir, say, console: [] };
+  await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
+  await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+  return { page, ctx };
 }

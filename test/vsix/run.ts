@@ -22,9 +22,9 @@ import * as path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { overlapKey } from '../../core/overlap';
 import { makeTaskPool } from '../../core/world';
-import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, launchChromium, repoRoot, resultsDir, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
-import { attachDriver, click, closeTransients, fill, hoverUntil, idle, neutralMouse, press, reset, saveFailure, settled } from '../ui/driver';
-import { clickButton, installVsix, packFromCleanClone, toast, vsixScratch, zipEntries } from './common';
+import { CannotRun, type CodeServer, checkTools, repoRoot, resultsDir, tail } from '../vscode/codeServer';
+import { click, closeTransients, fill, hoverUntil, idle, neutralMouse, press, reset, saveFailure, settled } from '../ui/driver';
+import { clickButton, installVsix, openWorkbench, packFromCleanClone, toast, vsixScratch, zipEntries } from './common';
 import { type UiContext, panelFrame, pickExact, quickOpen, runCommand, setTheme, waitFor } from '../ui/harness';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
@@ -137,27 +137,16 @@ async function main(): Promise<number> {
     await step({
       name: 'starts code-server on the samples workspace; the extension activates on a transcript: a diagnostic and a 1-based hover',
       run: async () => {
-        writeUserSettings(dirs.userData, {
-          ...BASE_SETTINGS,
-          'workbench.colorTheme': 'Default Light Modern',
-          'workbench.editor.enablePreview': false,
-          'editor.minimap.enabled': false,
-          'chat.commandCenter.enabled': false,
-          'workbench.secondarySideBar.defaultVisibility': 'hidden',
-          'window.commandCenter': false,
+        ({ page, ctx } = await openWorkbench({
+          entry,
+          scratch,
+          dirs,
+          outDir,
+          say,
           // A quick flow: few held-out tasks per accuracy point and per evaluation.
-          'agentLab.sft.heldoutTasks': 2,
-          'agentLab.evaluate.tasks': 5,
-        });
-        server = await startCodeServer({ entry, scratch, dirs, serverLog: path.join(outDir, 'code-server.log'), say });
-        context = await launchChromium(dirs.chromeProfile, { width: 1500, height: 950 });
-        page = context.pages()[0] ?? (await context.newPage());
-        attachDriver(page, { outDir, serverLog: path.join(outDir, 'code-server.log'), logsDir: path.join(dirs.userData, 'logs'), say });
-        const consoleLog = fs.createWriteStream(path.join(outDir, 'browser-console.log'));
-        page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
-        ctx = { page, workspace: dirs.workspace, outDir, say, console: [] };
-        await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
-        await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+          settings: { 'agentLab.sft.heldoutTasks': 2, 'agentLab.evaluate.tasks': 5 },
+          started: (live) => ({ server, context } = live),
+        }));
         await quickOpen(page, 'broken-call.transcript');
         const squiggleBox = () =>
           page!.evaluate(() => {

@@ -19,10 +19,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BrowserContext, Frame, Locator, Page } from 'playwright-core';
-import { BASE_SETTINGS, CannotRun, type CodeServer, checkTools, launchChromium, repoRoot, resultsDir, sleep, startCodeServer, tail, writeUserSettings } from '../vscode/codeServer';
-import { attachDriver, click, closeTransients, fill, hover, hoverUntil, idle, press, reset, saveFailure, select, settled, type } from '../ui/driver';
+import { CannotRun, type CodeServer, checkTools, repoRoot, resultsDir, sleep, tail } from '../vscode/codeServer';
+import { click, closeTransients, fill, hover, hoverUntil, idle, press, reset, saveFailure, select, settled, type } from '../ui/driver';
 import { type UiContext, focusEditor, panelFrame, pickExact, quickOpen, runCommand, setTheme, squiggles, waitFor } from '../ui/harness';
-import { clickButton, installVsix, packFromCleanClone, toast, vsixScratch } from './common';
+import { clickButton, installVsix, openWorkbench, packFromCleanClone, toast, vsixScratch } from './common';
 
 // Browser globals used inside page.evaluate callbacks (the Node tsconfig has no DOM library).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -188,35 +188,27 @@ async function main(): Promise<number> {
     });
 
     await stop('code-server on an empty workspace, dark theme; the Runs view', async () => {
-      writeUserSettings(dirs.userData, {
-        ...BASE_SETTINGS,
-        'workbench.colorTheme': 'Default Light Modern',
-        'workbench.editor.enablePreview': false,
-        'editor.minimap.enabled': false,
-        'chat.commandCenter.enabled': false,
-        'workbench.secondarySideBar.defaultVisibility': 'hidden',
-        'window.commandCenter': false,
-        // Typing the table: no suggestion may take an Enter.
-        'editor.quickSuggestions': { other: false, comments: false, strings: false },
-        'editor.suggestOnTriggerCharacters': false,
-        'editor.acceptSuggestionOnEnter': 'off',
-        'editor.wordBasedSuggestions': 'off',
-        // A short tour: held-out points on 12 tasks while training, Evaluate on 20, GRPO 5 small steps.
-        'agentLab.sft.heldoutTasks': 12,
-        'agentLab.evaluate.tasks': 20,
-        'agentLab.grpo.steps': 5,
-        'agentLab.grpo.groupSize': 4,
-        'agentLab.grpo.tasksPerStep': 2,
-      });
-      server = await startCodeServer({ entry, scratch, dirs, serverLog: path.join(outDir, 'code-server.log'), say });
-      context = await launchChromium(dirs.chromeProfile, { width: 1500, height: 950 });
-      page = context.pages()[0] ?? (await context.newPage());
-      attachDriver(page, { outDir, serverLog: path.join(outDir, 'code-server.log'), logsDir: path.join(dirs.userData, 'logs'), say });
-      const consoleLog = fs.createWriteStream(path.join(outDir, 'browser-console.log'));
-      page.on('console', (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
-      ctx = { page, workspace: dirs.workspace, outDir, say, console: [] };
-      await page.goto(`http://${server.host}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
-      await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible', timeout: 60_000 });
+      ({ page, ctx } = await openWorkbench({
+        entry,
+        scratch,
+        dirs,
+        outDir,
+        say,
+        settings: {
+          // Typing the table: no suggestion may take an Enter.
+          'editor.quickSuggestions': { other: false, comments: false, strings: false },
+          'editor.suggestOnTriggerCharacters': false,
+          'editor.acceptSuggestionOnEnter': 'off',
+          'editor.wordBasedSuggestions': 'off',
+          // A short tour: held-out points on 12 tasks while training, Evaluate on 20, GRPO 5 small steps.
+          'agentLab.sft.heldoutTasks': 12,
+          'agentLab.evaluate.tasks': 20,
+          'agentLab.grpo.steps': 5,
+          'agentLab.grpo.groupSize': 4,
+          'agentLab.grpo.tasksPerStep': 2,
+        },
+        started: (live) => ({ server, context } = live),
+      }));
       // The extensions are registered (a loaded machine takes a minute): Agent Lab's activity bar icon.
       await page.locator('.part.activitybar .action-label[aria-label*="Agent Lab"]').first().waitFor({ timeout: 180_000 });
       await runCommand(page, 'Agent Lab: Focus on Runs View');
