@@ -45,7 +45,7 @@ export class InspectorPanel implements PanelController {
       current.host.panel.reveal(undefined, false);
       current.openOutcome = outcome;
       if (current.uri.toString() !== uri.toString()) current.retarget(uri);
-      else current.postLoad();
+      else if (outcome) current.postLoad(); // the same rows again, only to apply the asked filter
       return current;
     }
     const panel = createPanel('inspector', title, extensionUri);
