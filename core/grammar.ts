@@ -77,6 +77,18 @@ export function step(states: StateSet, ch: string, templates: readonly Template[
 }
 const EMPTY: StateSet = Object.freeze([]) as StateSet;
 
+/**
+ * The templates with `prefix` to be read before each (a SentencePiece tokenizer's prefix space
+ * before the call's first character); the same templates when prefix is ''.
+ */
+export function templatesWithPrefix(templates: readonly Template[], prefix: string): readonly Template[] {
+  if (prefix === '') return templates;
+  return templates.map((t) => {
+    const [first, ...rest] = t.items;
+    return { ...t, items: typeof first === 'string' ? [prefix + first, ...rest] : [prefix, ...t.items] };
+  });
+}
+
 /** True iff some live state sits at the end of its template: `<|end|>` is legal now. */
 export function accepts(states: StateSet, templates: readonly Template[] = TEMPLATES): boolean {
   return states.some((s) => (s >> 8 & 0xff) >= templates[s >> 16]!.items.length);

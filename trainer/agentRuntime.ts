@@ -9,7 +9,7 @@ import type { StateSet } from '../core/grammar';
 import { pyJsonDumps } from '../core/pyjson';
 import type { Task } from '../core/types';
 import { ASST, END, FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep, renderToolResult } from '../core/wire';
-import type { Tokenizer } from '../core/tokenizer';
+import { tokenTexts, type Tokenizer } from '../core/tokenizer';
 import { CopyBias } from '../core/copyBias';
 
 /** How long batched decoding runs before it lets the event loop turn (a signal, a cancel message). */
@@ -109,7 +109,7 @@ export class AgentRuntime {
   /** Specials the policy may never emit in free text (roles are the harness's). */
   private readonly forbiddenInText: number[];
   /** Each token's text (specials null), for the copy bias; built on first use. */
-  private tokenStrings: (string | null)[] | null = null;
+  private tokenStrings: readonly (string | null)[] | null = null;
 
   constructor(
     readonly policy: Policy,
@@ -379,7 +379,7 @@ export class AgentRuntime {
     const strength = this.policy.copyBias ?? 0;
     if (strength === 0) return null;
     const tok = this.tokenizer;
-    this.tokenStrings ??= Array.from({ length: tok.vocabSize }, (_, id) => (tok.isSpecial(id) || tok.idToToken(id) === undefined ? null : tok.decode([id])));
+    this.tokenStrings ??= tokenTexts(tok);
     return new CopyBias(this.tokenStrings, question, strength, this.policy.copyStop ?? false, this.policy.copyValues ?? false);
   }
 

@@ -5,7 +5,7 @@ import { SPAN_KINDS, SpanKind, annotateSpans } from '../core/spans';
 import { IGNORE_INDEX } from '../core/sftFormat';
 import { segment } from '../core/lossMask';
 import { ASST, END } from '../core/wire';
-import type { Tokenizer } from '../core/tokenizer';
+import { pieceByteLengths, type Tokenizer } from '../core/tokenizer';
 
 /** Span-kind codes per token; UNSUPERVISED for masked tokens. */
 export const UNSUPERVISED = 255;
@@ -51,9 +51,12 @@ export function tokenizeTrace(text: string, tok: Tokenizer): TokenizedTrace {
   const copy: number[] = [];
   let at = 0;
   for (const [piece] of segment(text)) {
-    for (const id of tok.encode(piece)) {
-      // Specials have no byte symbols; their length is that of their literal text.
-      const len = tok.tokenBytes(id)?.length ?? new TextEncoder().encode(tok.decode([id])).length;
+    const pieceIds = tok.encode(piece);
+    // A SentencePiece tokenizer's inserted prefix space counts to no text (core/tokenizer/pieces.ts).
+    const lens = pieceByteLengths(tok, piece, pieceIds);
+    for (let i = 0; i < pieceIds.length; i++) {
+      const id = pieceIds[i]!;
+      const len = lens[i]!;
       // A token takes its first byte's kind; copy if any of its bytes is copied.
       kinds.push(byteKind[at]!);
       let c = 0;
@@ -63,9 +66,8 @@ export function tokenizeTrace(text: string, tok: Tokenizer): TokenizedTrace {
       at += len;
     }
   }
-  // The labels align on bytes: a tokenizer whose tokens do not add up to the text's bytes
-  // (a normalizer or a prefix space that changes the text) would label the wrong tokens.
-  if (at !== b) throw new Error(`the tokenizer's tokens stand for ${at} bytes of a ${b}-byte transcript: its encoding does not keep the text byte for byte, so the loss mask cannot be aligned (a byte-level tokenizer is needed)`);
+  // The labels align on bytes (pieceByteLengths refuses a tokenizer that changes the text).
+  if (at !== b) throw new Error(`the tokenizer's tokens stand for ${at} bytes of a ${b}-byte transcript: the loss mask cannot be aligned`);
   return { ids: Int32Array.from(ids), kinds: Uint8Array.from(kinds), copy: Uint8Array.from(copy) };
 }
 

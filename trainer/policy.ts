@@ -1,9 +1,9 @@
 // Adapters from the trained model to the agent runtime: a StackModel as a Policy (KV-cache
 // decoding; ids past the tokenizer's vocabulary — a padded embedding — are never sampled)
 // and the vocabulary trie as the runtime's CallMask.
-import { TEMPLATES, startStates, type StateSet, type Template } from '../core/grammar';
+import { TEMPLATES, startStates, templatesWithPrefix, type StateSet, type Template } from '../core/grammar';
 import { TokenMasker, compileVocabulary } from '../core/tokenMask';
-import type { Tokenizer } from '../core/tokenizer';
+import { insertedPrefix, tokenTexts, type Tokenizer } from '../core/tokenizer';
 import type { CallMask, DecodeSession, Policy } from './agentRuntime';
 import type { KvCache, StackModel } from './model';
 
@@ -49,8 +49,10 @@ export function modelPolicy(model: StackModel, tokenizerVocab: number): Policy {
 /** The grammar as a token mask over this tokenizer's vocabulary (specials never allowed, but <|end|>). */
 export function tokenizerCallMask(tokenizer: Tokenizer, templates: readonly Template[] = TEMPLATES): CallMask {
   // An id no token has (a gap in a model's vocabulary) is never allowed, as a special.
-  const strings = Array.from({ length: tokenizer.vocabSize }, (_, id) => (tokenizer.isSpecial(id) || tokenizer.idToToken(id) === undefined ? null : tokenizer.decode([id])));
+  const strings = tokenTexts(tokenizer);
   // A user's world may narrow the grammar (its tool list, core/worldTools.ts); the default is the textbook's.
+  // A SentencePiece tokenizer writes a prefix space before the call's "{" (as in its training data): the grammar takes it first.
+  templates = templatesWithPrefix(templates, insertedPrefix(tokenizer, '{'));
   const masker = new TokenMasker(compileVocabulary(strings, tokenizer.specialIds['<|end|>'], templates));
   return {
     start: (): StateSet => startStates(templates),

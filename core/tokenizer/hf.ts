@@ -6,7 +6,7 @@
 // read only tokenizer.json with the options given here.
 import { Tokenizer as HfLibTokenizer } from '@huggingface/tokenizers';
 import { isObj } from '../protocol/isObj';
-import { SPECIAL_TOKENS, type AddedTokenJson, type SpecialToken } from './bpe';
+import { SPECIAL_TOKENS, splitOnSpecials, type AddedTokenJson, type SpecialToken } from './bpe';
 import { UNICODE_TO_BYTE, utf8Encode } from './bytelevel';
 import type { Tokenizer } from './types';
 
@@ -123,6 +123,26 @@ function byteLevelDecoder(d: unknown): boolean {
   return d['type'] === 'Sequence' && Array.isArray(d['decoders']) && d['decoders'].some(byteLevelDecoder);
 }
 
+/**
+ * The character a SentencePiece-style decoder turns into a space (Llama 2's and Mistral's
+ * `Replace("▁", " ")`, or a `Metaspace` decoder's replacement), or null for other decoders.
+ */
+function spaceReplacementOf(d: unknown): string | null {
+  if (!isObj(d)) return null;
+  if (d['type'] === 'Metaspace') return typeof d['replacement'] === 'string' ? d['replacement'] : '\u2581';
+  if (d['type'] === 'Replace' && d['content'] === ' ' && isObj(d['pattern']) && typeof d['pattern']['String'] === 'string') return d['pattern']['String'];
+  if (d['type'] === 'Sequence' && Array.isArray(d['decoders'])) {
+    for (const x of d['decoders'] as unknown[]) {
+      const r = spaceReplacementOf(x);
+      if (r !== null) return r;
+    }
+  }
+  return null;
+}
+
+/** SentencePiece's byte-fallback token "<0xE2>": the byte it stands for. */
+const BYTE_FALLBACK = /^<0x([0-9A-Fa-f]{2})>$/;
+
 export class HfTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly specialIds: Readonly<Record<SpecialToken, number>>;
@@ -131,8 +151,12 @@ export class HfTokenizer implements Tokenizer {
   private readonly lib: HfLibTokenizer;
   private readonly tokens: readonly (string | undefined)[];
   private readonly special = new Set<number>();
+  private readonly wireSpecial = new Set<number>();
   private readonly addedText = new Map<number, string>();
   private readonly byteLevel: boolean;
+  /** SentencePiece style (Llama 2, Mistral, Gemma): this character is a space, and "<0xHH>" a byte when byteFallback. */
+  private readonly spaceReplacement: string | null;
+  private readonly byteFallback: boolean;
   private readonly bytesCache = new Map<number, Uint8Array>();
   private readonly cache = new Map<string, readonly number[]>();
 
@@ -157,9 +181,12 @@ export class HfTokenizer implements Tokenizer {
       if (id === undefined) throw new TokenizerJsonError('added_tokens', `lack the wire-format special ${s} (a run's tokenizer holds all nine as added tokens)`);
       if (!this.special.has(id)) throw new TokenizerJsonError('added_tokens', `hold ${s} with "special": false (a wire-format special must be special)`);
       ids[s] = id;
+      this.wireSpecial.add(id);
     }
     this.specialIds = Object.freeze(ids);
     this.byteLevel = byteLevelDecoder(obj['decoder']);
+    this.spaceReplacement = this.byteLevel ? null : spaceReplacementOf(obj['decoder']);
+    this.byteFallback = isObj(obj['model']) && obj['model']['byte_fallback'] === true;
     this.jsonText = JSON.stringify(obj);
   }
 
@@ -170,9 +197,7 @@ export class HfTokenizer implements Tokenizer {
   encode(text: string): number[] {
     const hit = this.cache.get(text);
     if (hit) return [...hit];
-    const ids = this.lib.encode(text, { add_special_tokens: false }).ids;
-    const bad = ids.findIndex((id) => !Number.isInteger(id));
-    if (bad >= 0) throw new Error(`tokenizer.json: model gives no id for the piece ${JSON.stringify(this.lib.tokenize(text)[bad] ?? '?')} of ${JSON.stringify(text.slice(0, 40))} (no unk_token)`);
+    const ids = this.spaceReplacement === null ? this.encodeSection(text) : this.encodeSections(text);
     if (text.length <= CACHE_MAX_TEXT) {
       if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
       this.cache.set(text, ids);
@@ -180,12 +205,51 @@ export class HfTokenizer implements Tokenizer {
     return [...ids];
   }
 
+  /**
+   * A SentencePiece tokenizer prepends "▁" to the start of its input only (Metaspace's
+   * prepend_scheme "first") or to every stretch between added tokens (a Prepend normalizer):
+   * the ids of a transcript would then depend on how it was cut into calls. Encoding the
+   * stretches between wire specials one at a time gives every stretch its prefix space, so
+   * the ids are the same whether the lab encodes a segment (training), a whole prompt (the
+   * harness) or a file (the language server); `decode` strips it again per stretch.
+   */
+  private encodeSections(text: string): number[] {
+    const ids: number[] = [];
+    for (const part of splitOnSpecials(text)) {
+      if (part.special) ids.push(this.specialIds[part.text as SpecialToken]);
+      else ids.push(...this.encodeSection(part.text));
+    }
+    return ids;
+  }
+
+  private encodeSection(text: string): number[] {
+    const ids = this.lib.encode(text, { add_special_tokens: false }).ids;
+    const bad = ids.findIndex((id) => !Number.isInteger(id));
+    if (bad >= 0) throw new Error(`tokenizer.json: model gives no id for the piece ${JSON.stringify(this.lib.tokenize(text)[bad] ?? '?')} of ${JSON.stringify(text.slice(0, 40))} (no unk_token)`);
+    return ids;
+  }
+
   decode(ids: readonly number[]): string {
     if (ids.length === 0) return ''; // the library refuses an empty list
     for (const id of ids) {
       if (!Number.isInteger(id) || this.tokens[id] === undefined) throw new RangeError(`token id ${id} is not in the vocabulary (0..${this.vocabSize - 1})`);
     }
-    return this.lib.decode([...ids], DECODE);
+    if (this.spaceReplacement === null) return this.lib.decode([...ids], DECODE);
+    // Stretch by stretch, as encode wrote them (see encodeSections).
+    let out = '';
+    let run: number[] = [];
+    const flush = (): void => {
+      if (run.length) out += this.lib.decode(run, DECODE);
+      run = [];
+    };
+    for (const id of ids) {
+      if (this.wireSpecial.has(id)) {
+        flush();
+        out += this.addedText.get(id)!;
+      } else run.push(id);
+    }
+    flush();
+    return out;
   }
 
   idToToken(id: number): string | undefined {
@@ -197,8 +261,11 @@ export class HfTokenizer implements Tokenizer {
   }
 
   /**
-   * Exact for byte-level vocabularies (SmolLM, Qwen2, Llama 3: every token a string of byte
-   * symbols); otherwise the UTF-8 of the token decoded alone.
+   * The bytes a token writes in the middle of a text. Exact for byte-level vocabularies
+   * (SmolLM, Qwen2, Llama 3: every token a string of byte symbols) and for SentencePiece ones
+   * (Llama 2, Mistral, Gemma: "▁" is a space, "<0xE2>" one byte; decoded alone such a token
+   * would lose its leading space to the decoder's Strip); otherwise the UTF-8 of the token
+   * decoded alone.
    */
   tokenBytes(id: number): Uint8Array | undefined {
     if (this.special.has(id) || this.tokens[id] === undefined) return undefined;
@@ -206,8 +273,11 @@ export class HfTokenizer implements Tokenizer {
     if (b) return b;
     const added = this.addedText.get(id);
     const t = this.tokens[id]!;
+    const byte = this.byteFallback ? BYTE_FALLBACK.exec(t) : null;
     if (added !== undefined) b = utf8Encode(added);
     else if (this.byteLevel && [...t].every((c) => UNICODE_TO_BYTE.has(c))) b = Uint8Array.from([...t].map((c) => UNICODE_TO_BYTE.get(c)!));
+    else if (byte) b = Uint8Array.of(parseInt(byte[1]!, 16));
+    else if (this.spaceReplacement !== null) b = utf8Encode(t.split(this.spaceReplacement).join(' '));
     else b = utf8Encode(this.lib.decode([id], DECODE));
     this.bytesCache.set(id, b);
     return b;

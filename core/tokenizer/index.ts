@@ -19,6 +19,7 @@ export { BYTE_TO_UNICODE, UNICODE_TO_BYTE, fromByteLevel, preTokenize, toByteLev
 export { defaultWorldTexts, trainDefaultTokenizer } from './default';
 export type { DefaultWorldTexts } from './default';
 export { HfTokenizer, TokenizerJsonError, looksLikeLabTokenizer, missingWireSpecials, parseTokenizerJson, tokenizerJsonSize, withWireSpecials } from './hf';
+export { PieceAlignmentError, insertedPrefix, pieceByteLengths, tokenTexts } from './pieces';
 export type { Tokenizer } from './types';
 
 /** Which implementation a tokenizer is: the lab's BPE or a Hugging Face tokenizer.json. */

@@ -1,7 +1,7 @@
 // A transcript's tokens as SFT sees them (encodeWithMask: segment by segment), with each
 // token's UTF-16 offsets, and the diagnostics that need a tokenizer (over-length).
 import { DEFAULT_MAX_LEN } from '../../core/sftFormat';
-import type { Tokenizer } from '../../core/tokenizer';
+import { insertedPrefix, pieceByteLengths, type Tokenizer } from '../../core/tokenizer';
 import type { TDiagnostic, TranscriptAnalysis } from './transcript';
 
 export interface TokenTable {
@@ -43,7 +43,7 @@ export function* countTokensSteps(a: TranscriptAnalysis, tok: Tokenizer): Genera
     const piece = a.text.slice(s.start, s.end);
     let c = cache.get(piece);
     if (c === undefined) {
-      if (piece.length > ENCODE_CHUNK) {
+      if (piece.length > ENCODE_CHUNK && chunkable(tok)) {
         c = 0;
         for (const chunk of safeChunks(piece)) {
           c += tok.encode(chunk.text).length;
@@ -92,6 +92,14 @@ export function* safeChunks(text: string, size: number = ENCODE_CHUNK): Generato
     from = cut;
   }
   yield { start: from, text: text.slice(from) };
+}
+
+const CHUNKABLE = new WeakMap<Tokenizer, boolean>();
+/** safeChunks' cuts hold for byte-level tokenizers; a SentencePiece one would write a prefix space at each. */
+function chunkable(tok: Tokenizer): boolean {
+  let c = CHUNKABLE.get(tok);
+  if (c === undefined) CHUNKABLE.set(tok, (c = insertedPrefix(tok, 'x') === ''));
+  return c;
 }
 
 function utf8Len(cp: number): number {
@@ -157,7 +165,7 @@ export function* tokenTableSteps(a: TranscriptAnalysis, tok: Tokenizer, expected
   let work = 0;
   for (const s of a.spans) {
     const piece = a.text.slice(s.start, s.end);
-    if (piece.length > ENCODE_CHUNK) {
+    if (piece.length > ENCODE_CHUNK && chunkable(tok)) {
       for (const chunk of safeChunks(piece)) {
         pushPiece(chunk.text, s.start + chunk.start, s.supervised, tok, t);
         yield;
@@ -202,15 +210,16 @@ function pushPiece(piece: string, base: number, supervised: boolean, tok: Tokeni
 
 function encodePiece(piece: string, base: number, supervised: boolean, tok: Tokenizer, t: TableBuilder): void {
   const ids = tok.encode(piece);
+  // The piece's bytes each token stands for (a SentencePiece prefix space stands for none).
+  const lens = pieceByteLengths(tok, piece, ids);
   if (ASCII.test(piece)) {
     // One byte per character: offsets are byte offsets.
     let at = 0;
-    for (const id of ids) {
-      const bytes = tok.tokenBytes(id);
-      const nb = bytes ? bytes.length : (tok.idToToken(id) ?? '').length;
-      t.add(id, base + at, base + Math.min(piece.length, at + nb), supervised ? 1 : 0, bytes ? 0 : 1);
+    ids.forEach((id, i) => {
+      const nb = lens[i]!;
+      t.add(id, base + at, base + Math.min(piece.length, at + nb), supervised ? 1 : 0, tok.isSpecial(id) ? 1 : 0);
       at += nb;
-    }
+    });
     return;
   }
   // (ci, cb): a character boundary, as a UTF-16 index into `piece` and its UTF-8 offset.
@@ -219,9 +228,8 @@ function encodePiece(piece: string, base: number, supervised: boolean, tok: Toke
   let byte = 0;
   const charBytes = (i: number): number => utf8Len(piece.codePointAt(i)!);
   const charUnits = (i: number): number => (piece.codePointAt(i)! > 0xffff ? 2 : 1);
-  for (const id of ids) {
-    const bytes = tok.tokenBytes(id);
-    const nb = bytes ? bytes.length : (tok.idToToken(id) ?? '').length; // specials are ASCII
+  ids.forEach((id, i) => {
+    const nb = lens[i]!;
     const startByte = byte;
     const endByte = byte + nb;
     // Floor the start to the character holding its first byte.
@@ -237,9 +245,9 @@ function encodePiece(piece: string, base: number, supervised: boolean, tok: Toke
       eb += charBytes(ei);
       ei += charUnits(ei);
     }
-    t.add(id, base + start, base + ei, supervised ? 1 : 0, bytes ? 0 : 1);
+    t.add(id, base + start, base + ei, supervised ? 1 : 0, tok.isSpecial(id) ? 1 : 0);
     byte = endByte;
-  }
+  });
 }
 
 /**
@@ -253,7 +261,7 @@ export function tokenStartAt(a: TranscriptAnalysis, tok: Tokenizer, index: numbe
     const n = runToEnd(countTokensSteps({ ...a, spans: [s] }, tok));
     if (before + n > index) {
       const t = new TableBuilder(16);
-      for (const chunk of piece.length > ENCODE_CHUNK ? safeChunks(piece) : [{ start: 0, text: piece }]) {
+      for (const chunk of piece.length > ENCODE_CHUNK && chunkable(tok) ? safeChunks(piece) : [{ start: 0, text: piece }]) {
         pushPiece(chunk.text, s.start + chunk.start, s.supervised, tok, t);
         if (before + t.n > index) break;
       }
