@@ -155,7 +155,8 @@ export const COMMANDS: Record<
     usage:
       'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN | --base HF_DIR] [--resume] [--eval-limit N]\n' +
       "      (--base: start from a Hugging Face model folder; its own tokenizer.json becomes the run's, the wire-format specials it lacks added as tokens; a lab tokenizer must be the run's)\n" +
-      '      [--lora r,alpha[,targets]]      (with --base: LoRA adapters on a frozen base, PEFT\'s y = Wx + (alpha/r) BAx; targets of q,k,v,o,gate,up,down, default all)\n' +
+      '      [--lora r,alpha[,targets]]      (with --base: LoRA adapters on a frozen base, PEFT\'s y = Wx + (alpha/r) BAx; targets of q,k,v,o,gate,up,down, default all;\n' +
+      '                                       embedding rows added for wire specials the base\'s tokenizer lacks train too)\n' +
       '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +

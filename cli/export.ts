@@ -28,7 +28,8 @@ export interface ExportOptions {
 export const EXPORT_USAGE =
   'agent-lab export --format trl-sft|trl-grpo (--run DIR [--split train|heldout] | --data FILE | --world DIR [--split train|heldout|dev]) --out OUTDIR\n' +
   '  agent-lab export --format hf --run DIR [--checkpoint latest|step-N] [--peft] --out OUTDIR      (a Hugging Face model folder: config.json, model.safetensors, the tokenizer;\n' +
-  '      a LoRA run exports merged into its base, or with --peft as a PEFT adapter folder: adapter_config.json, adapter_model.safetensors)';
+  '      a LoRA run exports merged into its base, or with --peft as a PEFT adapter folder: adapter_config.json, adapter_model.safetensors;\n' +
+  "      a LoRA run that trained added rows adds them as modules_to_save, the tokenizer and a README: resize the base's embeddings first)";
 
 /** The CLI entry: options as parsed by cli/args.ts. */
 export function runExportCommand(options: Record<string, string | number | boolean | undefined>, log: (line: string) => void = console.log): ExportResult | HfExportResult {
@@ -188,8 +189,15 @@ function exportHf(options: Record<string, string | number | boolean | undefined>
     const meta = { agent_lab_run: path.resolve(run), agent_lab_checkpoint: ck.name };
     if (peft) {
       if (!ck.lora) throw new InputError(`--peft writes a LoRA run's adapters: ${run} ${ck.name} is not a LoRA run (export its full weights without --peft)`);
-      const r = writePeftFolder(out, ck.config, ck.lora.spec, ck.lora.adapters, ck.lora.base.dir, meta);
-      log(`wrote ${r.dir} (a PEFT LoRA adapter, r=${ck.lora.spec.r} alpha=${ck.lora.spec.alpha}, for ${ck.lora.base.dir}, from ${run} ${ck.name}, ${(r.bytes / 1e6).toFixed(2)} MB): ${r.files.join(', ')}`);
+      const ids = ck.lora.spec.trainedRows ?? [];
+      // Trained rows travel as PEFT's modules_to_save (the resized embedding and head), with the run's tokenizer.
+      const r = writePeftFolder(out, ck.config, ck.lora.spec, ck.lora.adapters, ck.lora.base.dir, meta, ids.length ? { merged: ck.weights, files: extra } : null);
+      log(
+        `wrote ${r.dir} (a PEFT LoRA adapter, r=${ck.lora.spec.r} alpha=${ck.lora.spec.alpha}, for ${ck.lora.base.dir}, from ${run} ${ck.name}, ${(r.bytes / 1e6).toFixed(2)} MB): ${r.files.join(', ')}` +
+          (ids.length
+            ? `; the ${ids.length} added rows ${ids[0]}..${ids[ids.length - 1]} are in modules_to_save (embed_tokens, lm_head): resize the base's embeddings to ${ck.config.vocab} rows (model.resize_token_embeddings(${ck.config.vocab})) before PeftModel.from_pretrained (README.md)`
+            : ''),
+      );
       return r;
     }
     // A LoRA run's checkpoint loads merged (W + (alpha/r) BA): the folder is a plain model.

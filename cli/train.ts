@@ -292,7 +292,7 @@ export async function cmdTrain(a: ParsedArgs): Promise<void> {
       if (a.options['from'] !== undefined) throw new UsageError('--base and --from both give the starting weights: give one of them');
       // A folder the lab cannot start from is bad input: one line, exit 2, before anything is written.
       try {
-        checkBaseFolder(path.resolve(base), dataFiles(a.options['run'] as string).tokenizer, { lora: a.options['lora'] !== undefined });
+        checkBaseFolder(path.resolve(base), dataFiles(a.options['run'] as string).tokenizer);
       } catch (err) {
         if (err instanceof InputError) throw new BadInputError(err.message);
         throw err;

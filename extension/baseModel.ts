@@ -122,27 +122,21 @@ export interface TrainModeItem {
 }
 
 /**
- * Full fine-tuning or LoRA (r 8, alpha 16). LoRA keeps the embedding frozen, so it is not
- * offered where the model's tokenizer lacks wire-format specials (they become new rows; the
- * trainer refuses that pairing too): Full's detail says why.
+ * Full fine-tuning or LoRA (r 8, alpha 16). Where the model's tokenizer lacks wire-format
+ * specials they become new embedding rows, which LoRA trains beside its adapters (the
+ * model's own rows stay frozen): LoRA's detail says so.
  */
 export function trainModeItems(info: BaseFolderInfo): TrainModeItem[] {
   const params = info.parameters.toLocaleString('en-US');
   const added = info.tokenizer.kind === 'hf' ? info.tokenizer.added : 0;
-  const full: TrainModeItem = {
-    label: 'Full fine-tuning',
-    description: `all ${params} parameters`,
-    detail: added
-      ? `LoRA is not offered: the tokenizer lacks ${added} wire-format special(s), added as new embedding rows that LoRA would keep frozen`
-      : `${info.architecture}: every weight trains`,
-  };
-  if (added) return [full];
   return [
-    full,
+    { label: 'Full fine-tuning', description: `all ${params} parameters`, detail: `${info.architecture}: every weight trains` },
     {
       label: `LoRA (r ${EDITOR_LORA.r}, alpha ${EDITOR_LORA.alpha})`,
       description: 'adapters on q, k, v, o, gate, up, down',
-      detail: `${info.architecture} frozen; only the adapters train (PEFT's y = Wx + (alpha/r) BAx)`,
+      detail: added
+        ? `${info.architecture} frozen; the adapters train (PEFT's y = Wx + (alpha/r) BAx) and the ${added} embedding rows added for the wire-format specials`
+        : `${info.architecture} frozen; only the adapters train (PEFT's y = Wx + (alpha/r) BAx)`,
       lora: EDITOR_LORA_SPEC,
     },
   ];

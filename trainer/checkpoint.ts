@@ -7,9 +7,11 @@
 //   <run>/checkpoints/step-<N>/checkpoint.json        {"format", "step", "model" (ModelConfig),
 //                                                      "optimizer" (t, lr, betas, ...), "extra"}
 //   A LoRA run's checkpoint (trainer/lora.ts) holds the adapters only (layers.N.<target>.lora_A
-//   [r, in], .lora_B [out, r]) and their moments; checkpoint.json adds "lora" {r, alpha,
-//   targets, base: {dir, files: [{name, bytes, mtimeMs}]}}: loading it reads the base folder
-//   (refused when its files changed) and returns the merged weights, so eval, run, export
+//   [r, in], .lora_B [out, r]), the trained rows where the base's tokenizer gained tokens
+//   (tok_embeddings.rows [n, d], an untied head's lm_head.rows) and their moments;
+//   checkpoint.json adds "lora" {r, alpha, targets, trainedRows?: [ids], base: {dir, files:
+//   [{name, bytes, mtimeMs}]}}: loading it reads the base folder (refused when its files
+//   changed), appends the added rows, and returns the merged weights, so eval, run, export
 //   and GRPO read it as any checkpoint.
 //   <run>/checkpoints/latest                           a text file: the name of the newest
 //                                                      complete checkpoint ("step-<N>\n")
@@ -29,8 +31,8 @@ import * as path from 'node:path';
 import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writeFileAtomic } from './files';
 import { ModelConfig, StackModel, paramSpecs, validateConfig } from './model';
 import type { AdamState, OptimConfig, ResolvedOptim, Trainer } from './optim';
-import { LoraBase, LoraModel, LoraSpec, baseChanged, checkLoraRecord, loraParamSpecs, mergeLora } from './lora';
-import { loadHfFolder } from './hfModel';
+import { LoraBase, LoraModel, LoraSpec, baseChanged, checkLoraRecord, loraParamSpecs, mergeLora, trainedRowRange } from './lora';
+import { loadHfFolder, withAddedRows } from './hfModel';
 import { isObj } from '../core/protocol/isObj';
 import { CHECKPOINT_INFO_FILE, CHECKPOINTS_DIR, LATEST_POINTER, OPTIMIZER_FILE, WEIGHTS_FILE } from '../core/protocol/folders';
 
@@ -156,7 +158,7 @@ export interface CheckpointInfo {
   optimizer: (Omit<ResolvedOptim, 'totalSteps'> & { totalSteps: number | null; t: number }) | null;
   /** Whatever the caller passed (recipe, data position, metrics so far...). */
   extra: Record<string, unknown>;
-  /** A LoRA run's: the adapters' spec and the frozen base they adapt. */
+  /** A LoRA run's: the adapters' spec (with the trained rows' ids) and the frozen base they adapt. */
   lora?: LoraSpec & { base: LoraBase };
   savedAt: string;
 }
@@ -173,7 +175,8 @@ export interface LoadedCheckpoint {
   extra: Record<string, unknown>;
   /**
    * A LoRA checkpoint: `weights` are the merged ones; here the spec, the base, the adapters
-   * (what `optimizer` holds moments of) and the base's own weights (to train on from them).
+   * and trained rows (what `optimizer` holds moments of) and the base's own weights, with
+   * the added rows at withAddedRows' mean (to train on from them).
    */
   lora?: { spec: LoraSpec; base: LoraBase; adapters: Record<string, Float32Array>; baseWeights: Record<string, Float32Array> };
 }
@@ -362,6 +365,7 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
         throw new Error('checkpoint.json: "lora.base" must be {"dir", "files": [{"name", "bytes", "mtimeMs"}]}');
       }
       lora = { spec, base: { dir: b['dir'] as string, files: files as LoraBase['files'] } };
+      trainedRowRange(info.model, spec); // the trained rows must be the model's last ones
     } catch (err) {
       fail((err as Error).message);
     }
@@ -426,11 +430,15 @@ export function loadCheckpoint(runDir: string, which: 'latest' | `step-${number}
     const changed = baseChanged(lora.base);
     if (changed) fail(`its LoRA base changed since the run trained on it (${changed}): the adapters were trained on the old weights; put that folder back as it was`);
     const folder = loadHfFolder(lora.base.dir);
+    // Trained rows were added after the base's vocabulary: the base has exactly the rows before them.
+    const rows = trainedRowRange(info.model, lora.spec);
     const want = paramSpecs(info.model);
-    const got = paramSpecs(folder.model);
+    const rowsWithAdded = rows && folder.model.vocab === rows.first ? info.model.vocab : folder.model.vocab;
+    const got = paramSpecs({ ...folder.model, vocab: rowsWithAdded });
     if (JSON.stringify(want) !== JSON.stringify(got)) fail(`its LoRA base ${lora.base.dir} is not the model checkpoint.json describes`);
-    loraOut = { spec: lora.spec, base: lora.base, adapters: weights, baseWeights: folder.weights };
-    weights = mergeLora(info.model, folder.weights, lora.spec, weights);
+    const baseWeights = rows ? withAddedRows(folder.model, folder.weights, info.model.vocab) : folder.weights;
+    loraOut = { spec: lora.spec, base: lora.base, adapters: weights, baseWeights };
+    weights = mergeLora(info.model, baseWeights, lora.spec, weights);
   }
   return { dir, name, step, config: info.model, weights, optimizer, info, extra: info.extra ?? {}, ...(loraOut ? { lora: loraOut } : {}) };
 }

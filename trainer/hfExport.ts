@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { InputError, checkDirCreatable, ensureDir, errnoText } from './files';
 import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
-import { HF_MODULE, LoraSpec, LoraTarget, loraParamSpecs } from './lora';
+import { EMBED_ROWS, HEAD_ROWS, HF_MODULE, LoraSpec, LoraTarget, loraParamSpecs } from './lora';
 import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
@@ -195,7 +195,8 @@ export function peftConfigOf(spec: LoraSpec, baseModel: string): Record<string, 
     fan_in_fan_out: false,
     use_rslora: false,
     use_dora: false,
-    modules_to_save: null,
+    // Trained rows: PEFT trains added tokens as whole modules, the embedding and the head.
+    modules_to_save: spec.trainedRows?.length ? [...PEFT_ROW_MODULES] : null,
     init_lora_weights: true,
     inference_mode: true,
     revision: null,
@@ -203,26 +204,97 @@ export function peftConfigOf(spec: LoraSpec, baseModel: string): Record<string, 
 }
 
 /**
- * The adapters under PEFT's state-dict names: base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight
- * ([r, in], as the lab holds them) and ...lora_B.weight ([out, r]).
+ * The modules a LoRA run with trained rows saves whole, as PEFT's modules_to_save, and their
+ * keys in adapter_model.safetensors: get_peft_model_state_dict saves a ModulesToSaveWrapper's
+ * copy under the module's own path ("modules_to_save.<adapter>." removed). Both are saved
+ * even when the head is tied: PEFT copies each module on its own, which unties them, so a
+ * tied model's head is saved as the embedding (equal values) to keep the lab's logits.
  */
-export function peftTensorsOf(cfg: ModelConfig, spec: LoraSpec, adapters: Record<string, Float32Array>): TensorToWrite[] {
+export const PEFT_ROW_MODULES = ['embed_tokens', 'lm_head'] as const;
+export const PEFT_EMBED_KEY = 'base_model.model.model.embed_tokens.weight';
+export const PEFT_HEAD_KEY = 'base_model.model.lm_head.weight';
+
+/**
+ * The adapters under PEFT's state-dict names: base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight
+ * ([r, in], as the lab holds them) and ...lora_B.weight ([out, r]); with trained rows, the
+ * whole resized embedding and head of `merged` (the checkpoint's merged weights, whose last
+ * rows are the trained ones) under PEFT_EMBED_KEY and PEFT_HEAD_KEY.
+ */
+export function peftTensorsOf(cfg: ModelConfig, spec: LoraSpec, adapters: Record<string, Float32Array>, merged: Record<string, Float32Array> = {}): TensorToWrite[] {
   const out: TensorToWrite[] = [];
   for (const s of loraParamSpecs(cfg, spec)) {
+    if (s.name === EMBED_ROWS || s.name === HEAD_ROWS) continue;
     const m = /^layers\.(\d+)\.(\w+)\.(lora_[AB])$/.exec(s.name)!;
     const data = adapters[s.name];
     if (!data) throw new Error(`peft export: no adapter ${s.name}`);
     out.push({ name: `base_model.model.model.layers.${m[1]}.${HF_MODULE[m[2] as LoraTarget]}.${m[3]}.weight`, dtype: 'F32', shape: s.shape, data });
   }
+  if (spec.trainedRows?.length) {
+    const embed = merged['tok_embeddings'];
+    const head = cfg.tiedHead === false ? merged['lm_head'] : embed;
+    if (!embed || !head) throw new Error('peft export: trained rows need the merged embedding and head');
+    const shape = [cfg.vocab, cfg.dModel];
+    out.push({ name: PEFT_EMBED_KEY, dtype: 'F32', shape, data: embed }, { name: PEFT_HEAD_KEY, dtype: 'F32', shape: [...shape], data: head });
+  }
   return out;
 }
 
-/** A LoRA run's adapters as a PEFT adapter folder (adapter_config.json, adapter_model.safetensors) at `outDir`, which must not exist. */
-export function writePeftFolder(outDir: string, cfg: ModelConfig, spec: LoraSpec, adapters: Record<string, Float32Array>, baseModel: string, metadata: Record<string, string> = {}): HfExportResult {
+/** The adapter folder's README of a LoRA run with trained rows: the base must be resized before the adapter loads. */
+export function peftReadmeOf(cfg: ModelConfig, spec: LoraSpec, baseModel: string): string {
+  const ids = spec.trainedRows ?? [];
+  return [
+    '# A PEFT LoRA adapter (Agent Lab)',
+    '',
+    `LoRA r=${spec.r}, lora_alpha=${spec.alpha} on ${spec.targets.map((t) => HF_MODULE[t].split('.')[1]!).join(', ')} of \`${baseModel}\`.`,
+    '',
+    `The base's tokenizer lacked ${ids.length} of the lab's wire-format special tokens; they are tokens`,
+    `${ids[0]}..${ids[ids.length - 1]} of the tokenizer here, new embedding rows that trained beside the adapters`,
+    "(every original row stayed the base's). The adapter saves them as PEFT's `modules_to_save`:",
+    `the whole embedding (\`embed_tokens\`) and head (\`lm_head\`), ${cfg.vocab} rows each.`,
+    '',
+    `**Resize the base's embeddings to ${cfg.vocab} rows before loading the adapter** (PEFT refuses`,
+    'weights of another shape):',
+    '',
+    '```python',
+    'from transformers import AutoModelForCausalLM, AutoTokenizer',
+    'from peft import PeftModel',
+    '',
+    `tokenizer = AutoTokenizer.from_pretrained("ADAPTER_DIR")  # this folder: the base's tokenizer with the specials`,
+    `model = AutoModelForCausalLM.from_pretrained(${JSON.stringify(baseModel)})`,
+    `model.resize_token_embeddings(${cfg.vocab})`,
+    'model = PeftModel.from_pretrained(model, "ADAPTER_DIR")',
+    '```',
+    '',
+    `(${cfg.vocab}, not len(tokenizer): the ids are the embedding's rows, and a base whose vocab_size`,
+    "pads its tokenizer keeps the spare rows before the added ones.)",
+    '',
+  ].join('\n');
+}
+
+/**
+ * A LoRA run's adapters as a PEFT adapter folder (adapter_config.json, adapter_model.safetensors)
+ * at `outDir`, which must not exist. With trained rows, `rows` gives the merged weights (the
+ * resized embedding and head) and the run's tokenizer files, written beside a README.md that
+ * says to resize the base first.
+ */
+export function writePeftFolder(
+  outDir: string,
+  cfg: ModelConfig,
+  spec: LoraSpec,
+  adapters: Record<string, Float32Array>,
+  baseModel: string,
+  metadata: Record<string, string> = {},
+  rows: { merged: Record<string, Float32Array>; files: Record<string, string> } | null = null,
+): HfExportResult {
   const arch = hfArchitectureOf(cfg);
   if ('refused' in arch) throw new InputError(`cannot export as a PEFT adapter: ${arch.refused}`);
+  if (spec.trainedRows?.length && !rows) throw new Error('peft export: a spec with trained rows needs the merged weights and the tokenizer');
   return writeNewFolder(outDir, arch.architecture, (staging) => {
     fs.writeFileSync(path.join(staging, PEFT_CONFIG_FILE), JSON.stringify(peftConfigOf(spec, baseModel), null, 2) + '\n');
-    writeSafetensorsFile(path.join(staging, PEFT_WEIGHTS_FILE), peftTensorsOf(cfg, spec, adapters), { format: 'pt', ...metadata });
+    writeSafetensorsFile(path.join(staging, PEFT_WEIGHTS_FILE), peftTensorsOf(cfg, spec, adapters, rows?.merged), { format: 'pt', ...metadata });
+    if (spec.trainedRows?.length && rows) {
+      for (const [name, text] of Object.entries(rows.files)) fs.writeFileSync(path.join(staging, name), text);
+      fs.writeFileSync(path.join(staging, 'README.md'), peftReadmeOf(cfg, spec, baseModel));
+    }
   });
 }

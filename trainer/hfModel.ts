@@ -426,20 +426,15 @@ export function withAddedRows(cfg: ModelConfig, weights: Record<string, Float32A
  * (an exported run's) must be the run's (`runTokenizerFile`, which must exist: a new run
  * trains its own, whose ids would mean other strings to the model). A model's own Hugging
  * Face tokenizer becomes the run's (`own`: the wire specials it lacks added as tokens), so the
- * run folder must hold no other tokenizer.json. LoRA keeps the embedding frozen, so it takes
- * a model's own tokenizer only when no token is added. Returns the inspected folder (no weights read).
+ * run folder must hold no other tokenizer.json. (With LoRA, the added rows train beside the
+ * adapters: trainer/lora.ts.) Returns the inspected folder (no weights read).
  */
-export function checkBaseFolder(base: string, runTokenizerFile: string, opts: { lora?: boolean } = {}): BaseStart {
+export function checkBaseFolder(base: string, runTokenizerFile: string): BaseStart {
   const folder = inspectHfFolder(base);
   const tok = hfTokenizerKind(base);
   if (tok.kind === 'absent') throw new InputError(`--base ${base}: no tokenizer.json (the tokenizer the model was trained with is needed)`);
   if (tok.kind === 'foreign') {
     const own = ownTokenizerOf(base, folder, tok.file);
-    if (opts.lora && own.added.length) {
-      throw new InputError(
-        `--lora with --base ${base}: its tokenizer lacks ${own.added.length} wire-format special(s) (${own.added.map((a) => a.content).join(' ')}), added as new embedding rows that LoRA would keep frozen at their mean: fine-tune fully (no --lora)`,
-      );
-    }
     if (fs.existsSync(runTokenizerFile)) {
       const runTok = anyTokenizerFromJsonText(readInputText(runTokenizerFile, 'the tokenizer', INPUT_LIMITS.tokenizer));
       const want = new HfTokenizer(JSON.parse(own.given.json) as Record<string, unknown>);

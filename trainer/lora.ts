@@ -20,6 +20,14 @@
 //   down      layers.N.w_down               mlp.down_proj
 // Adapter parameters are named layers.N.<target>.lora_A / .lora_B, shaped as PEFT's
 // (torch.nn.Linear's [out, in] of each factor), so a PEFT export only renames them.
+//
+// Added rows (spec.trainedRows): a base whose tokenizer lacked the wire-format specials gets
+// them as new embedding rows after its vocabulary (trainer/hfModel.ts withAddedRows). Those
+// rows train too, as PEFT users train added tokens: `tok_embeddings.rows` [n, d] and, with an
+// untied head, `lm_head.rows` [n, d] (a tied head is the embedding: the same rows). Every
+// original row stays the base's; the net's embedding is the frozen rows with the trained ones
+// below them, and the rows' gradients are those rows of the net's embedding (and head)
+// gradient. A PEFT export saves them through `modules_to_save` (trainer/hfExport.ts).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -49,7 +57,16 @@ export interface LoraSpec {
   alpha: number;
   /** In LORA_TARGETS order, no repeats. */
   targets: LoraTarget[];
+  /**
+   * Embedding ids that train in full beside the adapters: the rows added after the base's
+   * vocabulary (ascending, consecutive, the last rows of the model). Absent: none.
+   */
+  trainedRows?: number[];
 }
+
+/** The trained rows' parameter names: the embedding's, and an untied head's. */
+export const EMBED_ROWS = 'tok_embeddings.rows';
+export const HEAD_ROWS = 'lm_head.rows';
 
 /** A file of the base folder as the run saw it: a changed size or time means other weights. */
 export interface BaseFile {
@@ -94,7 +111,34 @@ export function checkLoraRecord(x: unknown, where: string): LoraSpec {
   if (!Array.isArray(targets) || targets.length === 0 || !targets.every((t) => (LORA_TARGETS as readonly unknown[]).includes(t)) || new Set(targets).size !== targets.length) {
     throw new Error(`${where}: "lora.targets" must be a list of ${LORA_TARGETS.join(', ')} (got ${JSON.stringify(targets)})`);
   }
-  return { r: r as number, alpha, targets: LORA_TARGETS.filter((t) => (targets as string[]).includes(t)) };
+  const rows = o['trainedRows'];
+  if (rows !== undefined && !(Array.isArray(rows) && rows.length > 0 && rows.every((id, i) => Number.isSafeInteger(id) && (id as number) >= 0 && (i === 0 || id === (rows[i - 1] as number) + 1)))) {
+    throw new Error(`${where}: "lora.trainedRows" must be a list of consecutive embedding ids (got ${JSON.stringify(rows)})`);
+  }
+  return { r: r as number, alpha, targets: LORA_TARGETS.filter((t) => (targets as string[]).includes(t)), ...(rows !== undefined ? { trainedRows: [...(rows as number[])] } : {}) };
+}
+
+/**
+ * Where a spec's trained rows sit: the first id and how many, which must be the model's last
+ * rows (the ids added after the base's vocabulary). Null when it trains none; an Error naming
+ * the ids otherwise.
+ */
+export function trainedRowRange(cfg: ModelConfig, spec: LoraSpec): { first: number; count: number } | null {
+  const ids = spec.trainedRows;
+  if (!ids || ids.length === 0) return null;
+  const first = ids[0]!;
+  if (first + ids.length !== cfg.vocab || ids.some((id, i) => id !== first + i)) {
+    throw new Error(`LoRA trained rows ${first}..${ids[ids.length - 1]} are not the last rows of a ${cfg.vocab}-row embedding (the ids added after the base's vocabulary)`);
+  }
+  return { first, count: ids.length };
+}
+
+/** The trained rows' parameters: tok_embeddings.rows [n, d] and, untied, lm_head.rows [n, d]. */
+export function rowParamSpecs(cfg: ModelConfig, spec: LoraSpec): { name: string; shape: number[] }[] {
+  const range = trainedRowRange(cfg, spec);
+  if (!range) return [];
+  const shape = [range.count, cfg.dModel];
+  return [{ name: EMBED_ROWS, shape }, ...(cfg.tiedHead === false ? [{ name: HEAD_ROWS, shape: [...shape] }] : [])];
 }
 
 export const loraScale = (s: LoraSpec): number => s.alpha / s.r;
@@ -124,7 +168,10 @@ export function targetSlot(cfg: ModelConfig, target: LoraTarget): { weight: 'wqk
   }
 }
 
-/** The adapter parameters, in order: layers.N.<target>.lora_A [r, in] and .lora_B [out, r]. */
+/**
+ * The trainable parameters, in order: layers.N.<target>.lora_A [r, in] and .lora_B [out, r],
+ * then the trained rows (rowParamSpecs) when the spec has any.
+ */
 export function loraParamSpecs(cfg: ModelConfig, spec: LoraSpec): { name: string; shape: number[] }[] {
   const out: { name: string; shape: number[] }[] = [];
   for (let i = 0; i < cfg.layers; i++) {
@@ -133,7 +180,7 @@ export function loraParamSpecs(cfg: ModelConfig, spec: LoraSpec): { name: string
       out.push({ name: `layers.${i}.${t}.lora_A`, shape: [spec.r, s.in] }, { name: `layers.${i}.${t}.lora_B`, shape: [s.out, spec.r] });
     }
   }
-  return out;
+  return [...out, ...rowParamSpecs(cfg, spec)];
 }
 
 export function countLoraParams(cfg: ModelConfig, spec: LoraSpec): number {
@@ -148,12 +195,25 @@ export function adaptedWeights(cfg: ModelConfig, spec: LoraSpec): string[] {
 }
 
 /**
- * Merged weights in JS: base + (alpha/r) * (B A)^T on every adapted weight (a copy of each
- * adapted weight; the others are the base's own arrays). What a LoRA checkpoint loads as,
- * and what the merged export writes.
+ * Merged weights in JS: base + (alpha/r) * (B A)^T on every adapted weight, and the trained
+ * rows in place of the base's last rows of the embedding (and untied head): a copy of each
+ * weight that changes, the others are the base's own arrays. `base` has the model's rows
+ * (withAddedRows). What a LoRA checkpoint loads as, and what the merged export writes.
  */
 export function mergeLora(cfg: ModelConfig, base: Record<string, Float32Array>, spec: LoraSpec, adapters: Record<string, Float32Array>): Record<string, Float32Array> {
   const out: Record<string, Float32Array> = { ...base };
+  const range = trainedRowRange(cfg, spec);
+  if (range) {
+    for (const [weight, rows] of [
+      ['tok_embeddings', EMBED_ROWS],
+      ['lm_head', HEAD_ROWS],
+    ] as const) {
+      if (weight === 'lm_head' && cfg.tiedHead !== false) continue;
+      const w = new Float32Array(base[weight]!);
+      w.set(adapters[rows]!, range.first * cfg.dModel);
+      out[weight] = w;
+    }
+  }
   const s = loraScale(spec);
   const r = spec.r;
   for (let i = 0; i < cfg.layers; i++) {
@@ -215,8 +275,8 @@ export function baseChanged(base: LoraBase): string | null {
 }
 
 /**
- * A frozen StackModel with LoRA adapters: what the Trainer trains (paramSpecs, weights,
- * setWeights, version and lossAndGrads over the adapters only). `net` is the model with the
+ * A frozen StackModel with LoRA adapters (and trained added rows): what the Trainer trains
+ * (paramSpecs, weights, setWeights, version and lossAndGrads over those only). `net` is the model with the
  * merged weights: evaluation, decoding and the data-parallel workers use it as any model.
  */
 export class LoraModel {
@@ -225,6 +285,9 @@ export class LoraModel {
   private params = new Map<string, tf.Tensor>();
   /** The base values of the adapted weights (never changed; on the backend: no JS copy of a large model). */
   private frozen = new Map<string, tf.Tensor2D>();
+  /** The trained rows' weights (tok_embeddings, an untied lm_head) -> their original rows, frozen [first, d]. */
+  private frozenRows = new Map<'tok_embeddings' | 'lm_head', tf.Tensor2D>();
+  private readonly rows: { first: number; count: number } | null;
   private readonly specs: { name: string; shape: number[] }[];
   version = 0;
 
@@ -236,16 +299,37 @@ export class LoraModel {
     this.config = net.config;
     this.scale = loraScale(spec);
     this.specs = loraParamSpecs(net.config, spec);
+    this.rows = trainedRowRange(net.config, spec);
     const w = net.weights();
     for (const name of adaptedWeights(net.config, spec)) this.frozen.set(name, tf.keep(tf.clone(w.get(name)! as tf.Tensor2D)));
+    if (this.rows) {
+      for (const weight of this.rowWeights()) {
+        this.frozenRows.set(weight, tf.keep(tf.slice(w.get(weight)! as tf.Tensor2D, [0, 0], [this.rows.first, this.config.dModel])));
+      }
+    }
   }
 
-  /** New adapters on a model holding the base weights: A ~ U(-1/sqrt(in), 1/sqrt(in)) (seeded), B = 0. */
+  /** The weights whose last rows train: the embedding, and the head when it is untied. */
+  private rowWeights(): ('tok_embeddings' | 'lm_head')[] {
+    return this.config.tiedHead === false ? ['tok_embeddings', 'lm_head'] : ['tok_embeddings'];
+  }
+
+  /**
+   * New adapters on a model holding the base weights: A ~ U(-1/sqrt(in), 1/sqrt(in)) (seeded),
+   * B = 0; trained rows start as the net's (withAddedRows' mean), so step 0 is the base exactly.
+   */
   static create(net: StackModel, spec: LoraSpec, base: LoraBase, seed: number): LoraModel {
     const m = new LoraModel(net, spec, base);
     const rng = makeRng(seed ^ 0x10a4);
-    const init: Record<string, Float32Array> = {};
+    const init: Record<string, Float32Array | tf.Tensor> = {};
+    if (m.rows) {
+      const w = net.weights();
+      const { first, count } = m.rows;
+      init[EMBED_ROWS] = tf.slice(w.get('tok_embeddings')! as tf.Tensor2D, [first, 0], [count, m.config.dModel]);
+      if (m.config.tiedHead === false) init[HEAD_ROWS] = tf.slice(w.get('lm_head')! as tf.Tensor2D, [first, 0], [count, m.config.dModel]);
+    }
     for (const s of m.specs) {
+      if (s.name === EMBED_ROWS || s.name === HEAD_ROWS) continue;
       const a = new Float32Array(s.shape[0]! * s.shape[1]!);
       if (s.name.endsWith('.lora_A')) {
         const bound = 1 / Math.sqrt(s.shape[1]!);
@@ -272,7 +356,7 @@ export class LoraModel {
     return countLoraParams(this.config, this.spec);
   }
 
-  /** The adapter tensors by name (owned here: do not dispose). */
+  /** The adapter (and trained row) tensors by name (owned here: do not dispose). */
   weights(): ReadonlyMap<string, tf.Tensor> {
     return this.params;
   }
@@ -343,6 +427,8 @@ export class LoraModel {
         }),
       );
     }
+    // The original rows, then the trained ones below them.
+    for (const [weight, top] of this.frozenRows) next.set(weight, tf.concat([top, this.params.get(weight === 'lm_head' ? HEAD_ROWS : EMBED_ROWS)!], 0));
     this.net.setWeights(next);
   }
 
@@ -366,6 +452,14 @@ export class LoraModel {
           out.set(`layers.${i}.${t}.lora_B`, dB!);
         }
       }
+      // The trained rows' gradients: those rows of the net's (a tied head's part is in the embedding's).
+      if (this.rows) {
+        for (const weight of this.rowWeights()) {
+          const G = g.get(weight);
+          if (!G) throw new Error(`LoRA: no gradient for ${weight}`);
+          out.set(weight === 'lm_head' ? HEAD_ROWS : EMBED_ROWS, tf.slice(G as tf.Tensor2D, [this.rows.first, 0], [this.rows.count, this.config.dModel]));
+        }
+      }
     } catch (err) {
       for (const x of out.values()) x.dispose();
       throw err;
@@ -375,9 +469,13 @@ export class LoraModel {
     return out;
   }
 
-  /** The net's weights whose gradients the adapters need (no other weight gradient is computed). */
+  /**
+   * The net's weights whose gradients the adapters and trained rows need (no other weight
+   * gradient is computed). The rows' come from the whole embedding's (and head's) gradient:
+   * a scatter-add and the head's [vocab, d] product a step, as a full fine-tune computes.
+   */
   private get adapted(): ReadonlySet<string> {
-    return new Set(this.frozen.keys());
+    return new Set([...this.frozen.keys(), ...(this.rows ? this.rowWeights() : [])]);
   }
 
   lossAndGrads(b: Batch): LossStats & { grads: Grads } {
@@ -409,8 +507,10 @@ export class LoraModel {
   dispose(): void {
     for (const t of this.params.values()) t.dispose();
     for (const t of this.frozen.values()) t.dispose();
+    for (const t of this.frozenRows.values()) t.dispose();
     this.params.clear();
     this.frozen.clear();
+    this.frozenRows.clear();
     this.net.dispose();
   }
 }

@@ -85,7 +85,11 @@ interface RunConfig {
   from?: { run: string; checkpoint: string; step: number };
   /** The Hugging Face model folder it started from (--base). */
   base?: { dir: string; architecture: string; dtypes: string[]; params: number };
-  /** A LoRA run (--lora): the adapters' spec and how many parameters train (the base's stay frozen). */
+  /**
+   * A LoRA run (--lora): the adapters' spec, the embedding ids that train in full beside them
+   * (trainedRows: the wire specials added to the base's tokenizer) and how many parameters
+   * train (the base's own stay frozen).
+   */
   lora?: LoraSpec & { trainableParams: number };
   preset: PresetName;
   recipe: Recipe;
@@ -255,10 +259,12 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       throw new UserError((err as Error).message);
     }
   }
-  const baseStart = !previous && o.base !== undefined ? checkBaseFolder(path.resolve(o.base), files.tokenizer, { lora: o.lora !== undefined }) : null;
+  const baseStart = !previous && o.base !== undefined ? checkBaseFolder(path.resolve(o.base), files.tokenizer) : null;
   const baseFolder = baseStart?.folder ?? null;
   // The model's own Hugging Face tokenizer: the run's, with the wire specials it lacked as new rows.
   const ownTokenizer = baseStart?.own ?? null;
+  // LoRA over added rows: those rows train beside the adapters (PEFT's modules_to_save), the base's stay frozen.
+  if (loraSpec && ownTokenizer?.added.length) loraSpec = { ...loraSpec, trainedRows: ownTokenizer.added.map((a) => a.id) };
   const fromRun = continuedFrom(runDir, previous, o.from);
   // A resumed or continued LoRA run trains its adapters on (checkpoint.json's base).
   const recordedLora = previous?.lora ?? fromRun?.config.lora;
@@ -399,7 +405,8 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       const dir = previous?.base?.dir;
       if (!dir) throw new UserError(`${configFile}: a LoRA run without "base": start it again in a new --run`);
       const files = baseFiles(dir);
-      model = StackModel.fromWeights(cfg, loadHfFolder(dir).weights);
+      const b = loadHfFolder(dir);
+      model = StackModel.fromWeights(cfg, withAddedRows(b.model, b.weights, cfg.vocab));
       trainable = LoraModel.create(model, loraSpec, { dir, files }, seed);
     } else if (previous?.base && !previous.from) {
       // A full fine-tune of a base model starts again from the base (with its added rows), not from noise.
@@ -448,7 +455,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
         'info',
         `starting from ${baseFolder.dir} (${baseFolder.architecture}, ${baseFolder.params} parameters, ${baseFolder.dtypes.join('+')}), the optimiser settings of preset ${presetName}` +
           (ownTokenizer ? `; the model's own tokenizer (${ownTokenizer.added.length ? `${ownTokenizer.added.length} wire-format specials added as tokens ${ownTokenizer.added[0]!.id}..${ownTokenizer.added[ownTokenizer.added.length - 1]!.id}, their rows the mean of the others` : 'it holds the wire-format specials'})` : '') +
-          (loraSpec ? `; LoRA r=${loraSpec.r} alpha=${loraSpec.alpha} on ${loraSpec.targets.join(',')}: ${(trainable as LoraModel).paramCount()} trainable parameters, the base frozen` : ''),
+          (loraSpec ? `; LoRA r=${loraSpec.r} alpha=${loraSpec.alpha} on ${loraSpec.targets.join(',')}: ${(trainable as LoraModel).paramCount()} trainable parameters${trainedRowsText(cfg, loraSpec)}, the base frozen` : ''),
       );
     } else trainable = model = StackModel.create(cfg, seed);
     opt = trainer(trainable);
@@ -646,6 +653,14 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
     opt.dispose();
     trainable.dispose(); // (LoRA: the adapters and the net)
   }
+}
+
+/** The start line's note on a LoRA spec's trained rows: which ids, of the embedding and which head ('' when none). */
+function trainedRowsText(cfg: ModelConfig, spec: LoraSpec): string {
+  const ids = spec.trainedRows;
+  if (!ids?.length) return '';
+  const where = cfg.tiedHead === false ? 'the embedding and the head' : 'the embedding (the head tied to it)';
+  return ` (the adapters and the ${ids.length} added rows ${ids[0]}..${ids[ids.length - 1]} of ${where}, ${ids.length * cfg.dModel * (cfg.tiedHead === false ? 2 : 1)} values; every original row frozen)`;
 }
 
 /** Transcripts of worlds other than the run's own in its training data: how many, from how many worlds. */

@@ -4,7 +4,7 @@
     python3 test/support/hf_reference.py OUT_DIR
     python3 test/support/hf_reference.py --logits MODEL_DIR 1,2,3
     python3 test/support/hf_reference.py --smol OUT_DIR
-    python3 test/support/hf_reference.py --peft MODEL_DIR ADAPTER_DIR 1,2,3
+    python3 test/support/hf_reference.py --peft MODEL_DIR ADAPTER_DIR 1,2,3 [ROWS]
 
 The first writes OUT_DIR/<name>/ per configuration: config.json, the weights
 (model.safetensors, or two shards and model.safetensors.index.json) and reference.json
@@ -14,8 +14,13 @@ SmolLM2-135M-shaped random folder (hidden 576, 30 layers, 9/3 heads, MLP 1536, v
 BF16, tied, two shards) with its reference.json (bench/hfLoad.ts measures it). The fourth
 applies a PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) to the
 model by PEFT's equations (no peft package: W' = W + (lora_alpha / r) * B @ A on each
-target module, the keys "base_model.model.<module>.lora_A.weight" / ".lora_B.weight") and
-prints the logits of the result, as --logits does.
+target module, the keys "base_model.model.<module>.lora_A.weight" / ".lora_B.weight"; each
+module of "modules_to_save" replaced whole by its "base_model.model.<module>.weight", which
+must have the module's shape, as PEFT's load demands) and prints the logits of the result, as
+--logits does. ROWS first resizes the base's embedding (and untied head) to that many rows, as
+model.resize_token_embeddings(ROWS) does before PeftModel.from_pretrained (new rows the mean
+of the old; a modules_to_save embedding replaces them). A saved lm_head of a tied base unties
+it, as PEFT's copy of each module does.
 
 Independent of the lab's code: the safetensors files are written here (struct + json), and
 the forward pass follows transformers' modeling_llama.py / modeling_qwen2.py equations in
@@ -251,18 +256,37 @@ def forward(cfg, W, ids, dtype=torch.float32):
     return F.linear(x, head)
 
 
+def resize_rows(cfg, W, rows):
+    """transformers' resize_token_embeddings(rows): the embedding (and an untied head) gain rows, the old ones kept."""
+    for key in ["model.embed_tokens.weight"] + ([] if cfg["tie_word_embeddings"] else ["lm_head.weight"]):
+        old = W[key]
+        assert rows >= old.shape[0], (key, rows, old.shape)
+        W[key] = torch.cat([old, old.mean(0, keepdim=True).expand(rows - old.shape[0], -1)], 0)
+    return dict(cfg, vocab_size=rows), W
+
+
 def apply_peft(cfg, W, adapter_dir):
-    """PEFT's LoRA merge from its files: every lora_A/lora_B pair folded into its module's weight."""
+    """PEFT's LoRA merge from its files: every lora_A/lora_B pair folded into its module's
+    weight; every modules_to_save module replaced by its saved copy."""
     with open(os.path.join(adapter_dir, "adapter_config.json")) as f:
         ac = json.load(f)
     assert ac["peft_type"] == "LORA", ac["peft_type"]
     assert ac.get("bias", "none") == "none" and not ac.get("use_rslora") and not ac.get("use_dora") and not ac.get("fan_in_fan_out")
     scaling = ac["lora_alpha"] / ac["r"]
+    saved_whole = ac.get("modules_to_save") or []
     A = read_safetensors(os.path.join(adapter_dir, "adapter_model.safetensors"))
     prefix = "base_model.model."
     done = set()
     for key in sorted(A):
-        assert key.startswith(prefix) and (key.endswith(".lora_A.weight") or key.endswith(".lora_B.weight")), key
+        assert key.startswith(prefix), key
+        if not (key.endswith(".lora_A.weight") or key.endswith(".lora_B.weight")):
+            # modules_to_save: PEFT saves the module's copy under the module's own path
+            module = key[len(prefix):-len(".weight")]
+            assert key.endswith(".weight") and module.split(".")[-1] in saved_whole, key
+            current = W["model.embed_tokens.weight"] if module == "lm_head" and cfg["tie_word_embeddings"] else W[module + ".weight"]
+            assert A[key].shape == current.shape, f"{key}: saved {tuple(A[key].shape)}, the model's {tuple(current.shape)} (resize the base first)"
+            W[module + ".weight"] = A[key].float()
+            continue
         module = key[len(prefix):-len(".lora_A.weight")]
         if module in done:
             continue
@@ -272,6 +296,8 @@ def apply_peft(cfg, W, adapter_dir):
         assert a.shape[0] == ac["r"] and b.shape[1] == ac["r"], (a.shape, b.shape)
         W[module + ".weight"] = W[module + ".weight"].float() + scaling * (b @ a)
         done.add(module)
+    if "lm_head.weight" in W and cfg["tie_word_embeddings"]:
+        cfg = dict(cfg, tie_word_embeddings=False)  # PEFT copied the head on its own: no longer tied
     return cfg, W
 
 
@@ -279,7 +305,10 @@ def main():
     if sys.argv[1] == "--peft":
         cfg, W = read_folder(sys.argv[2])
         torch.set_grad_enabled(False)
-        cfg, W = apply_peft(cfg, {k: v.float() for k, v in W.items()}, sys.argv[3])
+        W = {k: v.float() for k, v in W.items()}
+        if len(sys.argv) > 5:
+            cfg, W = resize_rows(cfg, W, int(sys.argv[5]))
+        cfg, W = apply_peft(cfg, W, sys.argv[3])
         ids = [int(x) for x in sys.argv[4].split(",")]
         print(json.dumps({"logits": forward(cfg, W, ids).tolist()}))
         return

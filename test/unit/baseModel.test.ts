@@ -4,7 +4,7 @@
 // architecture, no tokenizer.json, no weights, a lab-exported one), the Full / LoRA choice,
 // the job spec's fields, and the road the editor takes: a traces file prepared as the
 // extension prepares it, the trained tokenizer dropped, and the worker's runJob training from
-// the folder fully and with LoRA (the spec's base and lora reaching runSft).
+// the folder fully and with LoRA (the spec's base and lora reaching runSft; over added rows too).
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -52,7 +52,7 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
   let tmp: string;
   /** Its tokenizer lacks the wire specials: full fine-tuning only. */
   let hf: string;
-  /** Its tokenizer holds the wire specials: LoRA offered. */
+  /** Its tokenizer holds the wire specials: LoRA adds no rows. */
   let hfSpecials: string;
   let cfg: ModelConfig;
   before(async function () {
@@ -162,14 +162,15 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
     assert.match(editorRefusal(v.info) ?? '', new RegExp(`^Agent Lab: ${lab.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} holds the lab's own tokenizer .*agent-lab train sft --base`));
   });
 
-  it('Full or LoRA (r 8, alpha 16); LoRA is left out, with the reason, where the tokenizer gains rows', () => {
+  it('Full or LoRA (r 8, alpha 16), both offered; where the tokenizer gains rows, LoRA says they train too', () => {
     const info = (added: number): BaseFolderInfo => ({ dir: '/m', architecture: 'Qwen2ForCausalLM', parameters: 1234567, tokenizer: { kind: 'hf', added } });
     const both = trainModeItems(info(0));
     assert.deepEqual(both.map((i) => [i.label, i.lora]), [['Full fine-tuning', undefined], ['LoRA (r 8, alpha 16)', '8,16']]);
     assert.equal(both[0]!.description, 'all 1,234,567 parameters');
-    const fullOnly = trainModeItems(info(9));
-    assert.deepEqual(fullOnly.map((i) => i.label), ['Full fine-tuning']);
-    assert.match(fullOnly[0]!.detail, /LoRA is not offered: the tokenizer lacks 9 wire-format special/);
+    assert.match(both[1]!.detail, /only the adapters train/);
+    const withRows = trainModeItems(info(9));
+    assert.deepEqual(withRows.map((i) => [i.label, i.lora]), [['Full fine-tuning', undefined], ['LoRA (r 8, alpha 16)', '8,16']]);
+    assert.match(withRows[1]!.detail, /the adapters train .* and the 9 embedding rows added for the wire-format specials/);
     // The editor's LoRA is a spec the trainer takes: r 8, alpha 16, every target.
     assert.deepEqual(parseLoraSpec(EDITOR_LORA_SPEC), { r: 8, alpha: 16, targets: [...LORA_TARGETS] });
   });
@@ -224,14 +225,14 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
     // A preset's run keeps its preset.
     assert.equal(runModelLabel({ preset: 'tiny', base: null }), 'tiny');
 
-    // LoRA where the tokenizer gains rows: the trainer refuses it too (the editor does not offer it), nothing trained.
-    const refused = path.join(tmp, 'run-refused');
-    prepareSftRunData(refused, traces);
-    dropPreparedTokenizer(refused);
-    await assert.rejects(
-      runJob({ kind: 'sft', runDir: refused, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf, lora: EDITOR_LORA_SPEC }) }, quietHooks()),
-      /--lora with --base .*fine-tune fully/,
-    );
-    assert.ok(!fs.existsSync(path.join(refused, 'config.json')));
+    // LoRA where the tokenizer gains rows: the nine added rows train beside the adapters, recorded by id.
+    const withRows = path.join(tmp, 'run-lora-rows');
+    prepareSftRunData(withRows, traces);
+    dropPreparedTokenizer(withRows);
+    const rr = await runJob({ kind: 'sft', runDir: withRows, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf, lora: EDITOR_LORA_SPEC }) }, quietHooks());
+    assert.equal(rr.summary.steps, 2);
+    const rconfig = JSON.parse(fs.readFileSync(path.join(withRows, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    assert.deepEqual(rconfig['lora']!['trainedRows'], Array.from({ length: 9 }, (_, k) => cfg.vocab + k));
+    assert.deepEqual(rconfig['model']!['vocab'], cfg.vocab + 9);
   });
 });

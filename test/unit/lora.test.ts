@@ -13,8 +13,8 @@ import { initBackend } from '../../trainer/backend';
 import { loadCheckpoint, saveCheckpoint } from '../../trainer/checkpoint';
 import { InputError } from '../../trainer/files';
 import { writeHfFolder } from '../../trainer/hfExport';
-import { loadHfFolder } from '../../trainer/hfModel';
-import { LORA_TARGETS, LoraModel, LoraSpec, baseFiles, checkLoraRecord, countLoraParams, loraParamSpecs, mergeLora, parseLoraSpec, targetSlot } from '../../trainer/lora';
+import { loadHfFolder, withAddedRows } from '../../trainer/hfModel';
+import { EMBED_ROWS, HEAD_ROWS, LORA_TARGETS, LoraModel, LoraSpec, baseFiles, checkLoraRecord, countLoraParams, loraParamSpecs, mergeLora, parseLoraSpec, targetSlot } from '../../trainer/lora';
 import { Batch, IGNORE, ModelConfig, StackModel, countParams, makeRng, paramSpecs } from '../../trainer/model';
 import { Trainer } from '../../trainer/optim';
 
@@ -50,6 +50,8 @@ function batchOf(cfg: ModelConfig, rows: number, seq: number, seed: number): Bat
   return { inputIds, labels, batch: rows, seq };
 }
 
+/** A base of vocab - 3 rows whose tokenizer gained three tokens: the model's last three rows. */
+const ADDED = (cfg: ModelConfig): number[] => [cfg.vocab - 3, cfg.vocab - 2, cfg.vocab - 1];
 const sameBits = (a: Float32Array, b: Float32Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 const BASE = { dir: '/nonexistent', files: [] };
 const maxDiff = (a: Float32Array, b: Float32Array): number => {
@@ -80,6 +82,9 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
     refuses('8,16,q_proj', /unknown target "q_proj"/);
     assert.deepEqual(checkLoraRecord({ r: 2, alpha: 4, targets: ['o', 'q'] }, 'x'), { r: 2, alpha: 4, targets: ['q', 'o'] });
     assert.throws(() => checkLoraRecord({ r: 2, alpha: 4, targets: ['w'] }, 'config.json'), /config\.json: "lora\.targets" must be a list/);
+    // The added rows a run trains beside its adapters: consecutive ids, kept as recorded.
+    assert.deepEqual(checkLoraRecord({ r: 2, alpha: 4, targets: ['q'], trainedRows: [5, 6] }, 'x'), { r: 2, alpha: 4, targets: ['q'], trainedRows: [5, 6] });
+    assert.throws(() => checkLoraRecord({ r: 2, alpha: 4, targets: ['q'], trainedRows: [] }, 'config.json'), /config\.json: "lora\.trainedRows" must be a list of consecutive embedding ids \(got \[\]\)/);
   });
 
   it('counts: adapters are r*(in+out) per targeted layer; a tiny fraction of the model', () => {
@@ -142,13 +147,20 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
       lora.dispose();
     });
 
-    it(`adapter gradients agree with central finite differences, A and B of every target${note}`, async () => {
+    for (const withRows of [false, true]) {
+    const rowsNote = withRows ? ', and the 3 added embedding rows trained beside them' + (cfg.tiedHead === false ? ' (and their head rows)' : ' (the tied head the same rows)') : '';
+    it(`adapter gradients agree with central finite differences, A and B of every target${rowsNote}${note}`, async () => {
       await initBackend('cpu');
-      const spec = parseLoraSpec('2,3');
+      const spec: LoraSpec = { ...parseLoraSpec('2,3'), ...(withRows ? { trainedRows: ADDED(cfg) } : {}) };
       const base = randomWeights(cfg, 11);
       const start = randomAdapters(cfg, spec, 12); // B != 0: dA would be 0 at PEFT's init
       const lora = LoraModel.fromAdapters(StackModel.fromWeights(cfg, base), spec, BASE, start);
       const b = batchOf(cfg, 2, 8, 5);
+      // Every added token read and predicted: the rows' gradients come from both the embedding and the head.
+      ADDED(cfg).forEach((id, k) => {
+        b.inputIds[3 * k] = id;
+        b.labels[3 * k + 1] = id;
+      });
       const r = lora.lossAndGrads(b);
       const grads: Record<string, Float32Array> = {};
       for (const [k, t] of r.grads) {
@@ -177,8 +189,10 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
         const tol = 2e-4 + 0.01 * Math.abs(analytic);
         assert.ok(Math.abs(numeric - analytic) < tol, `${s.name}: finite difference ${numeric} vs gradient ${analytic}`);
       }
+      if (withRows) assert.deepEqual(Object.keys(grads).filter((k) => k.endsWith('.rows')), cfg.tiedHead === false ? [EMBED_ROWS, HEAD_ROWS] : [EMBED_ROWS]);
       lora.dispose();
     });
+    }
   }
 
   it('lossAndGrads(batch, only) computes just those gradients, equal to the full backward pass\'s', async () => {
@@ -233,6 +247,102 @@ describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', func
       lora.dispose();
     });
   }
+
+  for (const [cfg, threads] of [
+    [MICRO_HF, 0],
+    [MICRO_HF, 1],
+    [MICRO, 0],
+  ] as const) {
+    const where = `${cfg.tiedHead === false ? 'untied head' : 'tied head'}, ${threads ? 'a worker thread + this one' : 'one thread'}`;
+    it(`added rows train beside the adapters: they leave their mean, every original row is the base's bit for bit, only they have optimiser state (${where})`, async () => {
+      await initBackend('wasm');
+      const V0 = cfg.vocab - 3;
+      const base = withAddedRows({ ...cfg, vocab: V0 }, randomWeights({ ...cfg, vocab: V0 }, 23, 0.1), cfg.vocab);
+      const spec: LoraSpec = { ...parseLoraSpec('4,8,q,v,down'), trainedRows: ADDED(cfg) };
+      const lora = LoraModel.create(StackModel.fromWeights(cfg, base), spec, BASE, 3);
+      const d = cfg.dModel;
+      const rowWeights = cfg.tiedHead === false ? ['tok_embeddings', 'lm_head'] : ['tok_embeddings'];
+      // The count: adapters plus n x d a row weight; step 0 is the base exactly (rows at their mean).
+      assert.equal(lora.paramCount(), countLoraParams(cfg, parseLoraSpec('4,8,q,v,down')) + 3 * d * rowWeights.length);
+      const plain = StackModel.fromWeights(cfg, base);
+      assert.ok(sameBits(lora.net.logits(Int32Array.from([V0, 1, V0 + 2]), 1, 3), plain.logits(Int32Array.from([V0, 1, V0 + 2]), 1, 3)));
+      plain.dispose();
+      const tr = new Trainer(lora, { lr: 0.02, parallel: threads });
+      assert.equal(tr.workers.threads, threads);
+      const batch = batchOf(cfg, 4, 12, 8);
+      ADDED(cfg).forEach((id, k) => {
+        batch.inputIds[5 * k] = id;
+        batch.labels[5 * k + 2] = id;
+      });
+      const first = tr.step(batch);
+      let last = first;
+      for (let k = 0; k < 14; k++) last = tr.step(batch);
+      assert.ok(last.loss < first.loss - 0.05, `loss ${first.loss} -> ${last.loss}`);
+      const net = lora.net.exportWeights();
+      const trained = lora.exportWeights();
+      for (const w of rowWeights) {
+        assert.ok(sameBits(net[w]!.subarray(0, V0 * d), base[w]!.subarray(0, V0 * d)), `${w}: an original row changed`);
+        const rows = net[w]!.subarray(V0 * d);
+        assert.ok(sameBits(rows, trained[w === 'lm_head' ? HEAD_ROWS : EMBED_ROWS]!), `${w}: the net's rows are not the trained ones`);
+        for (let r = 0; r < 3; r++) assert.ok(!sameBits(rows.subarray(r * d, (r + 1) * d), base[w]!.subarray((V0 + r) * d, (V0 + r + 1) * d)), `${w} row ${V0 + r} did not move from its mean`);
+      }
+      for (const s of paramSpecs(cfg)) if (!rowWeights.includes(s.name) && !lora.frozenWeight(s.name)) assert.ok(sameBits(net[s.name]!, base[s.name]!), `${s.name} changed`);
+      // AdamW holds moments of the rows only, not of the whole embedding.
+      const st = tr.adam.exportState();
+      assert.deepEqual(Object.keys(st.m).filter((k) => !k.includes('.lora_')), cfg.tiedHead === false ? [EMBED_ROWS, HEAD_ROWS] : [EMBED_ROWS]);
+      assert.equal(st.m[EMBED_ROWS]!.length, 3 * d);
+      // mergeLora (JS, what a checkpoint loads as) puts the same rows in place.
+      const again = mergeLora(cfg, base, spec, trained);
+      for (const name of Object.keys(again)) assert.ok(maxDiff(again[name]!, net[name]!) < 1e-6, name);
+      tr.dispose();
+      lora.dispose();
+    });
+  }
+
+  it('a checkpoint with trained rows holds them and their ids; loading appends them to the base folder\'s rows; rows not at the end are refused', async () => {
+    await initBackend('wasm');
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-lora-rows-'));
+    try {
+      const cfg = MICRO_HF;
+      const V0 = cfg.vocab - 3;
+      const hf = path.join(tmp, 'base');
+      writeHfFolder(hf, { ...cfg, vocab: V0 }, randomWeights({ ...cfg, vocab: V0 }, 31, 0.1));
+      const folder = loadHfFolder(hf);
+      const spec: LoraSpec = { ...parseLoraSpec('2,4,o,up'), trainedRows: ADDED(cfg) };
+      const lora = LoraModel.create(StackModel.fromWeights(cfg, withAddedRows(folder.model, folder.weights, cfg.vocab)), spec, { dir: hf, files: baseFiles(hf) }, 5);
+      const tr = new Trainer(lora, { lr: 0.02 });
+      for (let k = 0; k < 3; k++) tr.step(batchOf(cfg, 2, 10, k));
+      const run = path.join(tmp, 'run');
+      await saveCheckpoint(run, 3, lora, tr);
+      const ck = loadCheckpoint(run, 'latest');
+      assert.deepEqual(ck.lora?.spec, spec);
+      assert.deepEqual(Object.keys(ck.lora!.adapters), loraParamSpecs(cfg, spec).map((s) => s.name));
+      assert.deepEqual(Object.keys(ck.optimizer!.m), Object.keys(ck.lora!.adapters));
+      assert.ok(sameBits(ck.lora!.adapters[EMBED_ROWS]!, lora.exportWeights()[EMBED_ROWS]!));
+      assert.equal(ck.lora!.baseWeights['tok_embeddings']!.length, cfg.vocab * cfg.dModel);
+      const net = lora.net.exportWeights();
+      for (const s of paramSpecs(cfg)) assert.ok(maxDiff(ck.weights[s.name]!, net[s.name]!) < 1e-6, s.name);
+      for (const w of ['tok_embeddings', 'lm_head']) assert.ok(sameBits(ck.weights[w]!.subarray(0, V0 * cfg.dModel), folder.weights[w]!), w);
+      // Resumed: the same model again from the base and the checkpoint.
+      const back = LoraModel.fromAdapters(StackModel.fromWeights(ck.config, ck.lora!.baseWeights), ck.lora!.spec, ck.lora!.base, ck.lora!.adapters);
+      const ids = Int32Array.from([V0 + 1, 3, V0, 4]);
+      assert.ok(sameBits(back.net.logits(ids, 1, 4), lora.net.logits(ids, 1, 4)));
+      back.dispose();
+      // checkpoint.json naming rows that are not the model's last ones: refused, one line.
+      const info = path.join(ck.dir, 'checkpoint.json');
+      const json = JSON.parse(fs.readFileSync(info, 'utf8')) as { lora: Record<string, unknown> };
+      json.lora['trainedRows'] = [V0 - 1, V0, V0 + 1];
+      fs.writeFileSync(info, JSON.stringify(json));
+      assert.throws(() => loadCheckpoint(run, 'latest'), (e: Error) => e instanceof InputError && /trained rows 19\.\.21 are not the last rows of a 23-row embedding/.test(e.message) && !e.message.includes('\n'));
+      json.lora['trainedRows'] = [V0, V0 + 2];
+      fs.writeFileSync(info, JSON.stringify(json));
+      assert.throws(() => loadCheckpoint(run, 'latest'), /"lora\.trainedRows" must be a list of consecutive embedding ids \(got \[20,22\]\)/);
+      tr.dispose();
+      lora.dispose();
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
 
   it('webgpu trains the same adapters as wasm (async step, tensor optimiser; in child processes)', function () {
     const child = (backend: string, env: NodeJS.ProcessEnv = {}): { out: Record<string, unknown> | null; err: string } => {
