@@ -126,6 +126,7 @@ export async function runDistillCommand(o: Options): Promise<void> {
       teacher = makeHttpTeacher({
         baseUrl,
         model,
+        apiKey: process.env[API_KEY_ENV],
         ...(world.tools ? { tools: world.tools } : {}),
         ...(temperature !== undefined ? { temperature } : {}),
         ...(typeof o['max-tokens'] === 'number' ? { maxTokens: o['max-tokens'] } : {}),

@@ -224,6 +224,7 @@ async function distillWithHttp(
   const teacher = makeHttpTeacher({
     baseUrl: t.baseUrl,
     model: t.model,
+    apiKey: process.env[API_KEY_ENV],
     temperature: t.temperature,
     maxTokens: t.maxTokens,
     timeoutMs: t.timeoutMs,

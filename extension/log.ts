@@ -1,9 +1,12 @@
 // The "Agent Lab" output channel: every feature logs here, the user opens it from the
 // Output panel (or from the "Show Log" button of an error message).
 import * as vscode from 'vscode';
-import { redactSecrets } from '../core/teachers/redact';
+import { API_KEY_ENV, redactSecrets as redactKey } from '../core/teachers/redact';
 
 let channel: vscode.LogOutputChannel | undefined;
+
+/** The teacher's key as the HTTP teacher gets it (the environment VS Code was started with), and any Bearer token, redacted. */
+const redactSecrets = (text: string): string => redactKey(text, process.env[API_KEY_ENV]);
 
 export function activateLog(context: vscode.ExtensionContext): vscode.LogOutputChannel {
   channel = vscode.window.createOutputChannel('Agent Lab', { log: true });

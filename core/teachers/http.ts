@@ -32,7 +32,7 @@ export interface HttpTeacherOptions {
   retries?: number;
   /** First backoff between attempts (doubled each time, at most 8 s); a Retry-After header wins (at most 30 s). */
   backoffMs?: number;
-  /** Defaults to process.env.AGENT_LAB_TEACHER_API_KEY; kept in memory only. */
+  /** The Bearer key (the callers read AGENT_LAB_TEACHER_API_KEY); none: no Authorization header. Kept in memory only. */
   apiKey?: string;
   /** Two (or more) gold transcripts in the wire format; defaults to defaultExemplars(). */
   exemplars?: readonly string[];
@@ -251,6 +251,17 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
   return null;
 }
 
+/** The chunks of a body as one byte array (Buffer.concat without Node: core/ is pure). */
+function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
 /** Reads a reply body up to `cap` bytes; past it, reading stops (the connection is dropped). */
 async function readCapped(res: Response, cap: number, abort: () => void): Promise<{ text: string; over: boolean; bytes: number }> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
@@ -269,11 +280,11 @@ async function readCapped(res: Response, cap: number, abort: () => void): Promis
     if (bytes > cap) {
       abort();
       await reader.cancel().catch(() => undefined);
-      return { text: new TextDecoder().decode(Buffer.concat(chunks)), over: true, bytes };
+      return { text: new TextDecoder().decode(concatBytes(chunks)), over: true, bytes };
     }
     chunks.push(value);
   }
-  return { text: new TextDecoder().decode(Buffer.concat(chunks)), over: false, bytes };
+  return { text: new TextDecoder().decode(concatBytes(chunks)), over: false, bytes };
 }
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
@@ -293,7 +304,7 @@ export function makeHttpTeacher(options: HttpTeacherOptions): AsyncTeacher {
   const o = resolveHttpTeacherOptions(options);
   const fetchFn = options.fetch ?? globalThis.fetch;
   if (typeof fetchFn !== 'function') throw new TeacherConfigError('this runtime has no fetch (Node 20 or later is needed)');
-  const apiKey = options.apiKey ?? process.env[API_KEY_ENV];
+  const apiKey = options.apiKey;
   // A world without calc is not shown an example that calls it.
   const withoutCalc = options.tools !== undefined && !options.tools.some((t) => t.name === 'calc');
   const exemplars = options.exemplars ?? defaultExemplars().filter((t) => !(withoutCalc && t.includes('{"tool": "calc"')));

@@ -4,8 +4,11 @@
 
 export const API_KEY_ENV = 'AGENT_LAB_TEACHER_API_KEY';
 
-/** Replaces the API key (keys of 8 characters or more) and any `Bearer <token>` with `[redacted]`. */
-export function redactSecrets(text: string, apiKey: string | undefined = typeof process !== 'undefined' ? process.env[API_KEY_ENV] : undefined): string {
+/**
+ * Replaces the API key (keys of 8 characters or more) and any `Bearer <token>` with `[redacted]`.
+ * `apiKey` is the key in use, read by the caller from API_KEY_ENV: core/ reads no environment.
+ */
+export function redactSecrets(text: string, apiKey?: string): string {
   let out = text;
   if (apiKey && apiKey.length >= 8) out = out.split(apiKey).join('[redacted]');
   return out.replace(/\b(Bearer)\s+(?!\[redacted\])[^\s"',;]+/gi, '$1 [redacted]');

@@ -2,7 +2,7 @@
 // with +1 inside the log, hits with score <= 0 dropped) and the hashing-trick
 // "embedding-lite" retriever. Scores follow the seed's arithmetic in the same order, so
 // they agree with the reference to the last few ulps (log implementations may differ).
-import { createHash } from 'node:crypto';
+import { md5Hex } from '../md5';
 import type { Passage } from '../types';
 
 const TOKEN_RE = /[a-z0-9]+/g;
@@ -84,7 +84,7 @@ export class HashEmbedRetriever {
     const v = new Array<number>(this.dim).fill(0.0);
     const dim = BigInt(this.dim);
     for (const t of tokenizeForRetrieval(text)) {
-      const h = BigInt('0x' + createHash('md5').update(t, 'utf8').digest('hex'));
+      const h = BigInt('0x' + md5Hex(t));
       // Sign from the quotient, bucket from the remainder: independent even when dim is
       // a power of two (a sign from the low bits would equal the bucket's bits).
       const idx = Number(h % dim);

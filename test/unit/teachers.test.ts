@@ -257,10 +257,10 @@ describe('async distillation', () => {
 describe('HTTP teacher against a local chat-completions server (test double)', () => {
   const tasks = pool.heldout.slice(0, 8);
 
-  it('sends the Contract request: model, stop, system (prompt, MCP schemas, two exemplars), question, assistant turns, observations, Bearer key from the env', async () => {
-    await withEnv({ [API_KEY_ENV]: 'sk-test-teacher-key-123' }, () =>
+  it('sends the Contract request: model, stop, system (prompt, MCP schemas, two exemplars), question, assistant turns, observations, Bearer key given', async () => {
+    await withEnv({ [API_KEY_ENV]: undefined }, () =>
       withServer(asStub(), async (s) => {
-        const teacher = makeHttpTeacher({ baseUrl: s.baseUrl, model: 'test-teacher', temperature: 0.3, maxTokens: 200, ...fast });
+        const teacher = makeHttpTeacher({ baseUrl: s.baseUrl, model: 'test-teacher', temperature: 0.3, maxTokens: 200, apiKey: 'sk-test-teacher-key-123', ...fast });
         const task = tasks.find((t) => t.kind === 'sum')!;
         const r = await rolloutAsync(task, teacher, env);
         assert.equal(r.transcript, distill([task], stub, env, 1)[0]!.text);
@@ -317,8 +317,9 @@ describe('HTTP teacher against a local chat-completions server (test double)', (
     assert.ok(message.includes(JSON.stringify(AGENT_TOOLS, null, 2)));
   });
 
-  it('sends no Authorization header when the key is not set', async () => {
-    await withEnv({ [API_KEY_ENV]: undefined }, () =>
+  // The CLI and the extension read the key from the environment (the --teacher http test below); core/ reads none.
+  it('sends no Authorization header without a key, whatever the environment holds', async () => {
+    await withEnv({ [API_KEY_ENV]: 'sk-in-the-env-only-0123' }, () =>
       withServer(asStub(), async (s) => {
         await rolloutAsync(tasks[0]!, makeHttpTeacher({ baseUrl: s.baseUrl, model: 'm', ...fast }), env);
         assert.equal(s.requests[0]!.headers['authorization'], undefined);
