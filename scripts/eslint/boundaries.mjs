@@ -12,9 +12,21 @@ const MAY_IMPORT = {
   core: [],
   trainer: ['core'],
   'language-server': ['core'],
-  extension: ['core', 'trainer'],
+  // And trainer/ only by EXTENSION_TRAINER_IMPORTS below: the editor reaches the trainer through
+  // the job protocol (core/protocol/worker.ts, a worker process or a CLI run).
+  extension: ['core'],
   'webview-ui': ['core'],
   cli: ['core', 'trainer', 'language-server'],
+};
+
+/**
+ * The extension's imports of trainer/ made before the rule, each allowed from the file that
+ * makes it and no other (issue 31 moves this work behind the job protocol): the preset table
+ * (the base-model quick pick) and what preparing an SFT run folder in the extension host uses.
+ */
+export const EXTENSION_TRAINER_IMPORTS = {
+  'extension/baseModel.ts': ['trainer/modelConfig'],
+  'extension/sftData.ts': ['trainer/files', 'trainer/prepare', 'trainer/recipes', 'trainer/worldFolder'],
 };
 
 /** The top-level folder of a repository path ('' for files at the root). */
@@ -58,6 +70,12 @@ export function boundaryViolation(fromFile, spec) {
     if (to !== 'core' || rel.startsWith('..')) {
       return `webview-ui/ imports only core/protocol/ of ours (found ${path.relative(repoRoot, target)})`;
     }
+  }
+  if (from === 'extension' && to === 'trainer') {
+    const importer = path.relative(repoRoot, path.resolve(fromFile)).split(path.sep).join('/');
+    const module = path.relative(repoRoot, target).split(path.sep).join('/').replace(/\.(ts|js)$/, '');
+    if ((EXTENSION_TRAINER_IMPORTS[importer] ?? []).includes(module)) return undefined;
+    return `extension/ reaches trainer/ through the job protocol (core/protocol/worker.ts), not by importing ${module} (allowed: the imports listed in scripts/eslint/boundaries.mjs)`;
   }
   const allowed = MAY_IMPORT[from];
   if (allowed && to !== from && !allowed.includes(to)) {

@@ -16,7 +16,7 @@ describe('lint: the import boundaries', () => {
     rule = plugin.default.rules.boundaries;
   });
 
-  it('rejects webview -> trainer, core -> vscode, cli -> test and the rest; accepts what the code does', () => {
+  it('rejects webview -> trainer, core -> vscode, cli -> test, extension -> trainer beyond its allow-list and the rest; accepts what the code does', () => {
     const tester = new RuleTester({ languageOptions: { ecmaVersion: 2022, sourceType: 'module' } });
     const bad = (file: string, code: string, message: RegExp): RuleTester.InvalidTestCase => ({ filename: at(file), code, errors: [{ message }] });
     tester.run('agent-lab/boundaries', rule, {
@@ -28,6 +28,10 @@ describe('lint: the import boundaries', () => {
         { filename: at('trainer/sft.ts'), code: "import * as tf from '@tensorflow/tfjs-core'; import { y } from '../core/sftFormat';" },
         { filename: at('test/unit/x.test.ts'), code: "import { LspClient } from '../lsp/client'; import { runBench } from '../../bench/main';" },
         { filename: at('bench/lsp.ts'), code: "import { LspClient } from '../test/lsp/client';" },
+        // extension/ -> trainer/: only today's imports, each from the file that makes it.
+        { filename: at('extension/baseModel.ts'), code: "import { PRESETS } from '../trainer/modelConfig';" },
+        { filename: at('extension/sftData.ts'), code: "import { prepareWorldRunData } from '../trainer/prepare'; import { readWorldFolder } from '../trainer/worldFolder.ts';" },
+        { filename: at('extension/training.ts'), code: "import { parseFromWorker } from '../core/protocol/worker';" },
       ],
       invalid: [
         bad('webview-ui/curves/main.ts', "import { Trainer } from '../../trainer/optim';", /webview-ui\/ imports only core\/protocol\/ of ours \(found trainer\/optim\)/),
@@ -45,6 +49,10 @@ describe('lint: the import boundaries', () => {
         bad('trainer/sft.ts', "import { startServer } from '../language-server/lspServer';", /trainer\/ may import core\/ of ours, not language-server\//),
         bad('language-server/lspServer.ts', "import { Trainer } from '../trainer/optim';", /language-server\/ may import core\/ of ours, not trainer\//),
         bad('cli/main.ts', "import { activate } from '../extension/extension';", /cli\/ may import core\/, trainer\/, language-server\/ of ours, not extension\//),
+        bad('extension/training.ts', "import { runSft } from '../trainer/sft';", /extension\/ reaches trainer\/ through the job protocol \(core\/protocol\/worker\.ts\), not by importing trainer\/sft/),
+        bad('extension/panels/curves.ts', "import { readMetrics } from '../../trainer/files';", /not by importing trainer\/files/),
+        bad('extension/sftData.ts', "import { runGrpo } from '../trainer/grpo';", /not by importing trainer\/grpo/),
+        bad('extension/baseModel.ts', "const { prepareWorldRunData } = await import('../trainer/prepare');", /not by importing trainer\/prepare/),
       ],
     });
   });
