@@ -6,6 +6,7 @@
 // folder that does not load is bad input: one line naming it, exit 2.
 import { BadInputError, CliError, ParsedArgs, UsageError } from './args';
 import { ChatTemplateError, RowError, RowMask, computeRowMask, parseConversationRow } from '../core/chatTemplate';
+import { CHAT_TEMPLATE_FILE } from '../core/protocol/folders';
 import { isObj } from '../core/protocol/isObj';
 import { patchedFolderFiles, readTemplateFolder } from '../language-server/chatTemplateFolder';
 import * as fs from 'node:fs';
@@ -115,6 +116,6 @@ export function cmdPatchTemplate(dir: string, out: string): void {
     throw new BadInputError(`--patch-out ${out} cannot be made: ${err instanceof Error ? err.message : String(err)}`);
   }
   for (const [name, text] of r.files) fs.writeFileSync(path.join(out, name), text, { flag: 'wx' });
-  console.log(`wrote ${out}: chat_template.jinja with ${r.blocks} generation block${r.blocks === 1 ? '' : 's'}, ${r.files.map(([n]) => n).filter((n) => n !== 'chat_template.jinja').join(', ')}`);
+  console.log(`wrote ${out}: chat_template.jinja with ${r.blocks} generation block${r.blocks === 1 ? '' : 's'}, ${r.files.map(([n]) => n).filter((n) => n !== CHAT_TEMPLATE_FILE).join(', ')}`);
   for (const n of r.notes) console.log(`note: ${n}`);
 }

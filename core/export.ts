@@ -9,7 +9,7 @@ import { SYSTEM_PROMPT } from './env';
 import { segment } from './lossMask';
 import { sha256Hex, tokenizerFromJsonText } from './tokenizer';
 import { utf8Encode } from './tokenizer/bytelevel';
-import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from './protocol/folders';
+import { SPECIAL_TOKENS_MAP_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from './protocol/folders';
 import { ASST, BOS, END, EOS, PAD, SPECIAL_TOKENS, SYS, TOOL_RESULT, USER } from './wire';
 import { README_MD, REWARD_PY, TRAIN_GRPO_PY, TRAIN_SFT_PY } from './exportScripts';
 import { isObj } from './protocol/isObj';
@@ -254,7 +254,7 @@ export function tokenizerFiles(tokenizerJsonText: string, source: string): Recor
   return {
     [TOKENIZER_FILE]: JSON.stringify(tok),
     [TOKENIZER_CONFIG_FILE]: JSON.stringify(config, null, 2) + '\n',
-    'special_tokens_map.json': JSON.stringify(specials, null, 2) + '\n',
+    [SPECIAL_TOKENS_MAP_FILE]: JSON.stringify(specials, null, 2) + '\n',
   };
 }
 

@@ -6,9 +6,8 @@
 // (unit-tested in test/unit/chatTemplateFolders.test.ts); extension/chatTemplatePicker.ts asks.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
+import { CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
-export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
 export const CHAT_TEMPLATE_SETTING = 'chatTemplate';
 /** The file names findFiles looks for: a folder holding one of them may be a template folder. */
 export const TEMPLATE_FOLDER_GLOB = `**/{${TOKENIZER_CONFIG_FILE},${CHAT_TEMPLATE_FILE}}`;

@@ -6,13 +6,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChatModel, ChatTemplateError, loadChatModel, patchGenerationTags } from '../core/chatTemplate';
 import { MAX_TOKENIZER_BYTES, readRegularFile } from './tokenizers';
-import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
+import { CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 const MAX_SMALL_BYTES = 16 * 1024 * 1024;
 
 /** The files of a template folder, for a cache key: each file's mtime and size, '' when absent. */
 export function templateFolderStamp(dir: string): string {
-  return [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, 'chat_template.jinja']
+  return [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, CHAT_TEMPLATE_FILE]
     .map((f) => {
       try {
         const st = fs.statSync(path.join(dir, f));
@@ -46,7 +46,7 @@ export function readTemplateFolder(dir: string): ChatModel {
   };
   const tokenizerJson = read(TOKENIZER_FILE, MAX_TOKENIZER_BYTES, true)!;
   const tokenizerConfigJson = read(TOKENIZER_CONFIG_FILE, MAX_SMALL_BYTES, false);
-  const chatTemplateJinja = read('chat_template.jinja', MAX_SMALL_BYTES, false);
+  const chatTemplateJinja = read(CHAT_TEMPLATE_FILE, MAX_SMALL_BYTES, false);
   try {
     return loadChatModel({ tokenizerJson, ...(tokenizerConfigJson !== undefined ? { tokenizerConfigJson } : {}), ...(chatTemplateJinja !== undefined ? { chatTemplateJinja } : {}) });
   } catch (err) {
@@ -113,13 +113,13 @@ export function patchedFolderFiles(dir: string, folder: string, exists: (p: stri
   try {
     tokenizerJson = read(TOKENIZER_FILE, MAX_TOKENIZER_BYTES);
     configText = read(TOKENIZER_CONFIG_FILE, MAX_SMALL_BYTES);
-    jinja = read('chat_template.jinja', MAX_SMALL_BYTES);
+    jinja = read(CHAT_TEMPLATE_FILE, MAX_SMALL_BYTES);
   } catch (err) {
     return refuse(`the template folder ${dir} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (tokenizerJson === undefined) return refuse(`the template folder ${dir} has no ${TOKENIZER_FILE}`);
   let source = jinja;
-  let from = 'chat_template.jinja';
+  let from: string = CHAT_TEMPLATE_FILE;
   let tokenVars: Record<string, string> = {};
   try {
     // The server has the folder loaded already: parsing a real tokenizer.json again takes a second.
@@ -140,13 +140,13 @@ export function patchedFolderFiles(dir: string, folder: string, exists: (p: stri
   const readme = [
     `# ${path.basename(folder)}`,
     '',
-    `chat_template.jinja is the chat template of ${path.join(dir, from === 'chat_template.jinja' ? from : TOKENIZER_CONFIG_FILE)}${from === 'chat_template.jinja' ? '' : ' (its chat_template)'} with ${r.blocks} {% generation %} block${r.blocks === 1 ? '' : 's'} added by Agent Lab around each assistant turn's content and end-of-turn token, so that return_assistant_tokens_mask / TRL's assistant_only_loss supervise them. It renders the same text as the original on the conversations it was checked on.`,
+    `chat_template.jinja is the chat template of ${path.join(dir, from === CHAT_TEMPLATE_FILE ? from : TOKENIZER_CONFIG_FILE)}${from === CHAT_TEMPLATE_FILE ? '' : ' (its chat_template)'} with ${r.blocks} {% generation %} block${r.blocks === 1 ? '' : 's'} added by Agent Lab around each assistant turn's content and end-of-turn token, so that return_assistant_tokens_mask / TRL's assistant_only_loss supervise them. It renders the same text as the original on the conversations it was checked on.`,
     ...r.notes.map((n) => `Where its generation mask differs from the prefix-difference mask: ${n}.`),
     `${TOKENIZER_FILE}${configText !== undefined ? ` and ${TOKENIZER_CONFIG_FILE} are copies` : ' is a copy'} of the original folder's, unchanged (chat_template.jinja takes precedence over a chat_template in ${TOKENIZER_CONFIG_FILE}, as in transformers).`,
     '',
   ].join('\n');
   const files: [string, string][] = [
-    ['chat_template.jinja', r.template],
+    [CHAT_TEMPLATE_FILE, r.template],
     [TOKENIZER_FILE, tokenizerJson],
     ...(configText !== undefined ? ([[TOKENIZER_CONFIG_FILE, configText]] as [string, string][]) : []),
     ['README.md', readme],

@@ -14,7 +14,7 @@ import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from './model';
 import { EMBED_ROWS, HEAD_ROWS, HF_MODULE, LoraSpec, LoraTarget, loraParamSpecs } from './lora';
 import { StDtype, TensorToWrite, writeSafetensorsFile } from './safetensorsFile';
-import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
+import { GENERATION_CONFIG_FILE, HF_CONFIG_FILE, HF_WEIGHTS_FILE, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** Presets whose students export (no previous-token tables): named when one does not. */
 export const EXPORTABLE_HINT = 'tiny-plain, small, long and stack-100m export (tiny and tiny-deep add previous-token tables)';
@@ -149,7 +149,7 @@ export function writeHfFolder(outDir: string, cfg: ModelConfig, weights: Record<
   return writeNewFolder(outDir, arch.architecture, (staging) => {
     const files: Record<string, string> = {
       [HF_CONFIG_FILE]: JSON.stringify(hfConfigOf(cfg, arch.architecture, 'float32', ids), null, 2) + '\n',
-      'generation_config.json': JSON.stringify(ids, null, 2) + '\n',
+      [GENERATION_CONFIG_FILE]: JSON.stringify(ids, null, 2) + '\n',
       ...extraFiles,
     };
     for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(staging, name), text);
@@ -176,10 +176,6 @@ function writeNewFolder(outDir: string, architecture: HfArchitecture, fill: (sta
   const names = fs.readdirSync(dir).sort();
   return { dir, architecture, files: names, bytes: names.reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0) };
 }
-
-/** PEFT's file names for a LoRA adapter folder. */
-export const PEFT_CONFIG_FILE = 'adapter_config.json';
-export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';
 
 /** PEFT's adapter_config.json of a LoRA spec (the fields PeftModel.from_pretrained reads; the rest at PEFT's defaults). */
 export function peftConfigOf(spec: LoraSpec, baseModel: string): Record<string, unknown> {

@@ -16,7 +16,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InputError, errnoText, fileKind, formatBytes, readInputObject } from './files';
-import { HF_WEIGHTS_FILE } from '../core/protocol/folders';
+import { HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE } from '../core/protocol/folders';
 
 export type StDtype = 'F32' | 'F16' | 'BF16';
 const DTYPE_BYTES: Record<StDtype, number> = { F32: 4, F16: 2, BF16: 2 };
@@ -269,7 +269,7 @@ export class SafetensorsFile {
 }
 
 export const SINGLE_FILE = HF_WEIGHTS_FILE;
-export const INDEX_FILE = 'model.safetensors.index.json';
+export const INDEX_FILE = HF_WEIGHTS_INDEX_FILE;
 
 /** A model folder's weights: one `model.safetensors`, or the shards its index names. */
 export class SafetensorsModel {

@@ -76,6 +76,17 @@ export const OPTIMIZER_FILE = 'optimizer.safetensors';
 export const HF_CONFIG_FILE = 'config.json';
 /** Single-file weights; sharded ones have `model.safetensors.index.json`. */
 export const HF_WEIGHTS_FILE = WEIGHTS_FILE;
+/** Sharded weights' index: which shard holds each tensor. */
+export const HF_WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
+/** The chat template as its own file (it wins over tokenizer_config.json's chat_template, as in transformers). */
+export const CHAT_TEMPLATE_FILE = 'chat_template.jinja';
+/** The exported model's special token ids for generation. */
+export const GENERATION_CONFIG_FILE = 'generation_config.json';
+/** The TRL export's tokenizer files: the special tokens by role. */
+export const SPECIAL_TOKENS_MAP_FILE = 'special_tokens_map.json';
+/** PEFT's LoRA adapter folder (export --format hf --peft). */
+export const PEFT_CONFIG_FILE = 'adapter_config.json';
+export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';
 
 // ---- Shapes other parts read ----
 

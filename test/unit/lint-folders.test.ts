@@ -37,7 +37,7 @@ describe('lint: the folder names have one home', () => {
         { filename: at('extension/runsView.ts'), code: "const n = { type: 'checkpoints' }; const k = r['world']; if (job === 'eval') go(); load(runDir, 'latest');" },
         { filename: at('extension/runFolders.ts'), code: "const p = path.join(dir, EVAL_DIR, `${split}.jsonl`);" },
         // Names the module does not hold, and names that only contain one.
-        { filename: at('cli/export.ts'), code: "const a = 'special_tokens_map.json'; const b = 'model.safetensors.index.json'; const c = 'my-config.json.bak';" },
+        { filename: at('cli/export.ts'), code: "const a = 'vocab.json'; const b = 'pytorch_model.bin.index.json'; const c = 'my-config.json.bak';" },
         // The module itself, and tests, spell the names.
         { filename: at('core/protocol/folders.ts'), code: "export const CONFIG_FILE = 'config.json';" },
         { filename: at('test/unit/cli.test.ts'), code: "const f = path.join(run, 'config.json'); fs.existsSync(path.join(run, 'checkpoints', 'latest'));" },
@@ -53,6 +53,9 @@ describe('lint: the folder names have one home', () => {
         bad('trainer/checkpoint.ts', "fs.readFileSync(path.resolve(root, 'latest'));", /'latest' .* use LATEST_POINTER/),
         bad('bench/grpo.ts', "read(path.join(run, 'metrics.jsonl'));", /'metrics\.jsonl' .* use METRICS_FILE/),
         bad('extension/runFolders.ts', "names.filter((n) => n.endsWith('.traces.jsonl'));", /'\.traces\.jsonl' .* use TRACES_SUFFIX/),
+        // A Hugging Face folder's names live there too.
+        bad('language-server/chatTemplateFolder.ts', "read(dir, 'chat_template.jinja');", /'chat_template\.jinja' .* use CHAT_TEMPLATE_FILE/),
+        bad('trainer/hfExport.ts', "const files = { 'generation_config.json': g, 'adapter_config.json': a };", /use GENERATION_CONFIG_FILE|use PEFT_CONFIG_FILE/, 2),
       ],
     });
   });
