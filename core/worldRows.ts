@@ -1,12 +1,11 @@
 // Rows of a world folder (corpus.jsonl, train.jsonl, heldout.jsonl, as `agent-lab world`
 // and "Agent Lab: Build World" write them) back into the core's shapes: the inverses of
 // core/world.ts's passageToRow/taskToRow, checked, with the row named in every error.
+import { isObj } from './protocol/isObj';
 import { TASK_KINDS as KINDS, type Passage, type Task, type TaskHints, type TaskKind, type TaskOp } from './types';
 
 const OPS: readonly TaskOp[] = [null, 'double', 'sum', 'compare', 'difference'];
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isStr(v[0]) && isStr(v[1]);
 

@@ -8,6 +8,7 @@ import { Template, checkCall } from './grammar';
 import { findOverlaps, overlapKey } from './overlap';
 import { renderCallBody } from './wire';
 import { PyRandom } from './pyrandom';
+import { isObj } from './protocol/isObj';
 import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
 import { CANONICAL_CLAUSE, Fact, PLAIN_TEMPLATES, buildCorpus, buildOwnCorpus, chunkWords, doubleTask, isNum, lookupTask, makeTasks } from './world';
 
@@ -241,7 +242,6 @@ function parseCsvTable(text: string, file: string, problems?: WorldFileError[]):
   return { facts, lines, settings: templates.length > 0 ? { templates } : {} };
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function parseSettings(v: unknown, file: string, line: number, field = 'settings'): FactSettings {
   if (!isObj(v)) throw new WorldFileError(file, line, field, 'must be an object {"distractors": N, "shapes": [...], "templates": [...]}');

@@ -8,6 +8,7 @@
 import { CALC_TEMPLATE, Hole, SEARCH_TEMPLATE, Template, TemplateItem } from './grammar';
 import { DEFAULT_SEARCH_K, SYSTEM_PROMPT } from './env';
 import { JsonObject, JsonValue, pyJsonDumps } from './pyjson';
+import { isObj } from './protocol/isObj';
 import { AGENT_TOOLS, JsonSchemaProperty, McpTool, toolsLine } from './tools/schemas';
 import { assistantTurns, parseAssistantStep, renderCallBody } from './wire';
 import { WorldFileError } from './worldSource';
@@ -18,7 +19,6 @@ export const CHARS_KEY = 'x-agent-lab-chars';
 /** A tool property with the lab's narrowing keys. */
 export type WorldToolProperty = JsonSchemaProperty & { maxLength?: number; [CHARS_KEY]?: string };
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function holeOf(template: Template, name: string): Hole {
   const h = template.items.find((i): i is Hole => typeof i !== 'string' && i.name === name);

@@ -9,6 +9,7 @@ import { parseMetricsText } from '../core/protocol/metrics';
 import { type Figure, figureShort, figureTooltip, heldoutFigures } from '../core/figures';
 import type { KindFigure } from '../core/protocol/worker';
 import { CHECKPOINTS_DIR, CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, LATEST_POINTER, METRICS_FILE, SOURCE_FILE, TRACES_SUFFIX } from '../core/protocol/folders';
+import { isObj } from '../core/protocol/isObj';
 
 export type RunStatus = 'live' | 'finished' | 'cancelled' | 'failed' | 'stopped' | 'new';
 
@@ -137,7 +138,7 @@ const isKindFigures = (v: unknown): v is Record<string, KindFigure> =>
 export const readJson = (file: string): Record<string, unknown> | null => {
   try {
     const v = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+    return isObj(v) ? v : null;
   } catch {
     return null;
   }

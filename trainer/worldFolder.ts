@@ -17,6 +17,7 @@ import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
 import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, readJsonlRows, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { CONFIG_FILE, CORPUS_FILE, DEV_FILE, FACTS_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOOLS_FILE, TRAIN_FILE, WORLD_FILES, WORLD_FORMAT, WORLD_MANIFEST, type FreshName, type FreshSpec, type RunConfigView, type WorldManifest } from '../core/protocol/folders';
+import { isObj } from '../core/protocol/isObj';
 
 /** A world read back from a folder, registered as a custom world of this thread. */
 export interface LoadedWorld {
@@ -98,13 +99,12 @@ function checkManifestFields(file: string, m: WorldManifest): void {
   const bad = (field: string, want: string): never => {
     throw new InputError(`${file}: field "${field}" must be ${want}`);
   };
-  const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   if (typeof m.name !== 'string') bad('name', 'a string');
-  if (!obj(m.source) || !['facts', 'docs', 'folder'].includes(m.source.kind as string)) bad('source', '{"kind": "facts"|"docs"|"folder", "files": [...]}');
-  if (!Array.isArray(m.source.files) || !m.source.files.every((f) => obj(f) && typeof f.path === 'string' && typeof f.sha256 === 'string')) {
+  if (!isObj(m.source) || !['facts', 'docs', 'folder'].includes(m.source.kind as string)) bad('source', '{"kind": "facts"|"docs"|"folder", "files": [...]}');
+  if (!Array.isArray(m.source.files) || !m.source.files.every((f) => isObj(f) && typeof f.path === 'string' && typeof f.sha256 === 'string')) {
     bad('source.files', 'a list of {"path", "sha256"} strings');
   }
-  if (!obj(m.made) || typeof m.made.seed !== 'number') bad('made', 'an object with a numeric "seed"');
+  if (!isObj(m.made) || typeof m.made.seed !== 'number') bad('made', 'an object with a numeric "seed"');
   if (m.made.shapes !== undefined && !(Array.isArray(m.made.shapes) && m.made.shapes.every((s) => ['lookup', 'double', 'sum', 'compare'].includes(s)))) {
     bad('made.shapes', 'a list of lookup, double, sum, compare');
   }
@@ -120,8 +120,8 @@ function checkManifestFields(file: string, m: WorldManifest): void {
       }
     });
   }
-  if (!obj(m.counts) || typeof m.counts.passages !== 'number' || !obj(m.counts.tasks)) bad('counts', 'an object with "passages" (a number) and "tasks" (an object)');
-  if (m.unsolvable !== undefined && !obj(m.unsolvable)) bad('unsolvable', 'an object of counts by reason');
+  if (!isObj(m.counts) || typeof m.counts.passages !== 'number' || !isObj(m.counts.tasks)) bad('counts', 'an object with "passages" (a number) and "tasks" (an object)');
+  if (m.unsolvable !== undefined && !isObj(m.unsolvable)) bad('unsolvable', 'an object of counts by reason');
 }
 
 /** A world file that is not the one world.json recorded: a mix of two builds, or an edit by hand. */
