@@ -13,6 +13,7 @@ import { DEFAULT_RECIPE, demoRecipeName, getRecipe } from '../trainer/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
 import { CONFIG_FILE, REPORT_FILE } from '../core/protocol/folders';
+import { TASK_SHAPES } from '../core/types';
 
 export interface DemoOptions {
   runDir?: string | undefined;
@@ -136,7 +137,7 @@ function codeVersion(): string {
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
 export function formatReport(r: DemoReport): string[] {
-  const kinds = ['lookup', 'double', 'sum', 'compare'];
+  const kinds = TASK_SHAPES;
   const per = (rec: Record<string, number>): string => kinds.map((k) => `${k} ${rec[k] ?? 0}`).join(', ');
   const yieldLine = (split: 'train' | 'heldout'): string =>
     kinds

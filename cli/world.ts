@@ -4,13 +4,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { BadInputError, ParsedArgs, UsageError, intOption } from './args';
-import type { TaskKind } from '../core/types';
+import { TASK_SHAPES, type TaskKind } from '../core/types';
 import {
   BuiltWorld,
   DocFile,
   FactSettings,
   SplitSizes,
-  TASK_SHAPES,
   WorldFileError,
   buildDocsWorld,
   buildFactWorld,
@@ -33,7 +32,7 @@ type Options = Record<string, string | number | boolean | undefined>;
 
 export const WORLD_USAGE =
   'agent-lab world [--seed N] [--distractors N] [--train N] [--heldout N] --out DIR          (the textbook world)\n' +
-  '  agent-lab world --facts FILE [--shapes lookup,double,sum,compare] [--distractors N] [--split train=N,heldout=N,dev=N] [--seed N] --out DIR\n' +
+  `  agent-lab world --facts FILE [--shapes ${TASK_SHAPES.join(',')}] [--distractors N] [--split train=N,heldout=N,dev=N] [--seed N] --out DIR\n` +
   '  agent-lab world --docs DIR --tasks FILE [--split train=N,heldout=N,dev=N] [--seed N] --out DIR      (formats: docs/worlds.md)\n' +
   '      either with [--tools FILE]: an MCP tool list narrowing search/calc (docs/worlds.md, "Tools")';
 

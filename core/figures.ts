@@ -5,6 +5,7 @@
 // Pure (no Node, no vscode): the editor and the CLI print the same strings, and the unit
 // tests read them directly.
 import type { EvalJobSummary, GrpoSummary, KindFigure, SftSummary } from './protocol/worker';
+import { TASK_KINDS } from './types';
 
 /** An evaluation's figure on one split. */
 export interface Figure {
@@ -23,7 +24,7 @@ export interface Figure {
 
 export const percent = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
-const SHAPE_ORDER = ['lookup', 'double', 'sum', 'compare', 'difference'];
+const SHAPE_ORDER: readonly string[] = TASK_KINDS;
 
 /** "lookup 5/10, double 3/10, sum 0/28, compare 10/12": solved of evaluated, per shape. */
 export function shapeLine(byKind: Record<string, KindFigure> | undefined): string {

@@ -13,8 +13,11 @@ export interface Passage {
 export type TaskKind = 'lookup' | 'double' | 'sum' | 'compare' | 'difference';
 export type TaskOp = null | 'double' | 'sum' | 'compare' | 'difference';
 
-/** Every task kind, in the order figures list them. */
-export const TASK_KINDS: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare', 'difference'];
+/** The shapes a world builds and a teacher demonstrates (`--shapes`, a fact table's settings), in order. */
+export const TASK_SHAPES: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
+
+/** Every task kind, in the order figures list them: the shapes, then the no-teacher family. */
+export const TASK_KINDS: readonly TaskKind[] = [...TASK_SHAPES, 'difference'];
 
 /** The answer key. The real teacher never sees it; the stub teacher does. */
 export interface TaskHints {

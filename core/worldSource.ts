@@ -9,10 +9,8 @@ import { findOverlaps, overlapKey } from './overlap';
 import { renderCallBody } from './wire';
 import { PyRandom } from './pyrandom';
 import { isObj } from './protocol/isObj';
-import type { Passage, Task, TaskHints, TaskKind, TaskOp } from './types';
+import { TASK_SHAPES, type Passage, type Task, type TaskHints, type TaskKind, type TaskOp } from './types';
 import { CANONICAL_CLAUSE, Fact, PLAIN_TEMPLATES, buildCorpus, buildOwnCorpus, chunkWords, doubleTask, isNum, lookupTask, makeTasks } from './world';
-
-export const TASK_SHAPES: readonly TaskKind[] = ['lookup', 'double', 'sum', 'compare'];
 
 /** One problem in a world file: where (file, 1-based line, field) and what. */
 export class WorldFileError extends Error {

@@ -8,10 +8,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CompareFigure, CompareRow, CompareTable, TaskDiff, TaskDiffRow, TaskSide } from '../core/protocol/panels';
 import { parseSource, type ParsedRow } from '../core/transcript/trajectories';
+import { TASK_KINDS } from '../core/types';
 import type { RunInfo } from './runFolders';
 
 const SPLIT_ORDER = ['heldout', 'dev', 'dev-entities', 'fresh-values', 'fresh-entities', 'fresh-differences', 'train'];
-const SHAPE_ORDER = ['lookup', 'double', 'sum', 'compare', 'difference'];
+const SHAPE_ORDER: readonly string[] = TASK_KINDS;
 
 const byOrder = (order: readonly string[]) => (a: string, b: string): number => {
   const ia = order.indexOf(a);

@@ -13,12 +13,11 @@ import { pathToFileURL } from 'node:url';
 import { Node as JsonNode, findNodeAtLocation, parseTree } from 'jsonc-parser';
 import { Diagnostic, DiagnosticSeverity, Hover, MarkupKind, Position, Range } from 'vscode-languageserver';
 import { Fact, isNum } from '../core/world';
-import type { Passage, Task } from '../core/types';
+import { TASK_SHAPES, type Passage, type Task } from '../core/types';
 import {
   FactSettings,
   FactTable,
   SourceTask,
-  TASK_SHAPES,
   buildFactWorld,
   checkFactTable,
   checkTasksFile,

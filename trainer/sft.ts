@@ -7,7 +7,7 @@ import { overlapKey } from '../core/overlap';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, JobResult, SftSummary } from '../core/protocol/worker';
 import { type Tokenizer, tokenizerHash, tokenizerKind } from '../core/tokenizer';
-import type { Task } from '../core/types';
+import { TASK_KINDS, type Task } from '../core/types';
 import { TASK_FACTS } from '../core/world';
 import { WorldTask, allTasksOf, freshSplitTasks, splitManifest, worldName } from '../core/worlds';
 import type { AdapterInfo } from './backend';
@@ -117,8 +117,6 @@ const DEV_POINT_TASKS = 50;
 
 /** Where a training example comes from: the seed world or a fresh (augmentation) world. */
 type Origin = 'seed' | 'fresh';
-// difference: a no-teacher family, SFT data only in a baseline that trains on the student's own verified rollouts.
-const TASK_KINDS = ['lookup', 'double', 'sum', 'compare', 'difference'] as const;
 
 /** Mean token loss over examples (unweighted), no gradients. */
 export async function heldoutLoss(model: StackModel, examples: readonly TrainExample[]): Promise<number> {

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Passage, Task } from '../core/types';
+import { TASK_SHAPES, type Passage, type Task, type TaskKind } from '../core/types';
 import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { deriveFacts } from '../core/derivedWorlds';
 import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
@@ -105,7 +105,7 @@ function checkManifestFields(file: string, m: WorldManifest): void {
     bad('source.files', 'a list of {"path", "sha256"} strings');
   }
   if (!isObj(m.made) || typeof m.made.seed !== 'number') bad('made', 'an object with a numeric "seed"');
-  if (m.made.shapes !== undefined && !(Array.isArray(m.made.shapes) && m.made.shapes.every((s) => ['lookup', 'double', 'sum', 'compare'].includes(s)))) {
+  if (m.made.shapes !== undefined && !(Array.isArray(m.made.shapes) && m.made.shapes.every((s) => TASK_SHAPES.includes(s as TaskKind)))) {
     bad('made.shapes', 'a list of lookup, double, sum, compare');
   }
   if (m.made.templates !== undefined) {

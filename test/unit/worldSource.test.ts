@@ -8,8 +8,8 @@ import * as path from 'node:path';
 import { main } from '../../cli/main';
 import { overlapKey } from '../../core/overlap';
 import { TASK_FACTS, buildCorpus, makeTaskPool } from '../../core/world';
+import { TASK_SHAPES } from '../../core/types';
 import {
-  TASK_SHAPES,
   WorldFileError,
   buildDocsWorld,
   buildFactWorld,
