@@ -9,6 +9,7 @@ import { SYSTEM_PROMPT } from './env';
 import { segment } from './lossMask';
 import { sha256Hex, tokenizerFromJsonText } from './tokenizer';
 import { utf8Encode } from './tokenizer/bytelevel';
+import { parseJsonl as parseJsonlLines } from './jsonl';
 import { SPECIAL_TOKENS_MAP_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from './protocol/folders';
 import { ASST, BOS, END, EOS, PAD, SPECIAL_TOKENS, SYS, TOOL_RESULT, USER } from './wire';
 import { README_MD, REWARD_PY, TRAIN_GRPO_PY, TRAIN_SFT_PY } from './exportScripts';
@@ -155,21 +156,10 @@ export interface SourceRow {
   value: unknown;
 }
 
-/** JSONL text to rows; blank lines are skipped, anything else must be JSON. */
+/** JSONL text to rows; blank lines are skipped, anything else must be JSON (core/jsonl.ts). */
 export function parseJsonl(text: string, source: string): SourceRow[] {
-  const rows: SourceRow[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    const where = `${source}:${i + 1}`;
-    try {
-      rows.push({ where, value: JSON.parse(line) as unknown });
-    } catch (err) {
-      throw new ExportError(`${where}: not JSON (${(err as Error).message})`);
-    }
-  });
-  return rows;
+  return parseJsonlLines(text, source, (message) => new ExportError(message)).map(({ where, value }) => ({ where, value }));
 }
-
 
 function stringField(row: SourceRow, key: string, what: string): string {
   if (!isObj(row.value)) throw new ExportError(`${row.where}: expected a JSON object (${what})`);

@@ -1,6 +1,7 @@
 // Where the extension writes (the workspace's runs folder) and how it reads and writes
 // JSONL there. Goes through vscode.workspace.fs so remote workspaces work too.
 import * as vscode from 'vscode';
+import { parseJsonl } from '../core/jsonl';
 
 export const WORLD_PREFIX = 'world-';
 
@@ -44,19 +45,10 @@ export async function writeText(uri: vscode.Uri, text: string): Promise<void> {
   await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(text));
 }
 
-/** Parses a JSONL file; blank lines are skipped, a bad line is an error naming its number. */
+/** Parses a JSONL file (core/jsonl.ts); blank lines are skipped, a bad line is an error naming its number. */
 export async function readJsonl(uri: vscode.Uri): Promise<unknown[]> {
   const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-  const rows: unknown[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    try {
-      rows.push(JSON.parse(line));
-    } catch (err) {
-      throw new Error(`${uri.fsPath}:${i + 1}: not JSON (${(err as Error).message})`);
-    }
-  });
-  return rows;
+  return parseJsonl(text, uri.fsPath).map((r) => r.value);
 }
 
 /** The world folders under the runs folder, newest first (names sort by time). */

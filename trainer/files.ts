@@ -9,6 +9,7 @@
 // "Hardening (issue 11)").
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { parseJsonl } from '../core/jsonl';
 
 /**
  * A damaged, unreadable or unwritable input or output (not bad usage): the CLI prints its
@@ -21,6 +22,8 @@ export class InputError extends Error {
     this.name = 'InputError';
   }
 }
+
+const inputError = (message: string): InputError => new InputError(message);
 
 const MiB = 1024 * 1024;
 
@@ -179,31 +182,9 @@ export function readInputObject(file: string, what: string, maxBytes: number = I
   return v as Record<string, unknown>;
 }
 
-/** JSONL values of `text` with their 1-based line numbers (blank lines skipped); a line that is not JSON names file:line. */
-function parseJsonl(text: string, file: string): { value: unknown; line: number }[] {
-  const out: { value: unknown; line: number }[] = [];
-  let at = 0;
-  let line = 0;
-  while (at <= text.length) {
-    let nl = text.indexOf('\n', at);
-    if (nl === -1) nl = text.length;
-    line++;
-    const s = text.slice(at, nl);
-    if (s.trim() !== '') {
-      try {
-        out.push({ value: JSON.parse(s) as unknown, line });
-      } catch (err) {
-        throw new InputError(`${file}:${line}: not JSON (${(err as Error).message.split('\n')[0]})`);
-      }
-    }
-    at = nl + 1;
-  }
-  return out;
-}
-
 /** JSONL rows of `file` (blank lines skipped); a line that is not JSON names file:line. */
 export function readInputJsonl(file: string, what: string, maxBytes: number = INPUT_LIMITS.data, warn?: Warn): unknown[] {
-  return parseJsonl(readInputText(file, what, maxBytes, warn), file).map((r) => r.value);
+  return parseJsonl(readInputText(file, what, maxBytes, warn), file, inputError).map((r) => r.value);
 }
 
 /** Whether `p` exists (without following it into a FIFO read). */
@@ -388,5 +369,5 @@ export function processAlive(pid: number): boolean {
 
 /** JSONL rows of a data file with where each came from ("file:line"); damage is an InputError. */
 export function readJsonlRows(file: string): { value: unknown; where: string }[] {
-  return parseJsonl(readInputText(file, 'the data file', INPUT_LIMITS.data), file).map((r) => ({ value: r.value, where: `${file}:${r.line}` }));
+  return parseJsonl(readInputText(file, 'the data file', INPUT_LIMITS.data), file, inputError).map(({ value, where }) => ({ value, where }));
 }

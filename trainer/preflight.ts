@@ -8,7 +8,7 @@ import { renderPrompt } from '../core/distill';
 import { RewardAudit, RewardSpec, auditReward, formatAudit } from '../core/reward';
 import type { Tokenizer } from '../core/tokenizer';
 import { ASST, SPECIAL_TOKENS } from '../core/wire';
-import { readJsonl } from './prepare';
+import { readInputJsonl } from './files';
 
 export interface PreflightCheck {
   name: string;
@@ -60,7 +60,7 @@ export function checkPromptDrift(sftTracesFile: string, systemPrompt: string | u
   if (!fs.existsSync(sftTracesFile)) {
     return { name, ok: false, detail: `no SFT data to compare with (${sftTracesFile} is missing)` };
   }
-  const rows = readJsonl<{ task?: unknown; text?: unknown }>(sftTracesFile);
+  const rows = readInputJsonl(sftTracesFile, 'the data file') as { task?: unknown; text?: unknown }[];
   let checked = 0;
   for (const [i, row] of rows.entries()) {
     if (typeof row !== 'object' || row === null || typeof row.task !== 'string' || typeof row.text !== 'string') continue;

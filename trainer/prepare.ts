@@ -20,7 +20,7 @@ import type { McpTool } from '../core/tools/schemas';
 import { transcriptToolViolation } from '../core/worldTools';
 import { buildFactWorld, isHinted } from '../core/worldSource';
 import { LoadedWorld, derivedBuildOptions, freshSpecOf, runWorld, sha256File, writeWorldFiles } from './worldFolder';
-import { INPUT_LIMITS, InputError, exists, readInputJsonl, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
+import { INPUT_LIMITS, InputError, exists, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from './files';
 import { CORPUS_FILE, DATA_DIR, DEV_FILE, HELDOUT_FILE, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_FORMAT, WORLD_MANIFEST, type WorldManifest } from '../core/protocol/folders';
 
 export const WORLD_SEED = 0;
@@ -380,10 +380,6 @@ export function trainTokenizerFromRunData(runDir: string, log: (line: string) =>
   writeFileAtomic(files.tokenizer, canonicalTokenizerJson(tokenizer));
   writeJsonAtomic(path.join(runDir, TOKENIZER_CONFIG_FILE), tokenizerConfig());
   return tokenizer;
-}
-
-export function readJsonl<T>(file: string): T[] {
-  return readInputJsonl(file, 'the data file') as T[];
 }
 
 /**
