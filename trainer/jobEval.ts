@@ -7,6 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Template } from '../core/grammar';
 import { overlapKey } from '../core/overlap';
 import { makeTaskPool } from '../core/world';
+import { rowToTask } from '../core/worldRows';
 import { SPAN_KINDS, SpanKind } from '../core/spans';
 import type { Tokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson } from '../core/tokenizer';
@@ -23,7 +24,6 @@ import type { StackModel } from './model';
 import { autoThreads } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
 import type { TeacherKnobs } from './recipes';
-import { taskFromRow, type TaskRowLike } from './taskRows';
 import { type WorldSplits, freshWorldTasks } from './worldFolder';
 
 /**
@@ -71,7 +71,7 @@ export async function spanAccuracy(model: StackModel, examples: readonly TrainEx
 export function loadTasks(file: string): Task[] {
   return readJsonlRows(file).map(({ value, where }) => {
     try {
-      return taskFromRow(value as TaskRowLike, where);
+      return rowToTask(value, where);
     } catch (err) {
       throw new InputError((err as Error).message);
     }
@@ -88,7 +88,7 @@ export function loadWorldTasks(file: string): WorldTask[] {
     .filter(({ value }) => (value as { derived?: unknown } | null)?.derived !== true)
     .map(({ value, where }) => {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InputError(`${where}: expected a task row`);
-      const row = value as TaskRowLike & { world?: unknown };
+      const row = value as { world?: unknown };
       let world = SEED_WORLD;
       if (row.world !== undefined) {
         try {
@@ -98,7 +98,7 @@ export function loadWorldTasks(file: string): WorldTask[] {
         }
       }
       try {
-        return { task: taskFromRow(row, where), world };
+        return { task: rowToTask(row, where), world };
       } catch (err) {
         throw new InputError((err as Error).message);
       }
