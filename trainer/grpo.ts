@@ -77,8 +77,9 @@ export const GRPO_DEFAULTS = {
   flatlineSteps: 5,
   /**
    * Consecutive fully flat steps after which the run stops itself (--stop-flat; 0: never).
-   * The measured default has about 39% of its steps fully flat (7.5% informative over 12
-   * draws: 0.925^12), so 10 in a row happen by chance in about 0.3% of 60-step runs.
+   * 10: the default run has about 39% of its steps fully flat (7.5% informative groups over
+   * 12 draws: 0.925^12), so 10 in a row come by chance in about 0.3% of 60-step runs
+   * (docs/decisions.md, "The pre-screen's verdict").
    */
   stopFlat: 10,
   maxTurnTokens: 160,
@@ -95,11 +96,11 @@ export const GRPO_DEFAULTS = {
   dynamicSampling: true,
   /** Under dynamic sampling, at most this many tasks drawn per step for each task kept. */
   maxDrawsPerTask: 3,
-  /** Off: it multiplied the groups with spread but not the lift (docs/results.md, tenth session). */
+  /** Off: it multiplies the groups with spread but not the lift, the errors left being confident ones (docs/results.md, "Why RL finds little to fix"). */
   revisit: false,
   /** Fresh-values pool: compares whose winner is the seed world's as often as not (core/worlds.ts). */
   balanceCompares: false,
-  /** Off: teacher-guided groups are measured in docs/results.md (eleventh session). */
+  /** Off: guided groups alone leave the lift where plain GRPO does (docs/results.md, "Guided groups and a deeper student"). */
   guide: false,
   /** Tasks the revisit queue holds at most (the most recently informative). */
   revisitQueue: 64,
@@ -811,9 +812,9 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
           const { std } = groupAdvantages(members.map((m) => m.reward));
           groupStds.push(std);
           // Dynamic sampling keeps a group only when its members differ in correctness (DAPO's
-          // filter): a spread of step counts alone among all-wrong rollouts taught a student
-          // to answer early (measured: held-out 0.32 -> 0.26, early answers 0 -> 26, in 30
-          // steps on a pool it could not solve).
+          // filter): a spread of step counts alone among all-wrong rollouts rewards answering
+          // early, and a student on a pool it cannot solve learns just that (docs/results.md,
+          // "Reading or remembering": the no-teacher scenario).
           // RFT keeps every group with a verified-correct rollout, spread or not: it imitates
           // successes, so an all-correct group teaches it as much as a mixed one.
           const informative = rft

@@ -207,10 +207,10 @@ export abstract class ModelCore {
   version = 0;
   /**
    * Query blocks of the causal attention (training and evaluate): block j of T/n positions
-   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: 1.
-   * Measured on wasm at T ~420: 3 blocks save ~2 ms of matMul per row and layer pair but
-   * XNNPACK repacks each block's keys and the extra column slices cost ~9 ms, so 1 wins
-   * there; on a backend with cheap slices and batched matMuls more blocks may pay.
+   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: 1,
+   * because on wasm XNNPACK repacks each block's keys and the extra column slices cost more
+   * than the matMul saved (docs/results.md, "Causal attention in query blocks"); on a backend
+   * with cheap slices and batched matMuls more blocks may pay.
    */
   attnBlocks: number | null = null;
 

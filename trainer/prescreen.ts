@@ -57,9 +57,9 @@ export const PRESCREEN_DEFAULTS = {
   /** Below this many tasks a default screen cannot tell much: it is skipped (say so). */
   minTasks: 16,
   /**
-   * The run is refused when it is 95% sure the informative share is below this. The measured
-   * textbook default drew 7.5% informative groups (54 of 720) and lifted fresh-values by
-   * +0.014; fresh-entities drew 4.4% (32 of 720); a run at 0 learns nothing.
+   * The run is refused when it is 95% sure the informative share is below this: a run at 0
+   * learns nothing, while the textbook default's share (7.5%) and fresh-entities' (4.4%)
+   * still lift a little (docs/decisions.md, "The pre-screen's verdict").
    */
   threshold: 0.05,
   /** z of the one-sided 95% bound (the upper end of a two-sided 90% interval). */

@@ -1,7 +1,7 @@
 // SFT recipes: the knobs that decide what a small student learns in minutes on a CPU.
-// Measured (PyTorch, same architecture, 2 cores, 12 minutes): plain SFT learns the format
-// but not to copy (3/50 held-out); copy-span loss weights, a first-turn curriculum and
-// many small optimiser steps lifted it to 16/50. Recorded whole in each run's config.
+// Plain SFT learns the format but not to copy; copy-span loss weights, a first-turn
+// curriculum and many small optimiser steps teach the copying (docs/results.md, "The recipe
+// knobs"). Recorded whole in each run's config.
 import type { SpanKind } from '../core/spans';
 import type { PoolName } from '../core/trainingPool';
 import type { TaskKind } from '../core/types';

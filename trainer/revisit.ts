@@ -1,8 +1,9 @@
 // GRPO's revisit queue: tasks whose last group had a spread in correctness are drawn again
-// before new ones. On a pool the student mostly solves, a uniform draw gives a group with
-// spread about 1 time in 13 (the ninth session: 54 of 720), while a task that had spread
-// sits at the edge of what the student can do and is likely to have it again; it leaves the
-// queue once its group comes out flat (solved, or given up on). Pure: no Node, no model.
+// before new ones. On a pool the student mostly solves, a uniform draw rarely gives a group
+// with spread (about 1 in 13 on the textbook default: docs/results.md, "The compare, drawn
+// more often"), while a task that had spread sits at the edge of what the student can do and
+// is likely to have it again; it leaves the queue once its group comes out flat (solved, or
+// given up on). Pure: no Node, no model.
 
 export class RevisitQueue {
   private items: number[];
