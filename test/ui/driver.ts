@@ -110,6 +110,22 @@ async function visible(page: Page, selector: string): Promise<boolean> {
   return (await page.locator(selector).count().catch(() => 0)) > 0 && (await page.locator(selector).first().isVisible().catch(() => false));
 }
 
+/**
+ * Puts the keyboard focus in the quick input's box when something else holds it: a webview
+ * (an iframe) can take the focus while a quick pick opens, and a key pressed then goes to it.
+ * Enter in the box takes the list's focused row, as Enter in the list does.
+ */
+async function focusQuickInput(page: Page): Promise<void> {
+  const inside = await page.evaluate(() => document.activeElement?.closest('.quick-input-widget') != null).catch(() => false);
+  if (inside) return;
+  const holder = await page.evaluate(() => document.activeElement?.tagName ?? 'nothing').catch(() => '?');
+  note(page, `the keyboard focus is on ${holder}, not the quick input: focus its box`);
+  await page
+    .locator(QUICK_INPUT_BOX)
+    .focus({ timeout: 2_000 })
+    .catch(() => undefined);
+}
+
 export async function quickInputOpen(page: Page): Promise<boolean> {
   return page
     .locator(QUICK_INPUT)
@@ -552,6 +568,7 @@ export async function pickExact(page: Page, label: string): Promise<void> {
       }
       const key = at < 0 || want < 0 || want > at ? 'ArrowDown' : 'ArrowUp';
       if (++steps > 200) throw new Error(`the focus did not reach "${label}" in 200 key presses`);
+      await focusQuickInput(page);
       note(page, `press ${key} (towards "${label}": focused ${at}, wanted ${want})`);
       await page.keyboard.press(key);
       return false;
@@ -563,8 +580,10 @@ export async function pickExact(page: Page, label: string): Promise<void> {
     .locator(QUICK_INPUT_BOX)
     .inputValue({ timeout: 500 })
     .catch(() => '');
+  await focusQuickInput(page);
   note(page, `press Enter (pick "${label}")`);
   await page.keyboard.press('Enter');
+  let pressedAt = Date.now();
   await waitFor(
     `the pick "${label}" taken`,
     async () => {
@@ -575,7 +594,17 @@ export async function pickExact(page: Page, label: string): Promise<void> {
         .inputValue({ timeout: 300 })
         .catch(() => '');
       if (value !== before) return true;
-      return !(await focused.count()) || !matches(await rowLabel(focused.first()), label);
+      if (!(await focused.count()) || !matches(await rowLabel(focused.first()), label)) return true;
+      // Still the same list on the same row, and the focus went elsewhere: that Enter never
+      // reached the quick input, so pressing it again cannot take a second pick.
+      const inside = await page.evaluate(() => document.activeElement?.closest('.quick-input-widget') != null).catch(() => true);
+      if (!inside && Date.now() - pressedAt > 1_500) {
+        await focusQuickInput(page);
+        note(page, `press Enter again (pick "${label}": the first went outside the quick input)`);
+        await page.keyboard.press('Enter');
+        pressedAt = Date.now();
+      }
+      return false;
     },
     10_000,
     100,
