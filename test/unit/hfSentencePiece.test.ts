@@ -36,6 +36,7 @@ import { writeHfFolder } from '../../trainer/hfExport';
 import { type ModelConfig, StackModel } from '../../trainer/model';
 import { foreignByteLevelTokenizer, sentencePieceTokenizer } from '../support/hfTokenizer';
 import { repoRoot } from '../support/reference';
+import { mean, sftLosses } from '../support/runFiles';
 
 const texts = defaultWorldTexts();
 const corpus = [...texts.passages, ...texts.train.slice(0, 200)];
@@ -208,14 +209,7 @@ describe('train sft --base with a SentencePiece tokenizer: the run trains, evalu
     const r = run('train', 'sft', '--base', hf, '--steps', '40', '--eval-limit', '0', '--backend', 'wasm', '--threads', '1', '--run', runDir);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /the model's own tokenizer \(9 wire-format specials added as tokens/);
-    const losses = fs
-      .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .filter((x) => x['phase'] === 'sft')
-      .map((x) => x['loss'] as number);
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const losses = sftLosses(runDir);
     const [first, last] = [mean(losses.slice(0, 5)), mean(losses.slice(-5))];
     console.log(`      loss: first 5 steps ${first.toFixed(3)}, last 5 ${last.toFixed(3)} (SentencePiece vocabulary ${V} + 9 added)`);
     assert.ok(last < first - 0.3, `loss ${first} -> ${last}`);

@@ -21,6 +21,7 @@ import { loadTokenizer } from '../../trainer/prepare';
 import { SafetensorsFile } from '../../trainer/safetensorsFile';
 import { foreignByteLevelTokenizer } from '../support/hfTokenizer';
 import { repoRoot } from '../support/reference';
+import { copyAsKilledBeforeCheckpoint, mean, sftLosses } from '../support/runFiles';
 import { TokenizerStore } from '../../language-server/tokenizers';
 import { analyseTranscript } from '../../language-server/analysis/transcript';
 import { countTokens, tokenTable } from '../../language-server/analysis/tokens';
@@ -36,13 +37,6 @@ const torchReason = ((): string | null => {
   const r = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' });
   return r.status === 0 ? null : `python3-torch is not installed for ${PYTHON} (bash scripts/setup-python-test.sh installs it)`;
 })();
-const lossesOf = (runDir: string): number[] =>
-  fs
-    .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-    .split('\n')
-    .filter((l) => l.includes('"phase":"sft"'))
-    .map((l) => (JSON.parse(l) as { loss: number }).loss);
-const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** Euclidean distance between row `id` of two [rows, d] matrices. */
 const rowDistance = (a: Float32Array, b: Float32Array, id: number, d: number): number => {
   let s = 0;
@@ -129,9 +123,8 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const losses = recs.filter((x) => x['phase'] === 'sft').map((x) => x['loss'] as number);
+    const losses = sftLosses(runDir);
     assert.equal(losses.length, 40);
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const first = mean(losses.slice(0, 5));
     const last = mean(losses.slice(-5));
     console.log(`      loss: first 5 steps ${first.toFixed(3)}, last 5 ${last.toFixed(3)} (vocabulary ${V} + 9 added)`);
@@ -182,8 +175,7 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     // Killed before its first checkpoint: the resume starts again from the base and its added
     // rows (not from noise), so the same 40 steps give the same weights, bit for bit.
     const killed = path.join(tmp, 'killed');
-    fs.mkdirSync(killed);
-    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'data', 'world']) fs.cpSync(path.join(runDir, f), path.join(killed, f), { recursive: true });
+    copyAsKilledBeforeCheckpoint(runDir, killed);
     const k = run('train', 'sft', '--resume', '--run', killed, '--backend', 'wasm', '--threads', '1');
     assert.equal(k.code, 0, k.stderr);
     assert.match(k.stderr, /has no checkpoint yet .*starting again from step 0/);
@@ -206,7 +198,7 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     const config = JSON.parse(fs.readFileSync(path.join(runDir, 'config.json'), 'utf8')) as Record<string, unknown>;
     assert.deepEqual(config['lora'], { ...spec, trainableParams: trainable });
 
-    const losses = lossesOf(runDir);
+    const losses = sftLosses(runDir);
     assert.equal(losses.length, steps);
     const first = mean(losses.slice(0, 5));
     const last = mean(losses.slice(-5));
@@ -263,8 +255,7 @@ describe("train sft --base with the model's own Hugging Face tokenizer", functio
     keeps(ckc, '--from');
     // Killed before its first checkpoint: the resume starts again from the base with its rows at the mean, so the same steps give the same weights.
     const killed = path.join(tmp, 'lora-killed');
-    fs.mkdirSync(killed);
-    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'data', 'world']) fs.cpSync(path.join(runDir, f), path.join(killed, f), { recursive: true });
+    copyAsKilledBeforeCheckpoint(runDir, killed);
     const k = run('train', 'sft', '--resume', '--run', killed, '--backend', 'wasm', '--threads', '1');
     assert.equal(k.code, 0, k.stderr);
     assert.match(k.stderr, /has no checkpoint yet .*starting again from step 0/);

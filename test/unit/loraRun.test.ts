@@ -20,6 +20,7 @@ import { LoraModel, countLoraParams, parseLoraSpec } from '../../trainer/lora';
 import { ModelConfig, StackModel, countParams, makeRng } from '../../trainer/model';
 import { SafetensorsFile } from '../../trainer/safetensorsFile';
 import { repoRoot } from '../support/reference';
+import { mean, sftLosses } from '../support/runFiles';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
 const run = (...args: string[]): { code: number; stdout: string; stderr: string } => {
@@ -41,13 +42,6 @@ const treeOf = (dir: string): Record<string, string> =>
       .sort()
       .map((f) => [f, sha(path.join(dir, f))]),
   );
-const lossesOf = (runDir: string): number[] =>
-  fs
-    .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-    .split('\n')
-    .filter((l) => l.includes('"phase":"sft"'))
-    .map((l) => (JSON.parse(l) as { loss: number }).loss);
-const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 describe('agent-lab train sft --base HF_DIR --lora r,alpha[,targets], and its export', function () {
   this.timeout(600000);
@@ -237,7 +231,7 @@ describe('agent-lab train sft --base HF_DIR --lora r,alpha[,targets], and its ex
       const dir = copyOfData(`smoke-${extra.length ? 'lora' : 'full'}`);
       const r = run('train', 'sft', '--base', base, ...extra, '--steps', '40', '--eval-limit', '0', '--backend', 'wasm', '--threads', '1', '--seed', '1', '--run', dir);
       assert.equal(r.code, 0, r.stderr);
-      const losses = lossesOf(dir);
+      const losses = sftLosses(dir);
       assert.equal(losses.length, 40);
       const first = mean(losses.slice(0, 5));
       const last = mean(losses.slice(-5));
