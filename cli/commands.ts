@@ -4,6 +4,7 @@
 // area (world.ts, distill.ts, tools.ts, train.ts, export.ts, bench.ts, demo.ts).
 import { CommandSpec, OptionSpec, ParsedArgs, UsageError } from './args';
 import { EVAL_SPLITS } from '../core/protocol/worker';
+import { grpoUsage } from '../core/protocol/grpoOptions';
 import { BACKEND_CHOICES } from '../trainer/backend';
 import { PRESET_NAMES } from '../trainer/model';
 import { RECIPE_NAMES } from '../trainer/recipes';
@@ -159,13 +160,7 @@ export const COMMANDS: Record<
       '                                       embedding rows added for wire specials the base\'s tokenizer lacks train too)\n' +
       '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
-      '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
-      '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
-      '      [--pool train|fresh-values|fresh-entities|fresh-differences] [--objective grpo|rft] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N] [--revisit on|off] [--balance-compares on|off] [--guide on|off]\n' +
-      '      [--prescreen N [--prescreen-samples S]] [--force]      (--prescreen: N pool tasks sampled first to predict the share of groups that will carry a gradient;\n' +
-      '        default 10% of the run\'s rollouts, 0: none; a prediction below 5% refuses the run with its cause, --force runs it anyway)\n' +
-      '      [--stop-flat N]      (stop, checkpoint kept, after N steps in a row with every group flat; default 10, 0: never)\n' +
-      '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR',
+      grpoUsage(),
     options: {
       ...GRPO_OPTIONS,
       preset: { kind: 'string', choices: PRESET_NAMES },

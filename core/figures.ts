@@ -167,7 +167,7 @@ export function rlBaselineLines(s: GrpoSummary, runName: string): string[] {
     `  more SFT for the same minutes: agent-lab train sft --from ${s.from} --minutes ${s.minutes.toFixed(2)}${seed} --run ${runName}-sft`,
     `  then \`agent-lab eval --run RUN --split S\` for each run and S in ${splits} (bench/grpo.ts does all of it over seeds)`,
     ...(s.pool === 'fresh-entities' && objective === 'grpo'
-      ? ['  what was measured on this pool (three seeds; where GRPO beat RFT and where continued SFT beat both): docs/results.md, "GRPO from a student that copies"']
+      ? ['  what was measured on this pool (the default students, three seeds: GRPO lifted it where RFT and continued SFT lowered it): docs/results.md, "GRPO from the default students"']
       : []),
   ];
 }

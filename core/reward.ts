@@ -7,6 +7,7 @@ import { DEFAULT_MAX_STEPS, normalize, rollout } from './distill';
 import { ToolEnv } from './env';
 import { makeStubTeacher } from './stubTeacher';
 import type { Task } from './types';
+import { GRPO_OPTION_DEFAULTS } from './protocol/grpoOptions';
 import { buildCorpus, makeTaskPool } from './world';
 import { ASST, END, FORCED_ANSWER_TEXT, TOOL_CALL, assistantTurns, parseAssistantStep, renderCall, renderToolResult } from './wire';
 
@@ -26,7 +27,8 @@ export interface RewardSpec {
 
 /** The seed's reward: exact match - 0.05 * steps / max_steps. */
 export const DEFAULT_REWARD: RewardSpec = { exact: 1, stepPenalty: 0.05, formatBonus: 0, wrongCap: null, gate: 'none' };
-export const DEFAULT_REWARD_TEXT = 'exact,step=0.05';
+/** The GRPO option table's default reward (core/protocol/grpoOptions.ts), DEFAULT_REWARD written out. */
+export const DEFAULT_REWARD_TEXT: string = GRPO_OPTION_DEFAULTS.reward;
 
 export class RewardSpecError extends Error {}
 

@@ -8,7 +8,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { overlapKey } from '../core/overlap';
 import {
-  DEFAULT_REWARD_TEXT,
   RewardSpec,
   RewardSpecError,
   ZERO_ADVANTAGE,
@@ -18,13 +17,13 @@ import {
   parseRewardSpec,
   scoreCompletion,
 } from '../core/reward';
-import { canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
+import { type Tokenizer, canonicalTokenizerJson, tokenizerHash } from '../core/tokenizer';
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldDifferencePool, worldRecord } from './worldFolder';
 import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshDifferencePool, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
-import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
+import { type LoadedCheckpoint, latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
 import { EvalSummary } from './eval';
 import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from './files';
@@ -33,16 +32,27 @@ import { Trainer } from './optim';
 import { teacherKnobsOf } from './recipes';
 import { RolloutItem, rolloutOptions } from './parallel';
 import { modelPolicy, tokenizerCallMask } from './policy';
-import { formatPreflight, runPreflight } from './preflight';
+import { type PreflightReport, formatPreflight, runPreflight } from './preflight';
 import { Stopped, dataFiles, derivedWorldTasks, loadTokenizer, readTraceRows, worldEvaluationNames } from './prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from './runGuards';
 import type { MetricsWriter } from './runStore';
-import { RL_OBJECTIVES, RL_POOLS, SCALE_REWARDS, type GrpoTableOptions, type RlObjective, type RlPool, type ScaleRewards } from '../core/protocol/grpoOptions';
+import {
+  GRPO_OPTION_DEFAULTS,
+  RL_OBJECTIVES,
+  RL_POOLS,
+  SCALE_REWARDS,
+  grpoConfigSettings,
+  type GrpoConfigSettings,
+  type GrpoTableOptions,
+  type RlObjective,
+  type RlPool,
+  type ScaleRewards,
+} from '../core/protocol/grpoOptions';
 import type { MetricRecord } from '../core/protocol/metrics';
 import type { AccuracyPoint, GrpoSummary, JobResult } from '../core/protocol/worker';
 import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from './jobRun';
 import { evaluateModel, loadWorldTasks } from './jobEval';
-import type { AdapterInfo } from './backend';
+import type { AdapterInfo, BackendInfo } from './backend';
 import {
   PRESCREEN_DEFAULTS,
   defaultPrescreenTasks,
@@ -59,49 +69,20 @@ import { RevisitQueue, drawRound, revisitStateProblem } from './revisit';
 import { teacherEpisode } from './guide';
 import { CONFIG_FILE, METRICS_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
-/** The Contract's defaults (docs/architecture.md, "GRPO defaults"). */
+/**
+ * The Contract's defaults (docs/architecture.md, "GRPO defaults"): the option table's
+ * (core/protocol/grpoOptions.ts), and what no option sets.
+ */
 export const GRPO_DEFAULTS = {
-  groupSize: 8,
-  tasksPerStep: 4,
-  temperature: 0.8,
-  maxSteps: 6,
-  clip: 0.2,
-  klBeta: 0.02,
-  epochsPerBatch: 1,
-  /** The default run length, in GRPO steps (rollout batches). */
-  steps: 60,
-  lr: 1e-4,
+  ...GRPO_OPTION_DEFAULTS,
   warmupSteps: 5,
-  evalEvery: 20,
   /** Consecutive steps with every group flat before the run says so. */
   flatlineSteps: 5,
-  /**
-   * Consecutive fully flat steps after which the run stops itself (--stop-flat; 0: never).
-   * 10: the default run has about 39% of its steps fully flat (7.5% informative groups over
-   * 12 draws: 0.925^12), so 10 in a row come by chance in about 0.3% of 60-step runs
-   * (docs/decisions.md, "The pre-screen's verdict").
-   */
-  stopFlat: 10,
   maxTurnTokens: 160,
   /** Rollouts per micro-batch of the update (gradient accumulation). */
   microBatchRows: 8,
-  /**
-   * New-name worlds, where no teacher's transcript exists: RL on the SFT run's own tasks gives
-   * a sampled copy of the gradient SFT already gave, on fresh-values worlds it adds little
-   * beside SFT, and on fresh-entities it lifts what the student copies more than rejection
-   * sampling does at equal steps (docs/decisions.md, "GRPO's default pool").
-   */
-  pool: 'fresh-entities' as RlPool,
-  scaleRewards: 'group' as ScaleRewards,
-  dynamicSampling: true,
   /** Under dynamic sampling, at most this many tasks drawn per step for each task kept. */
   maxDrawsPerTask: 3,
-  /** Off: it multiplies the groups with spread but not the lift, the errors left being confident ones (docs/results.md, "Why RL finds little to fix"). */
-  revisit: false,
-  /** Fresh-values pool: compares whose winner is the seed world's as often as not (core/worlds.ts). */
-  balanceCompares: false,
-  /** Off: guided groups alone leave the lift where plain GRPO does (docs/results.md, "Guided groups and a deeper student"). */
-  guide: false,
   /** Tasks the revisit queue holds at most (the most recently informative). */
   revisitQueue: 64,
 };
@@ -214,35 +195,8 @@ interface GrpoConfig {
   backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
   seed: number;
   budget: { steps?: number; minutes?: number };
-  grpo: {
-    groupSize: number;
-    tasksPerStep: number;
-    temperature: number;
-    maxSteps: number;
-    reward: string;
-    clip: number;
-    klBeta: number;
-    epochsPerBatch: number;
-    lr: number;
-    evalEvery: number;
-    systemPrompt?: string;
-    pool?: RlPool;
-    /** grpo, or rft (verified-correct rollouts as SFT targets); absent in older runs: grpo. */
-    objective?: RlObjective;
-    scaleRewards?: ScaleRewards;
-    dynamicSampling?: boolean;
-    maxDraws?: number;
-    /** The fresh-values pool's compares balanced between the seed's winner and the other. */
-    balanceCompares?: boolean;
-    /** Redraw tasks whose last group had a spread in correctness before drawing new ones. */
-    revisit?: boolean;
-    /** All-wrong groups get the stub teacher's transcript in place of their last rollout. */
-    guide?: boolean;
-    /** --eval-limit as given at the start (a resume keeps it unless given again). */
-    evalLimit?: number;
-    /** Fully flat steps in a row before the run stops itself (0: never; absent in older runs: never). */
-    stopFlat?: number;
-  };
+  /** The option table's config.json settings (core/protocol/grpoOptions.ts GrpoConfigSettings). */
+  grpo: GrpoConfigSettings;
   optimiser: Record<string, unknown>;
   data: { rlTasks: number; pool: RlPool; rlWorlds: number; taskCounts: Record<string, number>; heldoutTasks: number; names?: PoolNames };
   splits: Record<string, { kind: string; seeds: number[]; tasks: number }>;
@@ -345,29 +299,7 @@ function grpoSettings(
   previous: GrpoConfig | null,
   defaultPool: RlPool,
 ): { g: GrpoConfig['grpo']; pool: RlPool; objective: RlObjective; scaleRewards: ScaleRewards; dynamicSampling: boolean; maxDraws: number; revisit: boolean; rewardSpec: RewardSpec } {
-  const g = previous?.grpo ?? {
-    groupSize: o.groupSize ?? GRPO_DEFAULTS.groupSize,
-    tasksPerStep: o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep,
-    temperature: o.temperature ?? GRPO_DEFAULTS.temperature,
-    maxSteps: o.maxSteps ?? GRPO_DEFAULTS.maxSteps,
-    reward: o.reward ?? DEFAULT_REWARD_TEXT,
-    clip: o.clip ?? GRPO_DEFAULTS.clip,
-    klBeta: o.klBeta ?? GRPO_DEFAULTS.klBeta,
-    epochsPerBatch: o.epochsPerBatch ?? GRPO_DEFAULTS.epochsPerBatch,
-    lr: o.lr ?? GRPO_DEFAULTS.lr,
-    evalEvery: o.evalEvery ?? GRPO_DEFAULTS.evalEvery,
-    ...(o.systemPrompt !== undefined ? { systemPrompt: o.systemPrompt } : {}),
-    pool: o.pool ?? defaultPool,
-    objective: o.objective ?? 'grpo',
-    scaleRewards: o.scaleRewards ?? GRPO_DEFAULTS.scaleRewards,
-    dynamicSampling: o.dynamicSampling ?? GRPO_DEFAULTS.dynamicSampling,
-    maxDraws: o.maxDraws ?? GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep),
-    revisit: o.revisit ?? GRPO_DEFAULTS.revisit,
-    guide: o.guide ?? GRPO_DEFAULTS.guide,
-    balanceCompares: o.balanceCompares ?? GRPO_DEFAULTS.balanceCompares,
-    ...(o.evalLimit !== undefined ? { evalLimit: o.evalLimit } : {}),
-    stopFlat: o.stopFlat ?? GRPO_DEFAULTS.stopFlat,
-  };
+  const g = previous?.grpo ?? grpoConfigSettings(o, { pool: defaultPool, maxDraws: GRPO_DEFAULTS.maxDrawsPerTask * (o.tasksPerStep ?? GRPO_DEFAULTS.tasksPerStep) });
   // Runs written before these settings existed keep the behaviour they had.
   const pool: RlPool = g.pool ?? 'train';
   const scaleRewards: ScaleRewards = g.scaleRewards ?? 'group';
@@ -434,25 +366,41 @@ function forgetRefusedRun(runDir: string, resume: boolean | undefined): void {
   for (const f of [CONFIG_FILE, METRICS_FILE]) fs.rmSync(path.join(runDir, f), { force: true });
 }
 
-export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResult<'grpo'>> {
+type Settings = ReturnType<typeof grpoSettings>;
+
+/** Where a GRPO run starts: its settings, and the SFT run whose checkpoint is the starting policy and the frozen reference. Nothing written yet. */
+interface GrpoStart {
+  runDir: string;
+  configFile: string;
+  previous: GrpoConfig | null;
+  s: Settings;
+  seed: number;
+  fromRun: string;
+  fromRead: { file: string; config: Record<string, unknown> };
+  fromConfig: { kind?: string; model?: ModelConfig; preset?: string; tokenizer?: { sha256?: string } };
+  refCk: LoadedCheckpoint;
+  tokenizer: Tokenizer;
+  cfg: ModelConfig;
+  sha: string;
+}
+
+function grpoStart(o: GrpoOptions): GrpoStart {
   const runDir = path.resolve(o.runDir);
   const configFile = path.join(runDir, CONFIG_FILE);
   forgetRefusedRun(runDir, o.resume);
   const previous = previousRunConfig(runDir, 'grpo', o.resume, checkGrpoConfig, 'refuse') as GrpoConfig | null;
 
-  // The SFT run: its checkpoint is the starting policy and the frozen reference.
   const fromRun = previous ? previous.from.run : o.from ? path.resolve(o.from) : null;
   if (!fromRun) throw new UserError('GRPO needs --from SFT_RUN (the SFT run folder whose student it starts from)');
   // A fact world (the textbook's or a user's table) has fresh pools; a documents world only its own training tasks.
   const fromWorld = hasRunWorld(fromRun) ? runWorld(fromRun) : null;
   const defaultPool: RlPool = fromWorld && !fromWorld.facts ? 'train' : GRPO_DEFAULTS.pool;
-  const { g, pool, objective, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec } = grpoSettings(o, previous, defaultPool);
-  const rft = objective === 'rft';
+  const s = grpoSettings(o, previous, defaultPool);
   const seed = previous?.seed ?? o.seed ?? 0;
   const fromConfigFile = path.join(fromRun, CONFIG_FILE);
   const fromRead = readRunConfig(fromRun);
   if (!fromRead) throw new UserError(`--from ${fromRun}: not a run folder (no ${CONFIG_FILE})`);
-  const fromConfig = fromRead.config as { kind?: string; model?: ModelConfig; preset?: string; tokenizer?: { sha256?: string } };
+  const fromConfig = fromRead.config as GrpoStart['fromConfig'];
   const fromModel = configModel(fromRead.config, fromConfigFile);
   if (!fromModel) throw new UserError(`--from ${fromRun}: ${CONFIG_FILE} describes no trained model (kind ${String(fromConfig.kind ?? 'unknown')})`);
   const fromWhich = previous ? `step-${previous.from.step}` : (o.fromCheckpoint ?? 'latest');
@@ -463,36 +411,46 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   } catch (err) {
     throw new InputError(`--from ${fromRun}: cannot load its checkpoint: ${(err as Error).message}`);
   }
-  const fromFiles = dataFiles(fromRun);
-  const files = dataFiles(runDir);
   const tokenizer = loadTokenizer(fromRun);
   // The model is the checkpoint's (its validated header); config.json must agree.
   const cfg = checkpointModelConfig(refCk, { model: fromModel, what: fromConfigFile }, tokenizer);
-  const sha = tokenizerHash(tokenizer);
+  return { runDir, configFile, previous, s, seed, fromRun, fromRead, fromConfig, refCk, tokenizer, cfg, sha: tokenizerHash(tokenizer) };
+}
 
-  // Pre-flight, before any rollout (and before anything is written).
+/** The pre-flight checks, before any rollout and before anything is written: a failed one refuses the run. */
+function grpoPreflight(st: GrpoStart, hooks: JobHooks): PreflightReport {
   const preflight = runPreflight({
-    sftTracesFile: fromFiles.trainTraces,
+    sftTracesFile: dataFiles(st.fromRun).trainTraces,
     // Unset: what the rollouts render, the prompt of the SFT run's world.
-    systemPrompt: g.systemPrompt ?? worldEnv(runSplits(fromRun).id).systemPrompt,
-    tokenizer,
-    ...(fromConfig.tokenizer?.sha256 ? { tokenizerSha: { expected: fromConfig.tokenizer.sha256, actual: sha } } : {}),
-    reward: rewardSpec,
-    temperature: g.temperature,
-    groupSize: g.groupSize,
-    maxSteps: g.maxSteps,
+    systemPrompt: st.s.g.systemPrompt ?? worldEnv(runSplits(st.fromRun).id).systemPrompt,
+    tokenizer: st.tokenizer,
+    ...(st.fromConfig.tokenizer?.sha256 ? { tokenizerSha: { expected: st.fromConfig.tokenizer.sha256, actual: st.sha } } : {}),
+    reward: st.s.rewardSpec,
+    temperature: st.s.g.temperature,
+    groupSize: st.s.g.groupSize,
+    maxSteps: st.s.g.maxSteps,
   });
   const preflightText = formatPreflight(preflight);
   if (!preflight.ok) throw new PreflightRefusal(`GRPO refused to start: a pre-flight check failed (nothing was rolled out).\n${preflightText}`);
   for (const line of preflightText.split('\n')) hooks.log('info', line);
+  return preflight;
+}
 
-  const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
+/** The run's tasks: the RL pool, what the student was trained on (for contamination), and the held-out split. */
+interface GrpoTasks {
+  split: ReturnType<typeof runSplits>;
+  rlTasks: WorldTask[];
+  trainingKeys: Set<string>;
+  poolNames: PoolNames;
+  heldExamples: TrainExample[];
+}
 
-  // The run folder carries the SFT run's tokenizer and data so eval and the panels read it alone.
-  if (!previous) copySftRunFiles(fromRun, runDir);
-
-  // The SFT run's world: the textbook's, or a user's copied into world/ (registered here for the tools).
-  const split = runSplits(runDir);
+/** The RL pool of the run's world, refused where it shares a name with an evaluation split or a task with the held-out one. */
+function grpoTasks(st: GrpoStart): GrpoTasks {
+  const { pool, g } = st.s;
+  const files = dataFiles(st.runDir);
+  // The SFT run's world: the textbook's, or a user's copied into world/.
+  const split = runSplits(st.runDir);
   let rlTasks: WorldTask[];
   try {
     rlTasks =
@@ -515,103 +473,233 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
   if (leaked.length) throw new UserError(`the RL task pool overlaps the held-out split (${leaked.length} tasks, e.g. ${JSON.stringify(leaked[0]!.question)})`);
   const heldRows = fs.existsSync(files.heldoutTraces) ? readTraceRows(files.heldoutTraces) : [];
   const heldExamples = heldRows
-    .map((r) => toExample(tokenizeTrace(r.text, tokenizer), cfg.maxSeq, { copyWeight: 1 }))
+    .map((r) => toExample(tokenizeTrace(r.text, st.tokenizer), st.cfg.maxSeq, { copyWeight: 1 }))
     .filter((e): e is TrainExample => e !== null);
+  return { split, rlTasks, trainingKeys, poolNames, heldExamples };
+}
 
+/** The policy being trained, its optimiser and where the run stands (a resume's step, or step 0). */
+interface GrpoPolicy {
+  reference: StackModel;
+  model: StackModel;
+  opt: Trainer;
+  step: number;
+  elapsedBefore: number;
+  metrics: MetricsWriter;
+  revisitState: number[];
+}
+
+/**
+ * The policy at the run's step: the SFT policy for a new run (its config.json written), the
+ * latest checkpoint's on resume, the SFT policy again when a run was killed before its first.
+ */
+function openGrpoPolicy(o: GrpoOptions, st: GrpoStart, t: GrpoTasks, backend: BackendInfo, preflight: PreflightReport, hooks: JobHooks): GrpoPolicy {
+  const { previous, cfg, refCk, runDir } = st;
   const reference = StackModel.fromWeights(cfg, refCk.weights);
-  let model: StackModel;
-  let opt: Trainer;
-  let step = 0;
-  let elapsedBefore = 0;
-  let metrics: MetricsWriter;
-  let revisitState: number[] = [];
   const makeTrainer = (m: StackModel) =>
-    new Trainer(m, { lr: g.lr, weightDecay: 0, clip: 1, warmupSteps: GRPO_DEFAULTS.warmupSteps, schedule: 'constant', parallel: o.parallel ?? 'auto' });
+    new Trainer(m, { lr: st.s.g.lr, weightDecay: 0, clip: 1, warmupSteps: GRPO_DEFAULTS.warmupSteps, schedule: 'constant', parallel: o.parallel ?? 'auto' });
   if (previous && latestCheckpoint(runDir) === null) {
     // Killed before its first checkpoint: start again from the SFT policy (step 0).
-    model = StackModel.fromWeights(cfg, refCk.weights);
-    opt = makeTrainer(model);
-    metrics = openMetrics(runDir, 0);
+    const model = StackModel.fromWeights(cfg, refCk.weights);
+    const opt = makeTrainer(model);
+    const metrics = openMetrics(runDir, 0);
     hooks.log('warn', 'the run had no checkpoint yet: GRPO starts again from the SFT policy at step 0');
-  } else if (previous) {
+    return { reference, model, opt, step: 0, elapsedBefore: 0, metrics, revisitState: [] };
+  }
+  if (previous) {
     const ck = loadCheckpoint(runDir, 'latest');
-    model = StackModel.fromWeights(checkpointModelConfig(ck, { model: cfg, what: `the SFT checkpoint ${refCk.dir}` }, tokenizer), ck.weights);
-    opt = makeTrainer(model);
+    const model = StackModel.fromWeights(checkpointModelConfig(ck, { model: cfg, what: `the SFT checkpoint ${refCk.dir}` }, st.tokenizer), ck.weights);
+    const opt = makeTrainer(model);
     if (ck.optimizer) opt.importState(ck.optimizer);
-    const st = resumeStateOf(ck, RESUME_STATE);
-    step = st.step;
-    elapsedBefore = st.elapsed;
+    const state = resumeStateOf(ck, RESUME_STATE);
+    let revisitState: number[] = [];
     const savedQueue = (ck.extra[RESUME_STATE] as Record<string, unknown> | undefined)?.['revisit'];
     if (savedQueue !== undefined) {
-      const problem = revisitStateProblem(savedQueue, rlTasks.length);
+      const problem = revisitStateProblem(savedQueue, t.rlTasks.length);
       if (problem) throw new InputError(`checkpoint ${ck.dir}: checkpoint.json: extra.${RESUME_STATE}.revisit ${problem}`);
       revisitState = savedQueue as number[];
     }
-    metrics = openMetrics(runDir, step);
-    hooks.log('info', `resumed GRPO at step ${step}`);
-  } else {
-    model = StackModel.fromWeights(cfg, refCk.weights);
-    opt = makeTrainer(model);
-    const taskCounts: Record<string, number> = {};
-    for (const { task: t } of rlTasks) taskCounts[t.kind] = (taskCounts[t.kind] ?? 0) + 1;
-    const config: GrpoConfig = {
-      kind: 'grpo',
-      from: { run: fromRun, checkpoint: refCk.name, step: refCk.step },
-      model: cfg,
-      ...(fromConfig.preset ? { preset: fromConfig.preset } : {}),
-      params: model.paramCount(),
-      backend: backendRecord(backend),
-      seed,
-      budget: o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps },
-      grpo: { ...g, reward: formatRewardSpec(rewardSpec) },
-      optimiser: { ...opt.optim },
-      data: {
-        rlTasks: rlTasks.length,
-        pool,
-        rlWorlds: [...new Set(rlTasks.map((t) => worldName(t.world)))].length,
-        taskCounts,
-        heldoutTasks: split.heldout.length,
-        names: poolNames,
-      },
-      splits: split.world ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length } } : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
-      // The SFT run's record of its world (the folder it came from), else this run's copy.
-      ...(split.world ? { world: (fromRead.config['world'] as ReturnType<typeof worldRecord> | undefined) ?? worldRecord(split.world) } : {}),
-      tokenizer: { sha256: sha, vocabSize: tokenizer.vocabSize },
-      preflight: preflight.checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
-      codeVersion: CODE_VERSION,
-      created: new Date().toISOString(),
-    };
-    writeJsonAtomic(configFile, config);
-    metrics = openMetrics(runDir, null);
+    const metrics = openMetrics(runDir, state.step);
+    hooks.log('info', `resumed GRPO at step ${state.step}`);
+    return { reference, model, opt, step: state.step, elapsedBefore: state.elapsed, metrics, revisitState };
   }
-  const budget = previous?.budget ?? (o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps });
-  const budgetMs = (budget.minutes ?? 0) * 60_000;
-  hooks.log(
-    'info',
-    `${rft ? "RFT (rejection-sampling fine-tuning on the student's verified rollouts)" : 'GRPO'} from ${fromRun} (${refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
-      `${g.tasksPerStep} tasks x ${g.groupSize} rollouts per step at temperature ${g.temperature}, reward ${formatRewardSpec(rewardSpec)}, ` +
-      `${rlTasks.length} RL tasks (pool ${pool}), ${rft ? 'each correct rollout an SFT target' : `advantages scaled by ${scaleRewards}`}` +
-      `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step${rft ? ' until each kept group has a correct rollout' : ''})` : ''}` +
-      `${g.balanceCompares && pool === 'fresh-values' ? ', compares balanced between the remembered winner and the other' : ''}` +
-      `${revisit ? `, tasks with spread revisited (a queue of at most ${GRPO_DEFAULTS.revisitQueue})` : ''}` +
-      `${g.guide ? ", all-wrong groups guided by the stub teacher's transcript" : ''}, ${opt.workers.threads} extra worker thread(s)`,
-  );
+  const model = StackModel.fromWeights(cfg, refCk.weights);
+  const opt = makeTrainer(model);
+  writeJsonAtomic(st.configFile, newGrpoConfig(o, st, t, model, opt, backend, preflight));
+  return { reference, model, opt, step: 0, elapsedBefore: 0, metrics: openMetrics(runDir, null), revisitState: [] };
+}
 
-  const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(split.id), tokenizerCallMask(tokenizer, worldTemplates(split.id)));
-  const tokenizerJson = canonicalTokenizerJson(tokenizer);
+/** A new run's config.json: what it starts from, its settings, its pool and splits, the pre-flight. */
+function newGrpoConfig(o: GrpoOptions, st: GrpoStart, t: GrpoTasks, model: StackModel, opt: Trainer, backend: BackendInfo, preflight: PreflightReport): GrpoConfig {
+  const { split, rlTasks } = t;
+  const taskCounts: Record<string, number> = {};
+  for (const { task } of rlTasks) taskCounts[task.kind] = (taskCounts[task.kind] ?? 0) + 1;
+  return {
+    kind: 'grpo',
+    from: { run: st.fromRun, checkpoint: st.refCk.name, step: st.refCk.step },
+    model: st.cfg,
+    ...(st.fromConfig.preset ? { preset: st.fromConfig.preset } : {}),
+    params: model.paramCount(),
+    backend: backendRecord(backend),
+    seed: st.seed,
+    budget: grpoBudget(o, null),
+    grpo: { ...st.s.g, reward: formatRewardSpec(st.s.rewardSpec) },
+    optimiser: { ...opt.optim },
+    data: {
+      rlTasks: rlTasks.length,
+      pool: st.s.pool,
+      rlWorlds: [...new Set(rlTasks.map((x) => worldName(x.world)))].length,
+      taskCounts,
+      heldoutTasks: split.heldout.length,
+      names: t.poolNames,
+    },
+    splits: split.world ? { heldout: { kind: 'custom', seeds: [split.id.seed], tasks: split.heldout.length } } : { heldout: { kind: 'seed', seeds: [0], tasks: split.heldout.length }, ...splitManifest() },
+    // The SFT run's record of its world (the folder it came from), else this run's copy.
+    ...(split.world ? { world: (st.fromRead.config['world'] as ReturnType<typeof worldRecord> | undefined) ?? worldRecord(split.world) } : {}),
+    tokenizer: { sha256: st.sha, vocabSize: st.tokenizer.vocabSize },
+    preflight: preflight.checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
+    codeVersion: CODE_VERSION,
+    created: new Date().toISOString(),
+  };
+}
+
+/** The run's budget: a resume's own, else --minutes, else --steps (default 60). */
+function grpoBudget(o: GrpoOptions, previous: GrpoConfig | null): { steps?: number; minutes?: number } {
+  return previous?.budget ?? (o.minutes !== undefined ? { minutes: o.minutes } : { steps: o.steps ?? GRPO_DEFAULTS.steps });
+}
+
+export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResult<'grpo'>> {
+  const st = grpoStart(o);
+  const preflight = grpoPreflight(st, hooks);
+  const backend = await startBackend(o.backend ?? st.previous?.backend.asked ?? 'auto', hooks);
+  // The run folder carries the SFT run's tokenizer and data so eval and the panels read it alone.
+  if (!st.previous) copySftRunFiles(st.fromRun, st.runDir);
+  const tasks = grpoTasks(st);
+  const policy = openGrpoPolicy(o, st, tasks, backend, preflight, hooks);
+  const run = new GrpoLoop(o, hooks, st, tasks, policy, backend);
+  try {
+    return await run.run();
+  } catch (err) {
+    // Stopped in the pre-screen (before step 1, no checkpoint): this run's own files go, the
+    // SFT run's copies stay (a retry rewrites them), so the same command starts it again.
+    if (err instanceof Stopped && !st.previous) for (const f of [st.configFile, path.join(st.runDir, METRICS_FILE)]) fs.rmSync(f, { force: true });
+    throw err;
+  } finally {
+    policy.metrics.close();
+    policy.opt.dispose();
+    policy.model.dispose();
+    policy.reference.dispose();
+  }
+}
+
+/** A step's draws: every rollout, and the groups the update learns from. */
+interface StepDraws {
+  rollouts: Rollout[];
+  /** Groups with reward spread (RFT: with a correct rollout): the update's batch. */
+  keptGroups: { task: Task; members: Rollout[] }[];
+  groupsFlat: number;
+  groupsDropped: number;
+  drawn: number;
+  revisited: number;
+  guided: number;
+  groupStds: number[];
+}
+
+/** The loop of a GRPO (or RFT) run: the pre-screen, the steps, the held-out points and the summary. */
+class GrpoLoop {
+  private readonly g: Settings['g'];
+  private readonly rft: boolean;
+  private readonly budget: { steps?: number; minutes?: number };
+  private readonly budgetMs: number;
+  private readonly runtime: AgentRuntime;
+  private readonly tokenizerJson: string;
+  private readonly teacherKnobs: ReturnType<typeof teacherKnobsOf>;
+  private readonly evalLimit: number | undefined;
+  private readonly clock: RunClock;
+  private readonly divergence: DivergenceGuard;
+  private readonly queue: RevisitQueue;
+  private readonly checkpoints: RunCheckpoints;
+  private step: number;
+  private flatRun = 0;
+  private cancelled = false;
+  private stoppedFlat: string | undefined;
+  private readonly zeroStdCurve: number[] = [];
+  private readonly curve: AccuracyPoint[] = [];
+  private lastRewardMean: number | undefined;
+  // For the finish message (issue 35): steps that updated nothing, the rollouts' solved share,
+  // and the wall time outside the budget (the pre-screen, the evaluations).
+  private noUpdateSteps = 0;
+  private solvedSum = 0;
+  private prescreenMs = 0;
+  private evalMs = 0;
+
+  constructor(
+    private readonly o: GrpoOptions,
+    private readonly hooks: JobHooks,
+    private readonly st: GrpoStart,
+    private readonly t: GrpoTasks,
+    private readonly p: GrpoPolicy,
+    private readonly backend: BackendInfo,
+  ) {
+    this.g = st.s.g;
+    this.rft = st.s.objective === 'rft';
+    this.step = p.step;
+    this.budget = grpoBudget(o, st.previous);
+    this.budgetMs = (this.budget.minutes ?? 0) * 60_000;
+    this.runtime = new AgentRuntime(modelPolicy(p.model, st.tokenizer.vocabSize), st.tokenizer, worldEnv(t.split.id), tokenizerCallMask(st.tokenizer, worldTemplates(t.split.id)));
+    this.tokenizerJson = canonicalTokenizerJson(st.tokenizer);
+    this.teacherKnobs = teacherKnobsOf(st.fromRead.config['recipe']);
+    this.evalLimit = o.evalLimit ?? st.previous?.grpo.evalLimit;
+    this.clock = new RunClock(p.elapsedBefore); // rollout and update time: evaluations are not counted in the budget
+    this.divergence = new DivergenceGuard(st.runDir);
+    this.queue = new RevisitQueue(GRPO_DEFAULTS.revisitQueue, p.revisitState);
+    this.checkpoints = new RunCheckpoints(st.runDir, hooks, { everySeconds: o.checkpointEverySeconds, keep: o.keepCheckpoints }, () =>
+      saveCheckpoint(st.runDir, this.step, p.model, p.opt, {
+        [RESUME_STATE]: { step: this.step, elapsed: this.elapsed(), ...(st.s.revisit ? { revisit: this.queue.exportState() } : {}) },
+      }),
+    );
+  }
+
+  private elapsed(): number {
+    return this.clock.elapsed();
+  }
+
+  private done(): boolean {
+    return this.budget.steps !== undefined ? this.step >= this.budget.steps : this.elapsed() * 1000 >= this.budgetMs;
+  }
+
+  private checkpoint(): Promise<void> {
+    return this.checkpoints.write(this.step);
+  }
+
+  private logStart(): void {
+    const { g, rft, budget } = this;
+    const { pool, scaleRewards, dynamicSampling, maxDraws, revisit, rewardSpec } = this.st.s;
+    this.hooks.log(
+      'info',
+      `${rft ? "RFT (rejection-sampling fine-tuning on the student's verified rollouts)" : 'GRPO'} from ${this.st.fromRun} (${this.st.refCk.name}): ${budget.steps !== undefined ? `${budget.steps} steps` : `${budget.minutes} minutes`}, ` +
+        `${g.tasksPerStep} tasks x ${g.groupSize} rollouts per step at temperature ${g.temperature}, reward ${formatRewardSpec(rewardSpec)}, ` +
+        `${this.t.rlTasks.length} RL tasks (pool ${pool}), ${rft ? 'each correct rollout an SFT target' : `advantages scaled by ${scaleRewards}`}` +
+        `${dynamicSampling ? `, dynamic sampling (at most ${maxDraws} tasks drawn per step${rft ? ' until each kept group has a correct rollout' : ''})` : ''}` +
+        `${g.balanceCompares && pool === 'fresh-values' ? ', compares balanced between the remembered winner and the other' : ''}` +
+        `${revisit ? `, tasks with spread revisited (a queue of at most ${GRPO_DEFAULTS.revisitQueue})` : ''}` +
+        `${g.guide ? ", all-wrong groups guided by the stub teacher's transcript" : ''}, ${this.p.opt.workers.threads} extra worker thread(s)`,
+    );
+  }
+
   /**
    * Samples a round's rollouts on every core: item i goes to thread i mod (workers + 1), so
    * each thread holds part of every group; each item's random stream is its own seed, so
    * the split does not change what is sampled.
    */
-  const sampleRollouts = async (items: readonly RolloutItem[]): Promise<Episode[]> => {
+  private async sampleRollouts(items: readonly RolloutItem[]): Promise<Episode[]> {
     const local = (xs: readonly RolloutItem[]) =>
-      runtime.runBatchAsync(xs.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
-    const pool = opt.pool;
+      this.runtime.runBatchAsync(xs.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
+    const pool = this.p.opt.pool;
     if (!pool || items.length < 2) return local(items);
     const parts = Math.min(pool.size + 1, items.length);
     const shards = Array.from({ length: parts }, (_, p) => items.filter((_, i) => i % parts === p));
-    pool.startRollouts(model, tokenizerJson, shards.slice(1));
+    pool.startRollouts(this.p.model, this.tokenizerJson, shards.slice(1));
     let mine: Episode[];
     try {
       mine = await local(shards[0]!);
@@ -621,12 +709,15 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     }
     const all = [mine, ...pool.finishRollouts()];
     return items.map((_, i) => all[i % parts]![Math.floor(i / parts)]!);
-  };
+  }
+
   /** `count` rollouts of RL task `ti` at the run's sampling settings, rollout k seeded by `seedOf(k)`. */
-  const taskRollouts = (ti: number, count: number, seedOf: (k: number) => number): RolloutItem[] =>
-    Array.from({ length: count }, (_, k) => ({
-      task: rlTasks[ti]!.task,
-      world: worldName(rlTasks[ti]!.world),
+  private taskRollouts(ti: number, count: number, seedOf: (k: number) => number): RolloutItem[] {
+    const { g } = this;
+    const { task, world } = this.t.rlTasks[ti]!;
+    return Array.from({ length: count }, (_, k) => ({
+      task,
+      world: worldName(world),
       options: {
         maxSteps: g.maxSteps,
         temperature: g.temperature,
@@ -636,12 +727,22 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       },
       randomSeed: seedOf(k),
     }));
+  }
+
+  /** A rollout's reward and verdict on its task. */
+  private scored(episode: Episode, task: Task): Rollout {
+    const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, this.st.s.rewardSpec, this.g.maxSteps);
+    return { episode, reward: score.total, correct: score.correct, advantage: 0 };
+  }
+
   /**
    * The pass-rate pre-screen (trainer/prescreen.ts): `tasks` distinct tasks of the pool,
    * `samples` rollouts each, before step 1 and outside the budget; recorded in config.json.
    * Its seeds (offset 3571) are never a step's (offset 7919 per step), so it changes no step.
    */
-  const prescreen = async (tasks: number, samples: number): Promise<PrescreenSummary> => {
+  private async prescreen(tasks: number, samples: number): Promise<PrescreenSummary> {
+    const { seed, runDir } = this.st;
+    const { rlTasks } = this.t;
     const t0 = Date.now();
     const rng = makeRng(seed * 1_000_003 + 3571);
     const chosen: number[] = [];
@@ -658,80 +759,64 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
     // Stopped then, as there is no step to stop after).
     for (let at = 0; at < chosen.length; at += 8) {
       const round = chosen.slice(at, at + 8);
-      hooks.progress('grpo pre-screen', at, chosen.length, `${at} of ${chosen.length} tasks screened`);
-      const items = round.flatMap((ti, r) => taskRollouts(ti, samples, (k) => seed * 1_000_003 + 3571 + ((at + r) * samples + k) * 104_729));
-      const threads = (opt.pool?.size ?? 0) + 1;
-      const episodes = await sampleInPieces(items, sampleRollouts, () => cancelRequested(hooks), { min: threads, max: Math.max(64, threads), targetMs: 1000 });
+      this.hooks.progress('grpo pre-screen', at, chosen.length, `${at} of ${chosen.length} tasks screened`);
+      const items = round.flatMap((ti, r) => this.taskRollouts(ti, samples, (k) => seed * 1_000_003 + 3571 + ((at + r) * samples + k) * 104_729));
+      const threads = (this.p.opt.pool?.size ?? 0) + 1;
+      const episodes = await sampleInPieces(items, (xs) => this.sampleRollouts(xs), () => cancelRequested(this.hooks), { min: threads, max: Math.max(64, threads), targetMs: 1000 });
       if (!episodes) {
         const left = `${runDir} holds only the SFT run's files copied for this run (no config.json): the same command starts it again`;
         throw new Stopped('the GRPO pre-screen', left);
       }
       round.forEach((ti, r) => {
         const task = rlTasks[ti]!.task;
-        const scores = episodes.slice(r * samples, (r + 1) * samples).map((e) => scoreCompletion(completionFromTranscript(e.text), task.gold, rewardSpec, g.maxSteps));
+        const scores = episodes.slice(r * samples, (r + 1) * samples).map((e) => this.scored(e, task));
         const correct = scores.filter((x) => x.correct).length;
-        const rewardSpread = groupAdvantages(scores.map((x) => x.total)).std >= ZERO_ADVANTAGE;
+        const rewardSpread = groupAdvantages(scores.map((x) => x.reward)).std >= ZERO_ADVANTAGE;
         results.push({ kind: task.kind, correct, rewardSpread });
       });
     }
-    const summary: PrescreenSummary = { ...summarisePrescreen(results, samples, g.groupSize), ...(chosen.length === rlTasks.length ? { wholePool: true } : {}) };
-    hooks.log('info', `${formatPrescreen(summary, g.tasksPerStep, dynamicSampling ? maxDraws : null)} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+    const summary: PrescreenSummary = { ...summarisePrescreen(results, samples, this.g.groupSize), ...(chosen.length === rlTasks.length ? { wholePool: true } : {}) };
+    const { dynamicSampling, maxDraws } = this.st.s;
+    this.hooks.log('info', `${formatPrescreen(summary, this.g.tasksPerStep, dynamicSampling ? maxDraws : null)} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     return summary;
-  };
-  const teacherKnobs = teacherKnobsOf(fromRead.config['recipe']);
-  /** The stub teacher's transcript of RL task `ti` as a scored group member, or null where it fails. */
-  const guideMember = (ti: number): Rollout | null => {
-    const { task, world } = rlTasks[ti]!;
-    const episode = teacherEpisode(task, world, tokenizer, teacherKnobs, cfg.maxSeq, g.maxSteps);
-    if (!episode) return null;
-    const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
-    return score.correct ? { episode, reward: score.total, correct: true, advantage: 0 } : null;
-  };
-  const evalLimit = o.evalLimit ?? previous?.grpo.evalLimit;
-  const clock = new RunClock(elapsedBefore); // rollout and update time: evaluations are not counted in the budget
-  const elapsed = () => clock.elapsed();
-  const done = () => (budget.steps !== undefined ? step >= budget.steps : elapsed() * 1000 >= budgetMs);
-  const flatAfter = o.flatlineSteps ?? GRPO_DEFAULTS.flatlineSteps;
-  const stopFlat = g.stopFlat ?? 0;
-  let flatRun = 0;
-  let cancelled = false;
-  let stoppedFlat: string | undefined;
-  const zeroStdCurve: number[] = [];
-  const curve: AccuracyPoint[] = [];
-  let lastRewardMean: number | undefined;
-  // For the finish message (issue 35): steps that updated nothing, the rollouts' solved share,
-  // and the wall time outside the budget (the pre-screen, the evaluations).
-  let noUpdateSteps = 0;
-  let solvedSum = 0;
-  let prescreenMs = 0;
-  let evalMs = 0;
+  }
 
-  const divergence = new DivergenceGuard(runDir);
-  const queue = new RevisitQueue(GRPO_DEFAULTS.revisitQueue, revisitState);
-  const checkpoints = new RunCheckpoints(runDir, hooks, { everySeconds: o.checkpointEverySeconds, keep: o.keepCheckpoints }, () =>
-    saveCheckpoint(runDir, step, model, opt, { [RESUME_STATE]: { step, elapsed: elapsed(), ...(revisit ? { revisit: queue.exportState() } : {}) } }),
-  );
-  const checkpoint = () => checkpoints.write(step);
-  const accuracyPoint = async (final: boolean): Promise<EvalSummary | null> => {
+  /** The stub teacher's transcript of RL task `ti` as a scored group member, or null where it fails. */
+  private guideMember(ti: number): Rollout | null {
+    const { task, world } = this.t.rlTasks[ti]!;
+    const episode = teacherEpisode(task, world, this.st.tokenizer, this.teacherKnobs, this.st.cfg.maxSeq, this.g.maxSteps);
+    if (!episode) return null;
+    const member = this.scored(episode, task);
+    return member.correct ? member : null;
+  }
+
+  /** A held-out accuracy point (--eval-limit tasks of it; 0: none), outside the budget. */
+  private async accuracyPoint(final: boolean): Promise<EvalSummary | null> {
+    const { evalLimit, step } = this;
+    const { split, trainingKeys, heldExamples } = this.t;
     if (evalLimit === 0) return null;
     const tasks = (evalLimit ? split.heldout.slice(0, evalLimit) : split.heldout).map((task) => ({ task, world: split.id }));
     const te = Date.now();
-    const { summary } = await evaluateModel(model, tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), hooks, 'auto', teacherKnobs);
-    evalMs += Date.now() - te;
-    const rec = { phase: 'eval' as const, step, time: elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, of: split.heldout.length, final };
-    metrics.append(rec);
-    hooks.metrics(rec);
-    curve.push({ step, accuracy: summary.accuracy });
-    hooks.log('info', `held-out exact match at GRPO step ${step}: ${(100 * summary.accuracy).toFixed(1)}% on ${summary.n}${summary.n < split.heldout.length ? ` of the ${split.heldout.length}` : ''} held-out tasks`);
+    const { summary } = await evaluateModel(this.p.model, this.st.tokenizer, tasks, 'heldout', trainingKeys, heldExamples.slice(0, tasks.length), this.hooks, 'auto', this.teacherKnobs);
+    this.evalMs += Date.now() - te;
+    const rec = { phase: 'eval' as const, step, time: this.elapsed(), split: 'heldout', accuracy: summary.accuracy, by_kind: summary.by_kind, failures: summary.failures, n: summary.n, of: split.heldout.length, final };
+    this.p.metrics.append(rec);
+    this.hooks.metrics(rec);
+    this.curve.push({ step, accuracy: summary.accuracy });
+    this.hooks.log('info', `held-out exact match at GRPO step ${step}: ${(100 * summary.accuracy).toFixed(1)}% on ${summary.n}${summary.n < split.heldout.length ? ` of the ${split.heldout.length}` : ''} held-out tasks`);
     return summary;
-  };
+  }
 
   /**
    * The pre-screen (default: 10% of the rollouts the run may draw; --prescreen N; 0: none)
    * and its verdict, both recorded in config.json; a failed verdict refuses the run before
    * step 1 unless --force (recorded as forced).
    */
-  const screenAndJudge = async (): Promise<void> => {
+  private async screenAndJudge(): Promise<void> {
+    const { o, hooks, g, budget } = this;
+    const { pool, dynamicSampling, maxDraws } = this.st.s;
+    const { rlTasks, split } = this.t;
+    const { configFile, runDir, fromRun } = this.st;
     const drawsPerStep = dynamicSampling ? maxDraws : g.tasksPerStep;
     const sized = defaultPrescreenTasks({ steps: budget.steps ?? GRPO_DEFAULTS.steps, drawsPerStep, group: g.groupSize, poolSize: rlTasks.length });
     const tasks = o.prescreen ?? sized.tasks;
@@ -749,8 +834,8 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
         `${((100 * cost) / sized.runRollouts).toFixed(0)}% of the at most ${sized.runRollouts} the run's ${budget.steps ?? `${GRPO_DEFAULTS.steps} (a --minutes run is sized as)`} steps may draw (--prescreen 0: none)`,
     );
     const tp = Date.now();
-    const screened = await prescreen(tasks, samples);
-    prescreenMs += Date.now() - tp;
+    const screened = await this.prescreen(tasks, samples);
+    this.prescreenMs += Date.now() - tp;
     const verdict = prescreenVerdict(screened, { pool, noFreshPools: Boolean(split.world && !split.world.facts), fromRun, dynamicSampling });
     const forced = !verdict.ok && o.force === true;
     const text = formatVerdict(verdict, forced);
@@ -763,259 +848,277 @@ export async function runGrpo(o: GrpoOptions, hooks: JobHooks): Promise<JobResul
       );
     }
     hooks.log(verdict.ok ? 'info' : 'warn', text);
-  };
+  }
 
-  try {
-    // Before the held-out point: a refused run should cost the screen and nothing else.
-    if (!previous && !hooks.isCancelled()) await screenAndJudge();
-    const before = previous ? null : await accuracyPoint(false);
-    while (!done()) {
-      if (await cancelRequested(hooks)) {
-        cancelled = true;
-        break;
-      }
-      const t0 = Date.now();
-      // Per-step randomness from (seed, step): a resumed run samples what it would have.
-      const rng = makeRng(seed * 1_000_003 + (step + 1) * 7919);
-      const picked = new Set<number>();
-      const rollouts: Rollout[] = [];
-      /** Groups with reward spread: the update's batch. */
-      const keptGroups: { task: Task; members: Rollout[] }[] = [];
-      let groupsFlat = 0;
-      let groupsDropped = 0;
-      let drawn = 0;
-      let revisited = 0;
-      let guided = 0;
-      const groupStds: number[] = [];
-      // Rounds of draws: one without dynamic sampling; with it, more until the step holds
-      // tasksPerStep informative groups or maxDraws tasks were drawn. Every rollout of a round
-      // decodes in lockstep (batched KV-cache steps), each with its own random stream, seeded
-      // by (seed, step, draw, rollout), so a resumed run samples what it would have.
-      const cap = Math.min(dynamicSampling ? maxDraws : g.tasksPerStep, rlTasks.length);
-      while (keptGroups.length < g.tasksPerStep && drawn < cap) {
-        const want = Math.min(g.tasksPerStep - keptGroups.length, cap - drawn);
-        // Tasks that had a spread last time come first (trainer/revisit.ts), then new draws.
-        const { round, revisited: again } = drawRound(revisit ? queue : null, picked, want, rlTasks.length, () => rng.uniform());
-        revisited += again;
-        if (round.length === 0) break;
-        const items: RolloutItem[] = round.flatMap((ti, r) =>
-          taskRollouts(ti, g.groupSize, (k) => seed * 1_000_003 + (step + 1) * 7919 + ((drawn + r) * g.groupSize + k) * 104_729),
-        );
-        hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}${budget.steps !== undefined ? ` of ${budget.steps}` : ''}, ${drawn + round.length} tasks drawn`);
-        const episodes = await sampleRollouts(items);
-        round.forEach((ti, group) => {
-          const task = rlTasks[ti]!.task;
-          const members: Rollout[] = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => {
-            const score = scoreCompletion(completionFromTranscript(episode.text), task.gold, rewardSpec, g.maxSteps);
-            return { episode, reward: score.total, correct: score.correct, advantage: 0 };
-          });
-          const { std } = groupAdvantages(members.map((m) => m.reward));
-          groupStds.push(std);
-          // Dynamic sampling keeps a group only when its members differ in correctness (DAPO's
-          // filter): a spread of step counts alone among all-wrong rollouts rewards answering
-          // early, and a student on a pool it cannot solve learns just that (docs/results.md,
-          // "Reading or remembering": the no-teacher scenario).
-          // RFT keeps every group with a verified-correct rollout, spread or not: it imitates
-          // successes, so an all-correct group teaches it as much as a mixed one.
-          const informative = rft
-            ? !dynamicSampling || members.some((m) => m.correct)
-            : dynamicSampling
-              ? members.some((m) => m.correct !== members[0]!.correct)
-              : std >= ZERO_ADVANTAGE;
-          if (std < ZERO_ADVANTAGE) groupsFlat++;
-          // Every rollout wrong: the teacher's transcript takes the last one's place (trainer/guide.ts).
-          const guidance = !informative && g.guide && keptGroups.length < g.tasksPerStep && members.every((m) => !m.correct) ? guideMember(ti) : null;
-          // A guided task is revisited too: the next group says whether the student learnt it.
-          if (revisit) queue.record(ti, informative || guidance !== null);
-          if (guidance) {
-            guided++;
-            keptGroups.push({ task, members: [...members.slice(0, -1), guidance] });
-          } else if (!informative) groupsDropped++;
-          else if (keptGroups.length < g.tasksPerStep) keptGroups.push({ task, members });
-          rollouts.push(...members);
-        });
-        drawn += round.length;
-        // A yield, so that Ctrl-C or SIGTERM is heard between rounds: a round decodes without one.
-        if (await cancelRequested(hooks)) break;
-      }
-      const advantages = rft ? [] : scaleAdvantages(
-        keptGroups.map((k) => k.members.map((m) => m.reward)),
-        scaleRewards,
+  /**
+   * A step's rollouts: rounds of draws, one without dynamic sampling; with it, more until the
+   * step holds tasksPerStep informative groups or maxDraws tasks were drawn. Every rollout of a
+   * round decodes in lockstep (batched KV-cache steps), each with its own random stream, seeded
+   * by (seed, step, draw, rollout), so a resumed run samples what it would have.
+   */
+  private async drawStep(): Promise<StepDraws> {
+    const { g, rft, step } = this;
+    const { seed } = this.st;
+    const { dynamicSampling, maxDraws, revisit } = this.st.s;
+    const { rlTasks } = this.t;
+    // Per-step randomness from (seed, step): a resumed run samples what it would have.
+    const rng = makeRng(seed * 1_000_003 + (step + 1) * 7919);
+    const picked = new Set<number>();
+    const d: StepDraws = { rollouts: [], keptGroups: [], groupsFlat: 0, groupsDropped: 0, drawn: 0, revisited: 0, guided: 0, groupStds: [] };
+    const cap = Math.min(dynamicSampling ? maxDraws : g.tasksPerStep, rlTasks.length);
+    while (d.keptGroups.length < g.tasksPerStep && d.drawn < cap) {
+      const want = Math.min(g.tasksPerStep - d.keptGroups.length, cap - d.drawn);
+      // Tasks that had a spread last time come first (trainer/revisit.ts), then new draws.
+      const { round, revisited: again } = drawRound(revisit ? this.queue : null, picked, want, rlTasks.length, () => rng.uniform());
+      d.revisited += again;
+      if (round.length === 0) break;
+      const items: RolloutItem[] = round.flatMap((ti, r) =>
+        this.taskRollouts(ti, g.groupSize, (k) => seed * 1_000_003 + (step + 1) * 7919 + ((d.drawn + r) * g.groupSize + k) * 104_729),
       );
-      const kept: Rollout[] = rft ? rftTargets(keptGroups) : [];
-      let stepsOnly = 0;
-      if (!rft) keptGroups.forEach(({ members }, i) => {
-        members.forEach((m, j) => (m.advantage = advantages[i]![j]!));
-        kept.push(...members);
-        // Spread that comes only from step counts (every member equally right or wrong): the
-        // group std normalisation gives it full weight, so it is worth watching.
-        if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
+      this.hooks.progress('grpo rollouts', 0, items.length, `step ${step + 1}${this.budget.steps !== undefined ? ` of ${this.budget.steps}` : ''}, ${d.drawn + round.length} tasks drawn`);
+      const episodes = await this.sampleRollouts(items);
+      round.forEach((ti, group) => {
+        const task = rlTasks[ti]!.task;
+        const members = episodes.slice(group * g.groupSize, (group + 1) * g.groupSize).map((episode) => this.scored(episode, task));
+        const { std } = groupAdvantages(members.map((m) => m.reward));
+        d.groupStds.push(std);
+        // Dynamic sampling keeps a group only when its members differ in correctness (DAPO's
+        // filter): a spread of step counts alone among all-wrong rollouts rewards answering
+        // early, and a student on a pool it cannot solve learns just that (docs/results.md,
+        // "Reading or remembering": the no-teacher scenario).
+        // RFT keeps every group with a verified-correct rollout, spread or not: it imitates
+        // successes, so an all-correct group teaches it as much as a mixed one.
+        const informative = rft
+          ? !dynamicSampling || members.some((m) => m.correct)
+          : dynamicSampling
+            ? members.some((m) => m.correct !== members[0]!.correct)
+            : std >= ZERO_ADVANTAGE;
+        if (std < ZERO_ADVANTAGE) d.groupsFlat++;
+        // Every rollout wrong: the teacher's transcript takes the last one's place (trainer/guide.ts).
+        const guidance = !informative && g.guide && d.keptGroups.length < g.tasksPerStep && members.every((m) => !m.correct) ? this.guideMember(ti) : null;
+        // A guided task is revisited too: the next group says whether the student learnt it.
+        if (revisit) this.queue.record(ti, informative || guidance !== null);
+        if (guidance) {
+          d.guided++;
+          d.keptGroups.push({ task, members: [...members.slice(0, -1), guidance] });
+        } else if (!informative) d.groupsDropped++;
+        else if (d.keptGroups.length < g.tasksPerStep) d.keptGroups.push({ task, members });
+        d.rollouts.push(...members);
       });
-      const skipped = groupsFlat;
-      if (hooks.isCancelled()) {
-        cancelled = true;
+      d.drawn += round.length;
+      // A yield, so that Ctrl-C or SIGTERM is heard between rounds: a round decodes without one.
+      if (await cancelRequested(this.hooks)) break;
+    }
+    return d;
+  }
+
+  /**
+   * The rollouts the update learns from: RFT's verified-correct ones; GRPO's kept groups with
+   * their advantages set (and how many of those groups differ only in step counts).
+   */
+  private updateRollouts(keptGroups: StepDraws['keptGroups']): { kept: Rollout[]; stepsOnly: number } {
+    if (this.rft) return { kept: rftTargets(keptGroups), stepsOnly: 0 };
+    const advantages = scaleAdvantages(
+      keptGroups.map((k) => k.members.map((m) => m.reward)),
+      this.st.s.scaleRewards,
+    );
+    const kept: Rollout[] = [];
+    let stepsOnly = 0;
+    keptGroups.forEach(({ members }, i) => {
+      members.forEach((m, j) => (m.advantage = advantages[i]![j]!));
+      kept.push(...members);
+      // Spread that comes only from step counts (every member equally right or wrong): the
+      // group std normalisation gives it full weight, so it is worth watching.
+      if (members.every((m) => m.correct === members[0]!.correct)) stepsOnly++;
+    });
+    return { kept, stepsOnly };
+  }
+
+  /** RFT's update: cross-entropy on the generated tokens of the correct rollouts (SFT on the student's own successes). */
+  private async rftUpdate(kept: Rollout[]): Promise<Record<string, unknown>> {
+    let update: Record<string, unknown> = {};
+    const batches = rftBatches(kept, GRPO_DEFAULTS.microBatchRows);
+    for (let e = 0; e < this.g.epochsPerBatch; e++) {
+      const r = await this.p.opt.stepAsync(batches);
+      this.divergence.observe(r, this.step + 1);
+      update = { loss: r.loss, grad_norm: r.gradNorm, lr: r.lr, trained_tokens: r.supervised, rft_rollouts: kept.length };
+    }
+    return update;
+  }
+
+  /** GRPO's update: the clipped surrogate with a KL to the frozen SFT policy, one token mean over the batch. */
+  private async grpoUpdate(kept: Rollout[]): Promise<Record<string, unknown>> {
+    const { g } = this;
+    // Micro-batches of similar lengths bound memory (wasm has 4 GB); their gradients add up
+    // to the one token mean over the whole batch.
+    const micro: { batch: Batch; advantages: Float32Array; ref: Float32Array; old: Float32Array | undefined }[] = [];
+    for (const { batch, advantages } of microBatches(kept, GRPO_DEFAULTS.microBatchRows)) {
+      // At the sampling temperature: the distribution the rollouts were drawn from.
+      // (async: webgpu reads back asynchronously only; elsewhere these are the sync reads)
+      const ref = (await this.p.reference.tokenLogprobsAsync(batch, g.temperature)).logp;
+      const old = g.epochsPerBatch > 1 ? (await this.p.model.tokenLogprobsAsync(batch, g.temperature)).logp : undefined;
+      micro.push({ batch, advantages, ref, old });
+    }
+    let kl = 0;
+    let clipped = 0;
+    let entropy = 0;
+    let loss = 0;
+    let gradNorm = 0;
+    let lr = 0;
+    let supervised = 0;
+    for (let e = 0; e < g.epochsPerBatch; e++) {
+      const r = await this.p.opt.stepAsync(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta, temperature: g.temperature } })));
+      supervised = r.supervised;
+      if (e === 0) {
+        kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;
+        entropy = r.pg ? r.pg.entropySum / Math.max(1, r.supervised) : 0;
+      }
+      clipped += r.pg?.clipped ?? 0;
+      loss = r.loss;
+      gradNorm = r.gradNorm;
+      lr = r.lr;
+      this.divergence.observe(r, this.step + 1); // throws after MAX_NONFINITE_STEPS non-finite updates in a row
+    }
+    return { loss, kl, clip_ratio: clipped / Math.max(1, supervised * g.epochsPerBatch), entropy, grad_norm: gradNorm, lr, trained_tokens: supervised };
+  }
+
+  /** One step: draws, the update, its metrics record, the flat-line watch and the checkpoints. False: cancelled before the update. */
+  private async runStep(): Promise<boolean> {
+    const { g, rft, hooks } = this;
+    const t0 = Date.now();
+    const d = await this.drawStep();
+    const { kept, stepsOnly } = this.updateRollouts(d.keptGroups);
+    if (hooks.isCancelled()) return false;
+    const tRoll = Date.now();
+    const genTokens = d.rollouts.reduce((n, r) => n + r.episode.generated.reduce((a, b) => a + b, 0), 0);
+    const update = kept.length === 0 ? {} : rft ? await this.rftUpdate(kept) : await this.grpoUpdate(kept);
+    const tEnd = Date.now();
+    this.clock.add(tEnd - t0);
+    this.step++;
+    const step = this.step;
+    const rewards = d.rollouts.map((r) => r.reward);
+    const groups = d.groupStds.length;
+    const frac = groups ? d.groupsFlat / groups : 0;
+    this.zeroStdCurve.push(frac);
+    if (kept.length === 0) this.noUpdateSteps++;
+    const rewardMean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+    const accuracy = d.rollouts.filter((r) => r.correct).length / Math.max(1, d.rollouts.length);
+    this.solvedSum += accuracy;
+    const rewardStd = d.groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups);
+    const rec: MetricRecord = {
+      phase: 'grpo',
+      step,
+      time: this.elapsed(),
+      reward_mean: rewardMean,
+      // TRL's reward_std: the mean over groups of the within-group std.
+      reward_std: rewardStd,
+      accuracy,
+      frac_reward_zero_std: frac,
+      skipped_groups: d.groupsFlat,
+      groups,
+      // Dynamic sampling: tasks drawn this step, and those dropped for having no spread.
+      groups_drawn: d.drawn,
+      groups_dropped: d.groupsDropped,
+      groups_kept: d.keptGroups.length,
+      groups_steps_only: stepsOnly,
+      ...(this.st.s.revisit ? { groups_revisited: d.revisited, revisit_queue: this.queue.size } : {}),
+      ...(g.guide ? { groups_guided: d.guided } : {}),
+      gen_tokens: genTokens,
+      completion_len: genTokens / Math.max(1, d.rollouts.length),
+      steps_mean: d.rollouts.reduce((a, r) => a + r.episode.steps, 0) / Math.max(1, d.rollouts.length),
+      ...(kept.length ? update : { kl: null, clip_ratio: null, entropy: null, update: false }),
+      // Sampling throughput: the policy's generated tokens per second of rollout time.
+      tokens_per_s: (genTokens * 1000) / Math.max(1, tRoll - t0),
+      rollout_s: (tRoll - t0) / 1000,
+      update_s: (tEnd - tRoll) / 1000,
+      backend: this.backend.used,
+    };
+    this.watchFlat(rec, rft ? kept.length === 0 : frac === 1, accuracy, rewardStd);
+    this.p.metrics.append(rec);
+    hooks.metrics(rec);
+    this.lastRewardMean = rewardMean;
+    hooks.progress(
+      'grpo',
+      this.budget.steps !== undefined ? step : Math.round(this.elapsed()),
+      this.budget.steps ?? Math.round(this.budgetMs / 1000),
+      `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
+        `flat groups ${d.groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%), trained on ${d.keptGroups.length}`,
+    );
+    return true;
+  }
+
+  /**
+   * Counts flat steps in a row (RFT learns from any correct rollout, flat group or not: its
+   * dead step is one with none): says so in words every few, and stops the run at --stop-flat.
+   */
+  private watchFlat(rec: MetricRecord, flat: boolean, accuracy: number, rewardStd: number): void {
+    const { g, rft } = this;
+    if (flat) this.flatRun++;
+    else this.flatRun = 0;
+    const flatRun = this.flatRun;
+    const flatAfter = this.o.flatlineSteps ?? GRPO_DEFAULTS.flatlineSteps;
+    const stopFlat = g.stopFlat ?? 0;
+    const flatText = () =>
+      rft
+        ? `no rollout was correct for ${flatRun} steps (solved ${(100 * accuracy).toFixed(0)}%), so RFT had nothing to imitate: SFT more, or an easier pool`
+        : flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(this.st.s.rewardSpec));
+    if (stopFlat > 0 && flatRun >= stopFlat) {
+      this.stoppedFlat = `stopped after ${flatRun} fully flat steps in a row (--stop-flat ${stopFlat}; 0: never), checkpoint step-${this.step} kept: ${flatText()}`;
+      rec['warning'] = this.stoppedFlat;
+      rec['stopped'] = 'flat';
+      this.hooks.log('warn', this.stoppedFlat);
+    } else if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
+      const msg = flatText();
+      rec['warning'] = msg;
+      this.hooks.log('warn', msg);
+    }
+  }
+
+  async run(): Promise<JobResult<'grpo'>> {
+    const { hooks, g } = this;
+    this.logStart();
+    // Before the held-out point: a refused run should cost the screen and nothing else.
+    if (!this.st.previous && !hooks.isCancelled()) await this.screenAndJudge();
+    const before = this.st.previous ? null : await this.accuracyPoint(false);
+    while (!this.done()) {
+      if ((await cancelRequested(hooks)) || !(await this.runStep())) {
+        this.cancelled = true;
         break;
       }
-      const tRoll = Date.now();
-      const genTokens = rollouts.reduce((n, r) => n + r.episode.generated.reduce((a, b) => a + b, 0), 0);
-      let update: Record<string, unknown> = {};
-      if (kept.length > 0 && rft) {
-        // Cross-entropy on the generated tokens of the correct rollouts: SFT on the student's own successes.
-        const batches = rftBatches(kept, GRPO_DEFAULTS.microBatchRows);
-        for (let e = 0; e < g.epochsPerBatch; e++) {
-          const r = await opt.stepAsync(batches);
-          divergence.observe(r, step + 1);
-          update = { loss: r.loss, grad_norm: r.gradNorm, lr: r.lr, trained_tokens: r.supervised, rft_rollouts: kept.length };
-        }
-      } else if (kept.length > 0) {
-        // Micro-batches of similar lengths bound memory (wasm has 4 GB); their gradients add up
-        // to the one token mean over the whole batch.
-        const micro: { batch: Batch; advantages: Float32Array; ref: Float32Array; old: Float32Array | undefined }[] = [];
-        for (const { batch, advantages } of microBatches(kept, GRPO_DEFAULTS.microBatchRows)) {
-          // At the sampling temperature: the distribution the rollouts were drawn from.
-          // (async: webgpu reads back asynchronously only; elsewhere these are the sync reads)
-          const ref = (await reference.tokenLogprobsAsync(batch, g.temperature)).logp;
-          const old = g.epochsPerBatch > 1 ? (await model.tokenLogprobsAsync(batch, g.temperature)).logp : undefined;
-          micro.push({ batch, advantages, ref, old });
-        }
-        let kl = 0;
-        let clipped = 0;
-        let entropy = 0;
-        let loss = 0;
-        let gradNorm = 0;
-        let lr = 0;
-        let supervised = 0;
-        for (let e = 0; e < g.epochsPerBatch; e++) {
-          const r = await opt.stepAsync(micro.map((m) => ({ ...m.batch, pg: { advantages: m.advantages, refLogp: m.ref, oldLogp: m.old, clip: g.clip, beta: g.klBeta, temperature: g.temperature } })));
-          supervised = r.supervised;
-          if (e === 0) {
-            kl = r.pg ? r.pg.klSum / Math.max(1, r.supervised) : 0;
-            entropy = r.pg ? r.pg.entropySum / Math.max(1, r.supervised) : 0;
-          }
-          clipped += r.pg?.clipped ?? 0;
-          loss = r.loss;
-          gradNorm = r.gradNorm;
-          lr = r.lr;
-          divergence.observe(r, step + 1); // throws after MAX_NONFINITE_STEPS non-finite updates in a row
-        }
-        update = {
-          loss,
-          kl,
-          clip_ratio: clipped / Math.max(1, supervised * g.epochsPerBatch),
-          entropy,
-          grad_norm: gradNorm,
-          lr,
-          trained_tokens: supervised,
-        };
-      }
-      const tEnd = Date.now();
-      clock.add(tEnd - t0);
-      step++;
-      const rewards = rollouts.map((r) => r.reward);
-      const groups = groupStds.length;
-      const frac = groups ? groupsFlat / groups : 0;
-      zeroStdCurve.push(frac);
-      if (kept.length === 0) noUpdateSteps++;
-      const rewardMean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
-      const accuracy = rollouts.filter((r) => r.correct).length / Math.max(1, rollouts.length);
-      solvedSum += accuracy;
-      const rewardStd = groupStds.reduce((a, b) => a + b, 0) / Math.max(1, groups);
-      const rec: MetricRecord = {
-        phase: 'grpo',
-        step,
-        time: elapsed(),
-        reward_mean: rewardMean,
-        // TRL's reward_std: the mean over groups of the within-group std.
-        reward_std: rewardStd,
-        accuracy,
-        frac_reward_zero_std: frac,
-        skipped_groups: skipped,
-        groups,
-        // Dynamic sampling: tasks drawn this step, and those dropped for having no spread.
-        groups_drawn: drawn,
-        groups_dropped: groupsDropped,
-        groups_kept: keptGroups.length,
-        groups_steps_only: stepsOnly,
-        ...(revisit ? { groups_revisited: revisited, revisit_queue: queue.size } : {}),
-        ...(g.guide ? { groups_guided: guided } : {}),
-        gen_tokens: genTokens,
-        completion_len: genTokens / Math.max(1, rollouts.length),
-        steps_mean: rollouts.reduce((a, r) => a + r.episode.steps, 0) / Math.max(1, rollouts.length),
-        ...(kept.length ? update : { kl: null, clip_ratio: null, entropy: null, update: false }),
-        // Sampling throughput: the policy's generated tokens per second of rollout time.
-        tokens_per_s: (genTokens * 1000) / Math.max(1, tRoll - t0),
-        rollout_s: (tRoll - t0) / 1000,
-        update_s: (tEnd - tRoll) / 1000,
-        backend: backend.used,
-      };
-      // RFT learns from any correct rollout, flat group or not: its dead step is one with none.
-      if (rft ? kept.length === 0 : frac === 1) flatRun++;
-      else flatRun = 0;
-      const flatText = () =>
-        rft
-          ? `no rollout was correct for ${flatRun} steps (solved ${(100 * accuracy).toFixed(0)}%), so RFT had nothing to imitate: SFT more, or an easier pool`
-          : flatlineMessage(flatRun, accuracy, rewardStd, g.temperature, formatRewardSpec(rewardSpec));
-      if (stopFlat > 0 && flatRun >= stopFlat) {
-        const msg = flatText();
-        stoppedFlat = `stopped after ${flatRun} fully flat steps in a row (--stop-flat ${stopFlat}; 0: never), checkpoint step-${step} kept: ${msg}`;
-        rec['warning'] = stoppedFlat;
-        rec['stopped'] = 'flat';
-        hooks.log('warn', stoppedFlat);
-      } else if (flatRun === flatAfter || (flatRun > flatAfter && flatRun % flatAfter === 0)) {
-        const msg = flatText();
-        rec['warning'] = msg;
-        hooks.log('warn', msg);
-      }
-      metrics.append(rec);
-      hooks.metrics(rec);
-      lastRewardMean = rewardMean;
-      hooks.progress(
-        'grpo',
-        budget.steps !== undefined ? step : Math.round(elapsed()),
-        budget.steps ?? Math.round(budgetMs / 1000),
-        `step ${step}: reward ${rewardMean.toFixed(3)}, solved ${(100 * accuracy).toFixed(0)}%, ` +
-          `flat groups ${groupsFlat}/${groups} (zero-spread ${(100 * frac).toFixed(0)}%), trained on ${keptGroups.length}`,
-      );
-      if (stoppedFlat) break;
-      if (checkpoints.due()) await checkpoint();
-      if (g.evalEvery > 0 && step % g.evalEvery === 0 && !done()) {
-        await checkpoint();
-        await accuracyPoint(false);
+      if (this.stoppedFlat) break;
+      if (this.checkpoints.due()) await this.checkpoint();
+      if (g.evalEvery > 0 && this.step % g.evalEvery === 0 && !this.done()) {
+        await this.checkpoint();
+        await this.accuracyPoint(false);
       }
     }
-    await checkpoint();
-    const after = !cancelled && !hooks.isCancelled() ? await accuracyPoint(true) : null;
-    const summary: GrpoSummary = {
-      runDir,
-      from: fromRun,
-      objective,
-      pool,
-      seed,
+    await this.checkpoint();
+    const after = !this.cancelled && !hooks.isCancelled() ? await this.accuracyPoint(true) : null;
+    return { kind: 'grpo', cancelled: this.cancelled, summary: this.summary(before, after) };
+  }
+
+  private summary(before: EvalSummary | null, after: EvalSummary | null): GrpoSummary {
+    const { st, step } = this;
+    return {
+      runDir: st.runDir,
+      from: st.fromRun,
+      objective: st.s.objective,
+      pool: st.s.pool,
+      seed: st.seed,
       steps: step,
-      minutes: elapsed() / 60,
-      wallMinutes: clock.wallMinutes(),
-      backend: backend.used,
-      reward_mean: lastRewardMean,
+      minutes: this.elapsed() / 60,
+      wallMinutes: this.clock.wallMinutes(),
+      backend: this.backend.used,
+      reward_mean: this.lastRewardMean,
       ...(before ? { heldout_accuracy_before: before.accuracy } : {}),
-      ...(after ? { heldout_accuracy: after.accuracy, heldout_n: after.n, heldout_of: split.heldout.length, heldout_step: step, by_kind: after.by_kind } : {}),
-      frac_reward_zero_std: zeroStdCurve,
-      no_update_steps: noUpdateSteps,
-      ...(zeroStdCurve.length ? { rollout_accuracy: solvedSum / zeroStdCurve.length } : {}),
-      prescreen_minutes: prescreenMs / 60000,
-      eval_minutes: evalMs / 60000,
-      curve,
-      ...(stoppedFlat ? { stopped_flat: stoppedFlat } : {}),
+      ...(after ? { heldout_accuracy: after.accuracy, heldout_n: after.n, heldout_of: this.t.split.heldout.length, heldout_step: step, by_kind: after.by_kind } : {}),
+      frac_reward_zero_std: this.zeroStdCurve,
+      no_update_steps: this.noUpdateSteps,
+      ...(this.zeroStdCurve.length ? { rollout_accuracy: this.solvedSum / this.zeroStdCurve.length } : {}),
+      prescreen_minutes: this.prescreenMs / 60000,
+      eval_minutes: this.evalMs / 60000,
+      curve: this.curve,
+      ...(this.stoppedFlat ? { stopped_flat: this.stoppedFlat } : {}),
     };
-    return { kind: 'grpo', cancelled, summary };
-  } catch (err) {
-    // Stopped in the pre-screen (before step 1, no checkpoint): this run's own files go, the
-    // SFT run's copies stay (a retry rewrites them), so the same command starts it again.
-    if (err instanceof Stopped && !previous) for (const f of [configFile, path.join(runDir, METRICS_FILE)]) fs.rmSync(f, { force: true });
-    throw err;
-  } finally {
-    metrics.close();
-    opt.dispose();
-    model.dispose();
-    reference.dispose();
   }
 }

@@ -11,6 +11,7 @@ import { DataOrderState, dataOrderStateProblem } from './dataOrder';
 import { ModelConfig, StackModel, validateConfig } from './model';
 import { parseMetrics } from './runStore';
 import { isObj } from '../core/protocol/isObj';
+import { grpoConfigProblem } from '../core/protocol/grpoOptions';
 import { CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
 
 /** Consecutive steps with a non-finite loss or gradient after which a run stops. */
@@ -95,19 +96,9 @@ export function checkGrpoConfig(c: Record<string, unknown>, file: string): void 
   if (!isObj(from) || typeof from['run'] !== 'string' || !Number.isSafeInteger(from['step'])) fail('"from" must be {"run": SFT_RUN, "checkpoint": ..., "step": N}');
   const g = c['grpo'];
   if (!isObj(g)) fail('"grpo" must be the object of GRPO settings');
-  const gg = g as Record<string, unknown>;
-  for (const k of ['groupSize', 'tasksPerStep', 'maxSteps', 'epochsPerBatch', 'evalEvery']) {
-    if (!Number.isSafeInteger(gg[k])) fail(`"grpo.${k}" must be an integer`);
-  }
-  for (const k of ['temperature', 'clip', 'klBeta', 'lr']) {
-    if (typeof gg[k] !== 'number' || !Number.isFinite(gg[k])) fail(`"grpo.${k}" must be a number`);
-  }
-  if (typeof gg['reward'] !== 'string') fail('"grpo.reward" must be a reward spec');
-  for (const k of ['dynamicSampling', 'revisit', 'balanceCompares', 'guide']) {
-    if (gg[k] !== undefined && typeof gg[k] !== 'boolean') fail(`"grpo.${k}" must be true or false`);
-  }
-  if (gg['stopFlat'] !== undefined && !(Number.isSafeInteger(gg['stopFlat']) && (gg['stopFlat'] as number) >= 0)) fail('"grpo.stopFlat" must be a non-negative integer');
-  if (gg['evalLimit'] !== undefined && !(Number.isSafeInteger(gg['evalLimit']) && (gg['evalLimit'] as number) >= 0)) fail('"grpo.evalLimit" must be a non-negative integer');
+  // Each setting by its row of the GRPO option table.
+  const problem = grpoConfigProblem(g as Record<string, unknown>);
+  if (problem) fail(problem);
   const budget = c['budget'];
   if (!isObj(budget) || (budget['steps'] === undefined && budget['minutes'] === undefined)) fail('"budget" must be {"steps": N} or {"minutes": M}');
   if (c['seed'] !== undefined && !Number.isSafeInteger(c['seed'])) fail('"seed" must be an integer');

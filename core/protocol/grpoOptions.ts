@@ -5,7 +5,10 @@
 // GrpoJobSpec and its validator, ./worker.ts), and the editor setting that gives it
 // (`agentLab.<setting>`, read by extension/training.ts; declared in package.json). Flags
 // that `train sft` shares (`shared`) keep their bounds in the train command's own options.
-// The defaults are the Contract's (docs/architecture.md, "GRPO defaults"; trainer/grpo.ts).
+// A row also holds the option's default (the Contract's, docs/architecture.md "GRPO defaults":
+// trainer/grpo.ts GRPO_DEFAULTS spreads them), whether the run's config.json keeps it and how a
+// resume checks it (grpoConfigSettings, grpoConfigProblem), and its place in `train grpo`'s
+// usage (grpoUsage). Adding an option is a row here and its use in the trainer.
 // Types, the table and pure helpers only: no Node, no DOM.
 
 /**
@@ -43,6 +46,23 @@ interface GrpoOptionRow {
   job?: true;
   /** The editor setting `agentLab.<setting>` that gives it when the command is not told. */
   setting?: string;
+  /** The Contract's default (docs/architecture.md, "GRPO defaults"); absent: none, or computed by the run. */
+  default?: string | number | boolean;
+  /**
+   * Kept in config.json's `grpo` settings, which a resume reads back and checks: 'required'
+   * since the first GRPO runs; 'optional' where older runs lack it.
+   */
+  config?: 'required' | 'optional';
+  /** What a config.json value must be, in words, where the kind alone does not say it. */
+  configMeaning?: string;
+  /** The line of `train grpo`'s usage it is listed on (1-6, in table order). */
+  usageLine: number;
+  /** Its value's name in the usage (`[--group G]`); choices and `on|off` spell themselves. */
+  metavar?: string;
+  /** Its whole text in the usage where that is not `[--flag VALUE]` ('' where another row's text names it). */
+  usageText?: string;
+  /** A note in parentheses after the last option of its usage line. */
+  usageNote?: string;
 }
 
 /**
@@ -51,55 +71,85 @@ interface GrpoOptionRow {
  */
 export const GRPO_OPTION_TABLE = {
   /** The SFT run whose checkpoint is the starting policy and the frozen reference (not needed with resume). */
-  from: { kind: 'string', flag: 'from', path: true, job: true },
-  backend: { kind: 'string', flag: 'backend', shared: true, job: true },
-  fromCheckpoint: { kind: 'string', flag: 'from-checkpoint' },
-  steps: { kind: 'int', flag: 'steps', shared: true, job: true, setting: 'grpo.steps' },
-  minutes: { kind: 'number', flag: 'minutes', shared: true, job: true },
-  groupSize: { kind: 'int', flag: 'group', min: 1, max: 1024, job: true, setting: 'grpo.groupSize' },
-  tasksPerStep: { kind: 'int', flag: 'tasks', min: 1, max: 1024, job: true, setting: 'grpo.tasksPerStep' },
-  temperature: { kind: 'number', flag: 'temperature', min: 0, max: 10, job: true, setting: 'grpo.temperature' },
-  maxSteps: { kind: 'int', flag: 'max-steps', min: 1, max: 100, job: true },
-  reward: { kind: 'string', flag: 'reward', job: true, setting: 'grpo.reward' },
-  clip: { kind: 'number', flag: 'clip', min: 0, max: 1 },
-  klBeta: { kind: 'number', flag: 'kl-beta', min: 0, max: 100, job: true },
-  epochsPerBatch: { kind: 'int', flag: 'epochs-per-batch', min: 1, max: 100 },
-  lr: { kind: 'number', flag: 'lr', min: 0, max: 1, job: true },
-  seed: { kind: 'int', flag: 'seed' },
+  from: { kind: 'string', flag: 'from', path: true, job: true, usageLine: 1, usageText: '--from SFT_RUN' },
+  fromCheckpoint: { kind: 'string', flag: 'from-checkpoint', usageLine: 1, metavar: 'latest|step-N' },
+  /** The run length in GRPO steps (rollout batches), when no --minutes. */
+  steps: { kind: 'int', flag: 'steps', shared: true, job: true, setting: 'grpo.steps', default: 60, usageLine: 1, usageText: '[--steps N | --minutes M]' },
+  minutes: { kind: 'number', flag: 'minutes', shared: true, job: true, usageLine: 1, usageText: '' },
+  groupSize: { kind: 'int', flag: 'group', min: 1, max: 1024, job: true, setting: 'grpo.groupSize', default: 8, config: 'required', usageLine: 1, metavar: 'G' },
+  tasksPerStep: { kind: 'int', flag: 'tasks', min: 1, max: 1024, job: true, setting: 'grpo.tasksPerStep', default: 4, config: 'required', usageLine: 1, metavar: 'N' },
+  temperature: { kind: 'number', flag: 'temperature', min: 0, max: 10, job: true, setting: 'grpo.temperature', default: 0.8, config: 'required', usageLine: 1, metavar: 'T' },
+  maxSteps: { kind: 'int', flag: 'max-steps', min: 1, max: 100, job: true, default: 6, config: 'required', usageLine: 2, metavar: 'N' },
+  /** The reward spec (core/reward.ts): exact match minus a step penalty by default. */
+  reward: { kind: 'string', flag: 'reward', job: true, setting: 'grpo.reward', default: 'exact,step=0.05', config: 'required', configMeaning: 'a reward spec', usageLine: 2, metavar: 'R' },
+  clip: { kind: 'number', flag: 'clip', min: 0, max: 1, default: 0.2, config: 'required', usageLine: 2, metavar: 'E' },
+  klBeta: { kind: 'number', flag: 'kl-beta', min: 0, max: 100, job: true, default: 0.02, config: 'required', usageLine: 2, metavar: 'B' },
+  epochsPerBatch: { kind: 'int', flag: 'epochs-per-batch', min: 1, max: 100, default: 1, config: 'required', usageLine: 2, metavar: 'N' },
+  lr: { kind: 'number', flag: 'lr', min: 0, max: 1, job: true, default: 1e-4, config: 'required', usageLine: 2, metavar: 'LR' },
+  seed: { kind: 'int', flag: 'seed', usageLine: 2, metavar: 'N' },
   /** GRPO steps between held-out accuracy points (0: only before and after). */
-  evalEvery: { kind: 'int', flag: 'eval-every', min: 0, max: 1000000, job: true },
+  evalEvery: { kind: 'int', flag: 'eval-every', min: 0, max: 1000000, job: true, default: 20, config: 'required', usageLine: 2, metavar: 'N' },
   /** Held-out tasks per accuracy point (default all 50; 0: none). */
-  evalLimit: { kind: 'int', flag: 'eval-limit', shared: true, job: true },
-  /** Overrides the system prompt of the rollouts (the drift check compares it with the SFT data). */
-  systemPrompt: { kind: 'string', flag: 'system-prompt', job: true },
-  /** Seconds between checkpoints (default 120; 0: after every step). */
-  checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', shared: true, job: true },
-  /** The RL task pool (default fresh-entities; train for a documents world's run, which has no fresh pools). */
-  pool: { kind: 'string', flag: 'pool', choices: RL_POOLS, job: true },
+  evalLimit: { kind: 'int', flag: 'eval-limit', shared: true, job: true, config: 'optional', usageLine: 2, metavar: 'N' },
+  /**
+   * The RL task pool. Default fresh-entities, new-name worlds where no teacher's transcript
+   * exists: RL on the SFT run's own tasks gives a sampled copy of the gradient SFT already
+   * gave, on fresh-values worlds it adds little beside SFT, and on fresh-entities it lifts
+   * what the student copies more than rejection sampling does at equal steps
+   * (docs/decisions.md, "GRPO's default pool"). A documents world's run, which has no fresh
+   * pools, defaults to train.
+   */
+  pool: { kind: 'string', flag: 'pool', choices: RL_POOLS, job: true, default: 'fresh-entities', config: 'optional', usageLine: 3 },
   /** grpo (default) or rft: the verified-correct rollouts of each step as SFT targets (no advantages, no KL). */
-  objective: { kind: 'string', flag: 'objective', choices: RL_OBJECTIVES },
-  scaleRewards: { kind: 'string', flag: 'scale-rewards', choices: SCALE_REWARDS },
+  objective: { kind: 'string', flag: 'objective', choices: RL_OBJECTIVES, default: 'grpo', config: 'optional', usageLine: 3 },
+  scaleRewards: { kind: 'string', flag: 'scale-rewards', choices: SCALE_REWARDS, default: 'group', config: 'optional', usageLine: 3 },
   /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */
-  dynamicSampling: { kind: 'onOff', flag: 'dynamic-sampling' },
-  /** Tasks drawn per step at most under dynamic sampling. */
-  maxDraws: { kind: 'int', flag: 'max-draws', min: 1, max: 100000 },
+  dynamicSampling: { kind: 'onOff', flag: 'dynamic-sampling', default: true, config: 'optional', usageLine: 3 },
+  /** Tasks drawn per step at most under dynamic sampling (default: 3 per task of the step, trainer/grpo.ts). */
+  maxDraws: { kind: 'int', flag: 'max-draws', min: 1, max: 100000, config: 'optional', usageLine: 3, metavar: 'N' },
+  /**
+   * Draw tasks whose last group had a spread in correctness again before new ones
+   * (trainer/revisit.ts). Off: it multiplies the groups with spread but not the lift, the
+   * errors left being confident ones (docs/results.md, "Why RL finds little to fix").
+   */
+  revisit: { kind: 'onOff', flag: 'revisit', default: false, config: 'optional', usageLine: 3 },
   /** The fresh-values pool's compares: the seed world's winner as often as the other (core/worlds.ts). */
-  balanceCompares: { kind: 'onOff', flag: 'balance-compares' },
-  /** Draw tasks whose last group had a spread in correctness again before new ones (trainer/revisit.ts). */
-  revisit: { kind: 'onOff', flag: 'revisit' },
-  /** A group whose rollouts are all wrong gets the stub teacher's transcript in place of its last (trainer/guide.ts). */
-  guide: { kind: 'onOff', flag: 'guide', job: true },
+  balanceCompares: { kind: 'onOff', flag: 'balance-compares', default: false, config: 'optional', usageLine: 3 },
+  /**
+   * A group whose rollouts are all wrong gets the stub teacher's transcript in place of its
+   * last (trainer/guide.ts). Off: guided groups alone leave the lift where plain GRPO does
+   * (docs/results.md, "Guided groups and a deeper student").
+   */
+  guide: { kind: 'onOff', flag: 'guide', job: true, default: false, config: 'optional', usageLine: 3 },
   /** The pass-rate pre-screen: tasks of the pool sampled before step 1 to predict the informative share (default: 10% of the run's draws; 0: none). */
-  prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true },
+  prescreen: { kind: 'int', flag: 'prescreen', min: 0, max: 100000, job: true, usageLine: 4, usageText: '[--prescreen N [--prescreen-samples S]]' },
   /** Rollouts per pre-screened task (default: the group size; at least it). */
-  prescreenSamples: { kind: 'int', flag: 'prescreen-samples', min: 1, max: 1024, job: true },
+  prescreenSamples: { kind: 'int', flag: 'prescreen-samples', min: 1, max: 1024, job: true, usageLine: 4, usageText: '' },
   /** Run although the pre-screen's verdict says the groups will be flat (recorded in config.json as forced). */
-  force: { kind: 'flag', flag: 'force', job: true },
-  /** Fully flat steps in a row after which the run stops itself, checkpoint kept (default 10; 0: never). */
-  stopFlat: { kind: 'int', flag: 'stop-flat', min: 0, max: 100000, job: true },
+  force: {
+    kind: 'flag',
+    flag: 'force',
+    job: true,
+    usageLine: 4,
+    usageNote:
+      '(--prescreen: N pool tasks sampled first to predict the share of groups that will carry a gradient;\n' +
+      "        default 10% of the run's rollouts, 0: none; a prediction below 5% refuses the run with its cause, --force runs it anyway)",
+  },
+  /**
+   * Fully flat steps in a row after which the run stops itself, checkpoint kept (0: never).
+   * 10: the default run has about 39% of its steps fully flat (7.5% informative groups over
+   * 12 draws: 0.925^12), so 10 in a row come by chance in about 0.3% of 60-step runs
+   * (docs/decisions.md, "The pre-screen's verdict").
+   */
+  stopFlat: { kind: 'int', flag: 'stop-flat', min: 0, max: 100000, job: true, default: 10, config: 'optional', usageLine: 5, metavar: 'N', usageNote: '(stop, checkpoint kept, after N steps in a row with every group flat; default 10, 0: never)' },
+  /** Overrides the system prompt of the rollouts (the drift check compares it with the SFT data). */
+  systemPrompt: { kind: 'string', flag: 'system-prompt', job: true, config: 'optional', usageLine: 6, metavar: 'TEXT' },
+  backend: { kind: 'string', flag: 'backend', shared: true, job: true, usageLine: 6, usageText: '[--backend B] [--threads N]' },
+  resume: { kind: 'flag', flag: 'resume', shared: true, job: true, usageLine: 6 },
+  /** Seconds between checkpoints (default 120; 0: after every step). */
+  checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', shared: true, job: true, usageLine: 6, metavar: 'SECONDS' },
   /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
-  keepCheckpoints: { kind: 'int', flag: 'keep-checkpoints', shared: true },
-  resume: { kind: 'flag', flag: 'resume', shared: true, job: true },
+  keepCheckpoints: { kind: 'int', flag: 'keep-checkpoints', shared: true, usageLine: 6, metavar: 'K' },
 } as const satisfies Record<string, GrpoOptionRow>;
 
 type Table = typeof GRPO_OPTION_TABLE;
@@ -123,6 +173,57 @@ export type GrpoJobOptions = { [K in JobKey]?: ValueOf<Table[K]> };
 
 const ROWS = Object.entries(GRPO_OPTION_TABLE) as [GrpoOptionKey, GrpoOptionRow][];
 
+type DefaultKey = { [K in GrpoOptionKey]: Table[K] extends { default: unknown } ? K : never }[GrpoOptionKey];
+/** The Contract's default of every option that has one (docs/architecture.md, "GRPO defaults"). */
+export const GRPO_OPTION_DEFAULTS = Object.fromEntries(ROWS.filter(([, r]) => r.default !== undefined).map(([k, r]) => [k, r.default])) as {
+  readonly [K in DefaultKey]: ValueOf<Table[K]>;
+};
+
+type ConfigKey = { [K in GrpoOptionKey]: Table[K] extends { config: string } ? K : never }[GrpoOptionKey];
+type RequiredConfigKey = { [K in GrpoOptionKey]: Table[K] extends { config: 'required' } ? K : never }[GrpoOptionKey];
+/** The settings a GRPO run keeps in its config.json (`grpo`), as given or defaulted at its start (older runs lack the optional ones). */
+export type GrpoConfigSettings = { [K in RequiredConfigKey]: ValueOf<Table[K]> } & { [K in Exclude<ConfigKey, RequiredConfigKey>]?: ValueOf<Table[K]> };
+
+/**
+ * A new run's config.json settings: each option kept there as given, else its default (the
+ * ones the run computes, `computed`, fill in where the table has none); an option with
+ * neither stays out. In table order.
+ */
+export function grpoConfigSettings(given: GrpoTableOptions, computed: Partial<Record<ConfigKey, string | number | boolean>>): GrpoConfigSettings {
+  const out: Record<string, unknown> = {};
+  for (const [key, r] of ROWS) {
+    if (r.config === undefined) continue;
+    const value = (given as Record<string, unknown>)[key] ?? (computed as Record<string, unknown>)[key] ?? r.default;
+    if (value !== undefined) out[key] = value;
+  }
+  return out as GrpoConfigSettings;
+}
+
+/**
+ * What is wrong with a config.json's `grpo` settings (a resume reads them back), or null:
+ * every 'required' row present with its kind, every 'optional' one absent or of its kind.
+ */
+export function grpoConfigProblem(g: Readonly<Record<string, unknown>>): string | null {
+  for (const [key, r] of ROWS) {
+    if (r.config === undefined) continue;
+    const v = g[key];
+    if (v === undefined && r.config === 'optional') continue;
+    const name = `"grpo.${key}"`;
+    if (r.kind === 'int') {
+      // The options added later (stop-flat, eval-limit, max-draws) are checked for their sign here; the first ones in grpoSettings.
+      const nonNegative = r.config === 'optional';
+      if (!Number.isSafeInteger(v) || (nonNegative && (v as number) < 0)) return `${name} must be ${nonNegative ? 'a non-negative integer' : 'an integer'}`;
+    } else if (r.kind === 'number') {
+      if (typeof v !== 'number' || !Number.isFinite(v)) return `${name} must be a number`;
+    } else if (r.kind === 'onOff' || r.kind === 'flag') {
+      if (typeof v !== 'boolean') return `${name} must be true or false`;
+    } else if (typeof v !== 'string' || (r.choices && !r.choices.includes(v))) {
+      return `${name} must be ${r.configMeaning ?? (r.choices ? `one of ${r.choices.join(', ')}` : 'a string')}`;
+    }
+  }
+  return null;
+}
+
 /** The job spec's fields of each value kind, in table order (what checkJobSpec checks). */
 export const GRPO_JOB_FIELDS = {
   strings: ROWS.filter(([, r]) => r.job && r.kind === 'string').map(([k]) => k),
@@ -130,6 +231,30 @@ export const GRPO_JOB_FIELDS = {
   /** Booleans: flags, and `on|off` options (true for on). */
   flags: ROWS.filter(([, r]) => r.job && (r.kind === 'flag' || r.kind === 'onOff')).map(([k]) => k),
 };
+
+/**
+ * `train grpo`'s usage (the train command's usage lines from "agent-lab train grpo" on): each
+ * row's text on its line, in table order, the lines' notes after them.
+ */
+export function grpoUsage(): string {
+  const lines: string[][] = [];
+  const notes: string[][] = [];
+  for (const [, r] of ROWS) {
+    const i = r.usageLine - 1;
+    (lines[i] ??= []).push(r.usageText ?? usageOf(r));
+    if (r.usageNote) (notes[i] ??= []).push(r.usageNote);
+  }
+  const texts = lines.map((parts, i) => [parts.filter((p) => p !== '').join(' '), ...(notes[i] ?? [])].join('      '));
+  texts[texts.length - 1] += ' --run DIR';
+  return [`  agent-lab train grpo ${texts[0]!}`, ...texts.slice(1).map((t) => `      ${t}`)].join('\n');
+}
+
+function usageOf(r: GrpoOptionRow): string {
+  if (r.kind === 'flag') return `[--${r.flag!}]`;
+  const value = r.kind === 'onOff' ? 'on|off' : r.choices ? r.choices.join('|') : r.metavar;
+  if (value === undefined) throw new Error(`GRPO option --${r.flag!}: its row names no metavar for the usage`);
+  return `[--${r.flag!} ${value}]`;
+}
 
 /** A CLI option spec as cli/args.ts reads it (structurally its OptionSpec). */
 export interface GrpoFlagSpec {

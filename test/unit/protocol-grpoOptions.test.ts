@@ -6,11 +6,21 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { COMMANDS } from '../../cli/commands';
 import { GRPO_OPTIONS } from '../../cli/train';
-import { GRPO_OPTION_TABLE, grpoJobOptionsFromSettings, grpoOptionsFromFlags } from '../../core/protocol/grpoOptions';
+import {
+  GRPO_OPTION_DEFAULTS,
+  GRPO_OPTION_TABLE,
+  grpoConfigProblem,
+  grpoConfigSettings,
+  grpoJobOptionsFromSettings,
+  grpoOptionsFromFlags,
+  grpoUsage,
+} from '../../core/protocol/grpoOptions';
+import { DEFAULT_REWARD, DEFAULT_REWARD_TEXT, formatRewardSpec } from '../../core/reward';
+import { GRPO_DEFAULTS } from '../../trainer/grpo';
 import { checkJobSpec } from '../../core/protocol/worker';
 import { repoRoot } from '../support/reference';
 
-const rows = Object.entries(GRPO_OPTION_TABLE) as [string, { kind: string; flag?: string; shared?: true; job?: true; setting?: string }][];
+const rows = Object.entries(GRPO_OPTION_TABLE) as [string, { kind: string; flag?: string; shared?: true; job?: true; setting?: string; default?: unknown; config?: string }][];
 
 describe('core/protocol/grpoOptions: one table for the GRPO options', () => {
   it('every setting the table names is declared in package.json with the type of its row', () => {
@@ -26,6 +36,80 @@ describe('core/protocol/grpoOptions: one table for the GRPO options', () => {
       assert.equal(p.type, r.kind === 'int' ? 'integer' : r.kind, `agentLab.${r.setting}'s type`);
       assert.ok(r.job, `${key}: a setting reaches the worker through the job spec`);
     }
+  });
+
+  it('a setting declared in package.json defaults to its row\'s default', () => {
+    const declared = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+      contributes: { configuration: { properties: Record<string, { default?: unknown }> } | { properties: Record<string, { default?: unknown }> }[] };
+    }).contributes.configuration;
+    const props = Object.assign({}, ...(Array.isArray(declared) ? declared : [declared]).map((c) => c.properties)) as Record<string, { default?: unknown }>;
+    const both = rows.filter(([, r]) => r.setting !== undefined && r.default !== undefined);
+    assert.ok(both.length >= 5);
+    for (const [key, r] of both) assert.equal(props[`agentLab.${r.setting}`]!.default, r.default, key);
+  });
+
+  it("the trainer's defaults are the table's: GRPO_DEFAULTS and the reward's text", () => {
+    for (const [key, value] of Object.entries(GRPO_OPTION_DEFAULTS)) assert.equal((GRPO_DEFAULTS as Record<string, unknown>)[key], value, key);
+    assert.deepEqual(Object.keys(GRPO_OPTION_DEFAULTS), rows.filter(([, r]) => r.default !== undefined).map(([k]) => k));
+    assert.equal(DEFAULT_REWARD_TEXT, formatRewardSpec(DEFAULT_REWARD));
+    assert.equal(GRPO_DEFAULTS.pool, 'fresh-entities');
+  });
+
+  it("a new run's config.json settings: given, else computed by the run, else the default; options with neither stay out", () => {
+    const g = grpoConfigSettings({ groupSize: 3, steps: 5, prescreen: 0, systemPrompt: 'S' }, { pool: 'train', maxDraws: 12 });
+    // Only the rows kept in config.json, in table order.
+    assert.deepEqual(Object.keys(g), rows.filter(([k, r]) => r.config !== undefined && k !== 'evalLimit').map(([k]) => k));
+    assert.equal(g.groupSize, 3);
+    assert.equal(g.systemPrompt, 'S');
+    assert.equal(g.pool, 'train', 'the computed default (a documents world) wins over the table\'s');
+    assert.equal(g.maxDraws, 12);
+    assert.equal(g.temperature, 0.8);
+    assert.equal(g.reward, 'exact,step=0.05');
+    assert.equal(grpoConfigSettings({ pool: 'fresh-values' }, { pool: 'train' }).pool, 'fresh-values', 'a given option wins');
+    assert.equal(grpoConfigProblem(g as Record<string, unknown>), null, "a new run's settings pass the resume check");
+  });
+
+  it("a resume's check of config.json names the bad setting by its row's kind", () => {
+    const good = grpoConfigSettings({}, { maxDraws: 12 }) as Record<string, unknown>;
+    assert.equal(grpoConfigProblem(good), null);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ groupSize: undefined }, '"grpo.groupSize" must be an integer'],
+      [{ groupSize: 2.5 }, '"grpo.groupSize" must be an integer'],
+      [{ temperature: '0.8' }, '"grpo.temperature" must be a number'],
+      [{ lr: Infinity }, '"grpo.lr" must be a number'],
+      [{ reward: 1 }, '"grpo.reward" must be a reward spec'],
+      [{ guide: 'on' }, '"grpo.guide" must be true or false'],
+      [{ stopFlat: -1 }, '"grpo.stopFlat" must be a non-negative integer'],
+      [{ evalLimit: 1.5 }, '"grpo.evalLimit" must be a non-negative integer'],
+      [{ pool: 'everything' }, '"grpo.pool" must be one of train, fresh-values, fresh-entities, fresh-differences'],
+      [{ objective: 'dpo' }, '"grpo.objective" must be one of grpo, rft'],
+    ];
+    for (const [change, message] of cases) assert.equal(grpoConfigProblem({ ...good, ...change }), message, JSON.stringify(change));
+    // Settings added after the first runs may be absent (an older run); the first ones may not.
+    const old = { ...good };
+    for (const k of ['pool', 'objective', 'dynamicSampling', 'stopFlat', 'maxDraws', 'guide']) delete old[k];
+    assert.equal(grpoConfigProblem(old), null);
+  });
+
+  it("train grpo's usage is made from the rows: each flag once, on its row's line, the notes after", () => {
+    const usage = grpoUsage();
+    const options = usage.replace(/\([^()]*\)/g, ''); // without the notes
+    for (const [, r] of rows.filter(([, x]) => x.flag !== undefined)) {
+      assert.equal(options.split(new RegExp(`--${r.flag}\\b(?!-)`)).length - 1, 1, `--${r.flag} once`);
+    }
+    assert.match(usage, new RegExp(`default ${String(GRPO_OPTION_TABLE.stopFlat.default)}, 0: never`), "the stop-flat note says the row's default");
+    // The text as it was written by hand before it was derived (byte-identical help).
+    assert.equal(
+      usage,
+      '  agent-lab train grpo --from SFT_RUN [--from-checkpoint latest|step-N] [--steps N | --minutes M] [--group G] [--tasks N] [--temperature T]\n' +
+      '      [--max-steps N] [--reward R] [--clip E] [--kl-beta B] [--epochs-per-batch N] [--lr LR] [--seed N] [--eval-every N] [--eval-limit N]\n' +
+      '      [--pool train|fresh-values|fresh-entities|fresh-differences] [--objective grpo|rft] [--scale-rewards group|batch|none] [--dynamic-sampling on|off] [--max-draws N] [--revisit on|off] [--balance-compares on|off] [--guide on|off]\n' +
+      '      [--prescreen N [--prescreen-samples S]] [--force]      (--prescreen: N pool tasks sampled first to predict the share of groups that will carry a gradient;\n' +
+      '        default 10% of the run\'s rollouts, 0: none; a prediction below 5% refuses the run with its cause, --force runs it anyway)\n' +
+      '      [--stop-flat N]      (stop, checkpoint kept, after N steps in a row with every group flat; default 10, 0: never)\n' +
+      '      [--system-prompt TEXT] [--backend B] [--threads N] [--resume] [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR',
+    );
+    assert.ok(COMMANDS['train']!.usage.endsWith(usage));
   });
 
   it("the CLI's GRPO-only flags are the table's, each in the train command's usage", () => {

@@ -241,7 +241,7 @@ describe("an RL run's closing lines name its baselines (issue 28)", () => {
     assert.equal(lines[1], '  no teacher (RFT: SFT on its own verified rollouts): agent-lab train grpo --from /runs/s0 --objective rft --pool fresh-entities --steps 60 --seed 2 --run g-rft');
     assert.equal(lines[2], '  more SFT for the same minutes: agent-lab train sft --from /runs/s0 --minutes 25.79 --seed 2 --run g-sft');
     assert.match(lines[3]!, /for each run and S in heldout, fresh-entities/);
-    assert.match(lines[4]!, /what was measured on this pool .*docs\/results.md, "GRPO from a student that copies"/);
+    assert.match(lines[4]!, /what was measured on this pool .*docs\/results.md, "GRPO from the default students"/);
   });
   it('RFT: GRPO is its comparison; a train pool adds no reading split', () => {
     const lines = rlBaselineLines({ ...s, objective: 'rft', pool: 'train' }, 'r');
