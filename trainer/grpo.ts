@@ -75,7 +75,6 @@ import { CONFIG_FILE, METRICS_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENI
  */
 export const GRPO_DEFAULTS = {
   ...GRPO_OPTION_DEFAULTS,
-  warmupSteps: 5,
   /** Consecutive steps with every group flat before the run says so. */
   flatlineSteps: 5,
   maxTurnTokens: 160,
@@ -497,7 +496,7 @@ function openGrpoPolicy(o: GrpoOptions, st: GrpoStart, t: GrpoTasks, backend: Ba
   const { previous, cfg, refCk, runDir } = st;
   const reference = StackModel.fromWeights(cfg, refCk.weights);
   const makeTrainer = (m: StackModel) =>
-    new Trainer(m, { lr: st.s.g.lr, weightDecay: 0, clip: 1, warmupSteps: GRPO_DEFAULTS.warmupSteps, schedule: 'constant', parallel: o.parallel ?? 'auto' });
+    new Trainer(m, { lr: st.s.g.lr, weightDecay: 0, clip: 1, warmupSteps: st.s.g.warmupSteps ?? GRPO_DEFAULTS.warmupSteps, schedule: 'constant', parallel: o.parallel ?? 'auto' });
   if (previous && latestCheckpoint(runDir) === null) {
     // Killed before its first checkpoint: start again from the SFT policy (step 0).
     const model = StackModel.fromWeights(cfg, refCk.weights);

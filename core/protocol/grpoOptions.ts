@@ -86,6 +86,8 @@ export const GRPO_OPTION_TABLE = {
   klBeta: { kind: 'number', flag: 'kl-beta', min: 0, max: 100, job: true, default: 0.02, config: 'required', usageLine: 2, metavar: 'B' },
   epochsPerBatch: { kind: 'int', flag: 'epochs-per-batch', min: 1, max: 100, default: 1, config: 'required', usageLine: 2, metavar: 'N' },
   lr: { kind: 'number', flag: 'lr', min: 0, max: 1, job: true, default: 1e-4, config: 'required', usageLine: 2, metavar: 'LR' },
+  /** Optimiser steps over which the learning rate rises linearly to --lr (TRL's warmup_steps; 0: none). */
+  warmupSteps: { kind: 'int', flag: 'warmup-steps', min: 0, max: 100000, default: 5, config: 'optional', usageLine: 2, metavar: 'N' },
   seed: { kind: 'int', flag: 'seed', usageLine: 2, metavar: 'N' },
   /** GRPO steps between held-out accuracy points (0: only before and after). */
   evalEvery: { kind: 'int', flag: 'eval-every', min: 0, max: 1000000, job: true, default: 20, config: 'required', usageLine: 2, metavar: 'N' },

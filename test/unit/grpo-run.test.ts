@@ -84,6 +84,8 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.grpo.groupSize, 3);
     assert.equal(config.grpo.temperature, 0.8);
     assert.equal(config.grpo.reward, 'exact,step=0.05');
+    assert.equal(config.grpo.warmupSteps, 5, "the table's default warm-up");
+    assert.equal(config.optimiser.warmupSteps, 5, 'the optimiser warms up as config.json says');
     assert.ok(config.preflight.every((c: { ok: boolean }) => c.ok));
     const summary = JSON.parse(r.stdout.trim().split('\n').pop()!);
     assert.equal(summary.frac_reward_zero_std.length, 3);
@@ -97,7 +99,7 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     const run = path.join(tmp, 'dyn');
     const r = spawnSync(
       process.execPath,
-      [bin, 'train', 'grpo', '--from', sft, '--steps', '2', '--group', '3', '--tasks', '2', '--max-draws', '6', '--scale-rewards', 'batch', '--eval-limit', '0', '--run', run],
+      [bin, 'train', 'grpo', '--from', sft, '--steps', '2', '--group', '3', '--tasks', '2', '--max-draws', '6', '--scale-rewards', 'batch', '--warmup-steps', '0', '--eval-limit', '0', '--run', run],
       { encoding: 'utf8' },
     );
     assert.equal(r.status, 0, r.stderr);
@@ -120,6 +122,8 @@ describe('GRPO runs (CLI and worker, tiny preset)', function () {
     assert.equal(config.grpo.dynamicSampling, true);
     assert.equal(config.grpo.maxDraws, 6);
     assert.equal(config.grpo.scaleRewards, 'batch');
+    assert.equal(config.grpo.warmupSteps, 0);
+    assert.equal(config.optimiser.warmupSteps, 0, '--warmup-steps 0: the first step at the full learning rate');
     assert.equal(config.grpo.pool, 'fresh-entities', 'the default pool: new-name training worlds, where no teacher exists');
   });
 
