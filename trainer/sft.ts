@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { overlapKey } from '../core/overlap';
 import type { MetricRecord } from '../core/protocol/metrics';
+import { SFT_OPTION_DEFAULTS, type SftTableOptions } from '../core/protocol/sftOptions';
 import type { AccuracyPoint, JobResult, SftSummary } from '../core/protocol/worker';
 import { type Tokenizer, tokenizerHash, tokenizerKind } from '../core/tokenizer';
 import { TASK_KINDS, type Task } from '../core/types';
@@ -40,43 +41,11 @@ import { type MetricsWriter } from './runStore';
 import { WORLD_COPY, hasRunWorld, readWorldFolder, runSplits, worldRecord } from './worldFolder';
 import { CONFIG_FILE, DATA_DIR, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
-export interface SftOptions {
+/** An SFT run's options: the SFT option table's (core/protocol/sftOptions.ts) and the code's own. */
+export interface SftOptions extends SftTableOptions {
   runDir: string;
-  preset?: string;
-  recipe?: string;
-  backend?: string;
-  steps?: number;
-  minutes?: number;
-  resume?: boolean;
-  seed?: number;
-  /** Continued SFT: start from this SFT run's latest checkpoint, data and tokenizer. */
-  from?: string;
-  /**
-   * Start from a Hugging Face model folder's weights and config (trainer/hfModel.ts) whose
-   * tokenizer is the lab's and the run's; the optimiser settings stay the preset's.
-   */
-  base?: string;
-  /**
-   * With `base`: LoRA adapters ("r,alpha[,targets]", trainer/lora.ts) on a frozen base
-   * instead of full fine-tuning. A resumed or continued LoRA run keeps its own.
-   */
-  lora?: string;
-  /** Seconds between checkpoints (default 120). */
-  checkpointEverySeconds?: number;
-  /** Budget fractions at which held-out accuracy is measured (default [0.5, 1]). */
-  evalPoints?: number[];
-  /** Held-out tasks per accuracy point (default all; 0: no accuracy points). */
-  evalLimit?: number;
-  /** Optimiser steps between held-out loss measurements (default: 10 per run, at least every 25). */
-  heldoutEvery?: number;
   /** Data-parallel worker threads ('auto' default). */
   parallel?: number | 'auto';
-  /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
-  keepCheckpoints?: number;
-  /** A user's world folder (docs/worlds.md) to build the run from; the run keeps a copy. */
-  world?: string;
-  /** With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. */
-  traces?: string;
 }
 
 interface RunConfig {
@@ -273,7 +242,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       throw new InputError((err as Error).message);
     }
   }
-  const presetName = (previous?.preset ?? fromRun?.config.preset ?? o.preset ?? 'tiny') as PresetName;
+  const presetName = (previous?.preset ?? fromRun?.config.preset ?? o.preset ?? SFT_OPTION_DEFAULTS.preset) as PresetName;
   if (!(presetName in PRESETS)) throw new UserError(`unknown preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
   const preset = PRESETS[presetName];
   let recipe: Recipe;
@@ -283,7 +252,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
   } catch (err) {
     throw new UserError((err as Error).message);
   }
-  const seed = previous?.seed ?? o.seed ?? 0;
+  const seed = previous?.seed ?? o.seed ?? SFT_OPTION_DEFAULTS.seed;
 
   if (o.resume && previous) {
     const ignored = ignoredOnResume(o as unknown as Record<string, unknown>, ['preset', 'recipe', 'steps', 'minutes', 'seed']);
@@ -321,7 +290,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
       { model: cfg, what: recorded ? `the model in ${configFile}` : `the run's preset ${presetName} with its tokenizer` },
       tokenizer,
     );
-  const backend = await startBackend(o.backend ?? previous?.backend.asked ?? 'auto', hooks);
+  const backend = await startBackend(o.backend ?? previous?.backend.asked ?? SFT_OPTION_DEFAULTS.backend, hooks);
 
   const maxLen = cfg.maxSeq;
   const trainRows = readTraceRows(files.trainTraces);
@@ -520,7 +489,7 @@ export async function runSft(o: SftOptions, hooks: JobHooks): Promise<JobResult<
 
   // evalLimit 0: no accuracy points (a smoke run); otherwise that many held-out tasks each.
   const evalLimit = o.evalLimit ?? previous?.evalLimit;
-  const evalPoints = evalLimit === 0 ? [] : [...(o.evalPoints ?? [0.5, 1])].sort((a, b) => a - b);
+  const evalPoints = evalLimit === 0 ? [] : [...(o.evalPoints ?? SFT_OPTION_DEFAULTS.evalPoints)].sort((a, b) => a - b);
   let nextEval = 0;
   const clock = new RunClock(elapsedBefore); // optimiser time: evaluations are not counted in the budget
   const elapsed = () => clock.elapsed();
