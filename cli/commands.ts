@@ -6,8 +6,6 @@ import { CommandSpec, OptionSpec, ParsedArgs, UsageError } from './args';
 import { EVAL_SPLITS } from '../core/protocol/worker';
 import { grpoUsage } from '../core/protocol/grpoOptions';
 import { BACKEND_CHOICES } from '../trainer/backend';
-import { PRESET_NAMES } from '../trainer/model';
-import { RECIPE_NAMES } from '../trainer/recipes';
 import { BENCH_SPEC, cmdBench } from './bench';
 import { cmdChatMask, cmdPatchTemplate } from './chatMask';
 import { runDemoWithTraining } from './demo';
@@ -15,7 +13,7 @@ import { DISTILL_USAGE, cmdDistill } from './distill';
 import { EXPORT_USAGE, runExportCommand } from './export';
 import { MODEL_USAGE, cmdModel } from './model';
 import { cmdAuditReward, cmdCalc, cmdGrammar, cmdMask, cmdSearch } from './tools';
-import { GRPO_OPTIONS, cmdEval, cmdTrain, runAskCommand } from './train';
+import { GRPO_OPTIONS, SFT_OPTIONS, cmdEval, cmdTrain, runAskCommand } from './train';
 import { WORLD_USAGE, cmdWorld } from './world';
 
 /** Seeds: the world derives seed + 1 and seed + 2, which must stay exact integers. */
@@ -161,22 +159,11 @@ export const COMMANDS: Record<
       '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
       '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
       grpoUsage(),
+    // The two option tables' flags (--from and --seed are the GRPO table's), and what both trainings take beside them.
     options: {
       ...GRPO_OPTIONS,
-      preset: { kind: 'string', choices: PRESET_NAMES },
-      recipe: { kind: 'string', choices: RECIPE_NAMES },
-      backend: { kind: 'string', choices: BACKEND_CHOICES },
-      minutes: { kind: 'number', min: 0.05, max: 100000 },
-      steps: { kind: 'int', min: 1, max: 100000000 },
-      resume: { kind: 'flag' },
-      'eval-limit': { kind: 'int', min: 0, max: 100000 },
-      'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
+      ...SFT_OPTIONS,
       threads: { kind: 'int', min: 1, max: 64 },
-      'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
-      world: { kind: 'string', path: true },
-      traces: { kind: 'string', path: true },
-      base: { kind: 'string', path: true },
-      lora: { kind: 'string' },
       run: { kind: 'string', required: true, path: true },
     },
     positionals: 'none',

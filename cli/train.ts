@@ -9,11 +9,12 @@ import { BadInputError, CliError, OptionSpec, ParsedArgs, UsageError } from './a
 import { ToolEnv } from '../core/env';
 import { buildCorpus } from '../core/world';
 import { AgentRuntime } from '../trainer/agentRuntime';
-import { BackendAsk, initBackend } from '../trainer/backend';
+import { BACKEND_CHOICES, BackendAsk, initBackend } from '../trainer/backend';
 import { loadCheckpoint } from '../trainer/checkpoint';
 import { renderPrompt } from '../core/distill';
 import { InputError } from '../trainer/files';
-import { StackModel } from '../trainer/model';
+import { PRESET_NAMES, StackModel } from '../trainer/model';
+import { RECIPE_NAMES } from '../trainer/recipes';
 import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from '../trainer/runGuards';
 import { modelPolicy, tokenizerCallMask } from '../trainer/policy';
 import { Stopped, dataFiles, loadTokenizer } from '../trainer/prepare';
@@ -24,6 +25,7 @@ import { UserError } from '../trainer/jobRun';
 import { runSft } from '../trainer/sft';
 import { PreflightRefusal, runGrpo } from '../trainer/grpo';
 import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
+import { SFT_FLAG_NAMES, sftFlags, sftOptionsFromFlags } from '../core/protocol/sftOptions';
 import type { EvalSplit } from '../core/protocol/worker';
 import { failureMeaning } from '../core/protocol/panels';
 import { evaluateFigure, figureText, rlBaselineLines, shapeLine, trainingFigure } from '../core/figures';
@@ -35,6 +37,12 @@ type Options = Record<string, string | number | boolean | undefined>;
 
 /** Options of `train grpo` only (the GRPO option table, core/protocol/grpoOptions.ts; "GRPO defaults" for their defaults). */
 export const GRPO_OPTIONS: Record<string, OptionSpec> = grpoOnlyFlags();
+
+/**
+ * Options of `train sft`, and those `train grpo` shares (the SFT option table,
+ * core/protocol/sftOptions.ts); the value lists are the trainer's.
+ */
+export const SFT_OPTIONS: Record<string, OptionSpec> = sftFlags({ presets: PRESET_NAMES, recipes: RECIPE_NAMES, backends: BACKEND_CHOICES });
 
 export function trainJobHooks(quiet = false): JobHooks & { cancel(): void } {
   let cancelled = false;
@@ -103,22 +111,8 @@ export async function runTrainCommand(o: Options): Promise<void> {
     runSft(
       {
         runDir: o['run'] as string,
-        ...(o['preset'] !== undefined ? { preset: o['preset'] as string } : {}),
-        ...(o['recipe'] !== undefined ? { recipe: o['recipe'] as string } : {}),
-        ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
-        ...(o['steps'] !== undefined ? { steps: o['steps'] as number } : {}),
-        ...(o['minutes'] !== undefined ? { minutes: o['minutes'] as number } : {}),
-        ...(o['resume'] ? { resume: true } : {}),
-        ...(o['eval-limit'] !== undefined ? { evalLimit: o['eval-limit'] as number } : {}),
-        ...(o['checkpoint-every'] !== undefined ? { checkpointEverySeconds: o['checkpoint-every'] as number } : {}),
-        ...(o['seed'] !== undefined ? { seed: o['seed'] as number } : {}),
+        ...sftOptionsFromFlags(o),
         ...(o['threads'] !== undefined ? { parallel: (o['threads'] as number) - 1 } : {}),
-        ...(o['from'] !== undefined ? { from: o['from'] as string } : {}),
-        ...(o['base'] !== undefined ? { base: o['base'] as string } : {}),
-        ...(o['lora'] !== undefined ? { lora: o['lora'] as string } : {}),
-        ...(o['keep-checkpoints'] !== undefined ? { keepCheckpoints: o['keep-checkpoints'] as number } : {}),
-        ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
-        ...(o['traces'] !== undefined ? { traces: o['traces'] as string } : {}),
       },
       hooks,
     ),
@@ -272,8 +266,8 @@ export async function cmdTrain(a: ParsedArgs): Promise<void> {
     }
   };
   if (a.positional === 'sft') {
-    // --seed (model init and data order) and --from (continued SFT) mean something for SFT too.
-    const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => n !== 'seed' && n !== 'from'));
+    // --seed (model init and data order) and --from (continued SFT) are the SFT table's too.
+    const wrong = misplaced(Object.keys(GRPO_OPTIONS).filter((n) => !SFT_FLAG_NAMES.includes(n)));
     if (wrong.length) throw new UsageError(`${wrong.join(', ')}: GRPO option(s), not for 'train sft'`);
     notOnResume(['preset', 'recipe', 'steps', 'minutes', 'seed', 'from', 'traces', 'base', 'lora']);
     const lora = a.options['lora'];

@@ -6,6 +6,7 @@ import { rollout } from '../core/distill';
 import { makeStubTeacher } from '../core/stubTeacher';
 import { WorldTask, splitManifest, worldEnv } from '../core/worlds';
 import { isHinted } from '../core/worldSource';
+import { sftOptionsFromJob } from '../core/protocol/sftOptions';
 import { BackendAsk, initBackend } from './backend';
 import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from './data';
@@ -31,25 +32,8 @@ export async function runJob(spec: GrpoJobSpec, hooks: JobHooks): Promise<JobRes
 export async function runJob(spec: EvalJobSpec, hooks: JobHooks): Promise<JobResult<'eval'>>;
 export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>;
 export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult> {
-  if (spec.kind === 'sft') {
-    return runSft(
-      {
-        runDir: spec.runDir,
-        ...(spec.preset !== undefined ? { preset: spec.preset } : {}),
-        ...(spec.recipe !== undefined ? { recipe: spec.recipe } : {}),
-        ...(spec.backend !== undefined ? { backend: spec.backend } : {}),
-        ...(spec.steps !== undefined ? { steps: spec.steps } : {}),
-        ...(spec.minutes !== undefined ? { minutes: spec.minutes } : {}),
-        ...(spec.resume !== undefined ? { resume: spec.resume } : {}),
-        ...(spec.evalLimit !== undefined ? { evalLimit: spec.evalLimit } : {}),
-        ...(spec.world !== undefined ? { world: spec.world } : {}),
-        ...(spec.base !== undefined ? { base: spec.base } : {}),
-        ...(spec.lora !== undefined ? { lora: spec.lora } : {}),
-        ...(spec.from !== undefined ? { from: spec.from } : {}),
-      },
-      hooks,
-    );
-  }
+  // Only the SFT table's job fields reach the trainer (a spec's other fields are not SFT options).
+  if (spec.kind === 'sft') return runSft({ runDir: spec.runDir, ...sftOptionsFromJob(spec) }, hooks);
   if (spec.kind === 'grpo') {
     const { kind: _kind, ...options } = spec;
     return runGrpo(options, hooks);

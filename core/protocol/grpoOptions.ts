@@ -4,7 +4,7 @@
 // flags through this table), whether a job spec from the editor may carry it (the worker's
 // GrpoJobSpec and its validator, ./worker.ts), and the editor setting that gives it
 // (`agentLab.<setting>`, read by extension/training.ts; declared in package.json). Flags
-// that `train sft` shares (`shared`) keep their bounds in the train command's own options.
+// that `train sft` shares (`shared`) keep their bounds in the SFT option table (./sftOptions.ts).
 // A row also holds the option's default (the Contract's, docs/architecture.md "GRPO defaults":
 // trainer/grpo.ts GRPO_DEFAULTS spreads them), whether the run's config.json keeps it and how a
 // resume checks it (grpoConfigSettings, grpoConfigProblem), and its place in `train grpo`'s
@@ -35,7 +35,7 @@ interface GrpoOptionRow {
   kind: OptionKind;
   /** The CLI flag (`--flag`); absent: the CLI does not set it. */
   flag?: string;
-  /** The flag is `train sft`'s too: its bounds live in the train command's options. */
+  /** The flag is `train sft`'s too: its bounds live in the SFT option table (./sftOptions.ts). */
   shared?: true;
   min?: number;
   max?: number;

@@ -7,29 +7,15 @@
 // metrics.jsonl record (./metrics.ts). Types and validators only: no Node, no DOM.
 import { isObj } from './isObj';
 import { GRPO_JOB_FIELDS, type GrpoJobOptions } from './grpoOptions';
+import { SFT_JOB_FIELDS, type SftJobOptions } from './sftOptions';
 import { isMetricRecord, type MetricRecord } from './metrics';
 
 export type JobKind = 'sft' | 'grpo' | 'eval';
 
-export interface SftJobSpec {
+/** SFT of the student (`train sft`): the options the SFT table marks `job` (./sftOptions.ts). */
+export interface SftJobSpec extends SftJobOptions {
   kind: 'sft';
   runDir: string;
-  preset?: string;
-  recipe?: string;
-  backend?: string;
-  steps?: number;
-  minutes?: number;
-  resume?: boolean;
-  /** Held-out tasks per accuracy point during training (default all 50). */
-  evalLimit?: number;
-  /** A user's world folder to build the run from (docs/worlds.md). */
-  world?: string;
-  /** A Hugging Face model folder to start from instead of a preset (`train sft --base`; its own tokenizer becomes the run's). */
-  base?: string;
-  /** With `base`: LoRA adapters on the frozen base, "r,alpha[,targets]" as `train sft --lora` (trainer/lora.ts). */
-  lora?: string;
-  /** Continued SFT (`train sft --from`): start from this SFT run's latest checkpoint, data, tokenizer and world. */
-  from?: string;
 }
 /**
  * Evaluation splits: the seed's 50 held-out tasks (reported first), the run's training
@@ -210,9 +196,9 @@ export function checkJobSpec(v: unknown): string | null {
   if (!isObj(v)) return 'job must be an object';
   if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
   if (v['kind'] === 'sft') {
-    for (const k of ['preset', 'recipe', 'backend', 'world', 'base', 'lora', 'from']) if (!optStr(v[k])) return `job.${k} must be a string`;
-    for (const k of ['steps', 'minutes', 'evalLimit']) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
-    if (v['resume'] !== undefined && typeof v['resume'] !== 'boolean') return 'job.resume must be a boolean';
+    for (const k of SFT_JOB_FIELDS.strings) if (!optStr(v[k])) return `job.${k} must be a string`;
+    for (const k of SFT_JOB_FIELDS.numbers) if (!optNum(v[k])) return `job.${k} must be a non-negative number`;
+    for (const k of SFT_JOB_FIELDS.flags) if (v[k] !== undefined && typeof v[k] !== 'boolean') return `job.${k} must be a boolean`;
     if (v['base'] === '') return 'job.base must be a folder path, not empty';
     if (v['lora'] !== undefined && v['base'] === undefined) return 'job.lora trains adapters on a frozen base model: job.base is needed too';
     if (v['from'] === '') return 'job.from must be an SFT run folder, not empty';

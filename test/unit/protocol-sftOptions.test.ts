@@ -1,0 +1,155 @@
+// SFT's option table (core/protocol/sftOptions.ts) is the one spelling of the options: the
+// CLI's flags (train sft's, and those train grpo shares), the worker's job spec and its
+// validator, and the editor's settings are derived from it or checked here against it.
+import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { COMMANDS } from '../../cli/commands';
+import { GRPO_OPTIONS, SFT_OPTIONS } from '../../cli/train';
+import { GRPO_OPTION_TABLE } from '../../core/protocol/grpoOptions';
+import { SFT_OPTION_DEFAULTS, SFT_OPTION_TABLE, sftOptionsFromFlags, sftOptionsFromJob } from '../../core/protocol/sftOptions';
+import { checkJobSpec } from '../../core/protocol/worker';
+import { BACKEND_CHOICES } from '../../trainer/backend';
+import { PRESET_NAMES } from '../../trainer/model';
+import { RECIPE_NAMES } from '../../trainer/recipes';
+import { repoRoot } from '../support/reference';
+
+type Row = { kind: string; flag?: string; grpo?: true; job?: true; setting?: string; default?: unknown };
+const rows = Object.entries(SFT_OPTION_TABLE) as [string, Row][];
+const grpoRows = GRPO_OPTION_TABLE as Record<string, { kind: string; flag?: string; shared?: true }>;
+
+describe('core/protocol/sftOptions: one table for the SFT options', () => {
+  it("the train command's options are what they were: the GRPO-only flags, the SFT table's, --threads and --run", () => {
+    // Written out as cli/commands.ts spelled them before the table: kinds, bounds, choices, path, required.
+    assert.deepStrictEqual(COMMANDS['train']!.options, {
+      ...GRPO_OPTIONS,
+      from: { kind: 'string', path: true },
+      seed: { kind: 'int' },
+      preset: { kind: 'string', choices: PRESET_NAMES },
+      recipe: { kind: 'string', choices: RECIPE_NAMES },
+      backend: { kind: 'string', choices: BACKEND_CHOICES },
+      minutes: { kind: 'number', min: 0.05, max: 100000 },
+      steps: { kind: 'int', min: 1, max: 100000000 },
+      resume: { kind: 'flag' },
+      'eval-limit': { kind: 'int', min: 0, max: 100000 },
+      'checkpoint-every': { kind: 'int', min: 0, max: 100000 },
+      threads: { kind: 'int', min: 1, max: 64 },
+      'keep-checkpoints': { kind: 'int', min: 0, max: 100000 },
+      world: { kind: 'string', path: true },
+      traces: { kind: 'string', path: true },
+      base: { kind: 'string', path: true },
+      lora: { kind: 'string' },
+      run: { kind: 'string', required: true, path: true },
+    });
+  });
+
+  it("the CLI's SFT flags are the table's, each in the usage of 'train sft'", () => {
+    const own = rows.filter(([, r]) => r.flag !== undefined && !r.grpo).map(([, r]) => r.flag);
+    assert.deepEqual(Object.keys(SFT_OPTIONS), own);
+    const train = COMMANDS['train']!;
+    const sftUsage = train.usage.slice(0, train.usage.indexOf('agent-lab train grpo'));
+    assert.ok(sftUsage.startsWith('agent-lab train sft'));
+    for (const [, r] of rows.filter(([, x]) => x.flag !== undefined)) {
+      assert.ok(train.options[r.flag!], `--${r.flag} is an option of 'train'`);
+      assert.ok(sftUsage.includes(`--${r.flag}`), `--${r.flag} is in the usage of 'train sft'`);
+    }
+    assert.ok(
+      rows.every(([, r]) => r.kind !== 'fractions' || r.flag === undefined),
+      'a list of fractions has no flag',
+    );
+  });
+
+  it('a flag both trainings take has one home: shared in the GRPO table where its spec is here, here marked grpo where it is there', () => {
+    for (const [key, r] of rows.filter(([, x]) => x.flag !== undefined)) {
+      const g = grpoRows[key];
+      if (r.grpo) {
+        assert.ok(g && !g.shared, `${key}: the GRPO table gives its spec`);
+        assert.equal(g.flag, r.flag, `${key}'s flag`);
+        assert.equal(g.kind, r.kind, `${key}'s kind`);
+      } else if (g) {
+        assert.ok(g.shared, `${key}: the GRPO table marks it shared`);
+        assert.equal(g.flag, r.flag, `${key}'s flag`);
+        assert.equal(g.kind, r.kind, `${key}'s kind`);
+      }
+    }
+    for (const [key, g] of Object.entries(grpoRows).filter(([, x]) => x.shared)) {
+      const r = (SFT_OPTION_TABLE as Record<string, Row>)[key];
+      assert.ok(r && !r.grpo && r.flag === g.flag, `--${g.flag}, shared by the GRPO table, has its spec here`);
+    }
+  });
+
+  it('every setting the table names is declared in package.json with the type of its row, and its default where the row has one', () => {
+    const declared = (
+      JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+        contributes: {
+          configuration:
+            { properties: Record<string, { type: string; default?: unknown }> } | { properties: Record<string, { type: string; default?: unknown }> }[];
+        };
+      }
+    ).contributes.configuration;
+    const props = Object.assign({}, ...(Array.isArray(declared) ? declared : [declared]).map((c) => c.properties)) as Record<
+      string,
+      { type: string; default?: unknown }
+    >;
+    const withSetting = rows.filter(([, r]) => r.setting !== undefined);
+    assert.ok(withSetting.length >= 5, 'preset, backend, steps, minutes and the held-out tasks come from settings');
+    for (const [key, r] of withSetting) {
+      const p = props[`agentLab.${r.setting}`];
+      assert.ok(p, `agentLab.${r.setting} (${key}) is declared`);
+      assert.equal(p.type, r.kind === 'int' ? 'integer' : r.kind, `agentLab.${r.setting}'s type`);
+      assert.ok(r.job, `${key}: a setting reaches the worker through the job spec`);
+      if (r.default !== undefined) assert.deepEqual(p.default, r.default, `agentLab.${r.setting}'s default`);
+    }
+  });
+
+  it("the defaults are the run's, and a default choice is one of its list", () => {
+    assert.deepEqual(SFT_OPTION_DEFAULTS, { preset: 'tiny', backend: 'auto', seed: 0, evalPoints: [0.5, 1] });
+    assert.ok(PRESET_NAMES.includes(SFT_OPTION_DEFAULTS.preset as (typeof PRESET_NAMES)[number]));
+    assert.ok(BACKEND_CHOICES.includes(SFT_OPTION_DEFAULTS.backend as (typeof BACKEND_CHOICES)[number]));
+  });
+
+  it('parsed flags become the trainer options the rows name; flags not given stay out', () => {
+    assert.deepEqual(
+      sftOptionsFromFlags({ preset: 'small', 'eval-limit': 0, 'checkpoint-every': 30, from: '/s', seed: 3, resume: true, run: 'r', threads: 2 }),
+      {
+        preset: 'small',
+        resume: true,
+        evalLimit: 0,
+        from: '/s',
+        seed: 3,
+        checkpointEverySeconds: 30,
+      },
+    );
+    assert.deepEqual(sftOptionsFromFlags({ 'keep-checkpoints': 2, world: 'w', traces: 't', base: 'b', lora: '8,16' }), {
+      world: 'w',
+      traces: 't',
+      base: 'b',
+      lora: '8,16',
+      keepCheckpoints: 2,
+    });
+    assert.deepEqual(sftOptionsFromFlags({}), {});
+  });
+
+  it("a job spec's SFT fields reach the trainer, its others do not", () => {
+    const spec = { kind: 'sft', runDir: '/r', preset: 'tiny', steps: 2, resume: false, evalLimit: 0, from: '/s', seed: 9, evalPoints: [1] };
+    assert.deepEqual(sftOptionsFromJob(spec), { preset: 'tiny', steps: 2, resume: false, evalLimit: 0, from: '/s' });
+    assert.deepEqual(sftOptionsFromJob({}), {});
+  });
+
+  it("the worker's validator checks every job option of the table by its kind, naming it", () => {
+    const base = { kind: 'sft', runDir: '/r' };
+    const jobRows = rows.filter(([, r]) => r.job);
+    assert.deepEqual(
+      jobRows.map(([k]) => k),
+      ['preset', 'recipe', 'backend', 'steps', 'minutes', 'resume', 'evalLimit', 'world', 'base', 'lora', 'from'],
+    );
+    for (const [key, r] of jobRows) {
+      const bad = r.kind === 'string' ? 3 : r.kind === 'flag' ? 'yes' : -1;
+      assert.match(checkJobSpec({ ...base, [key]: bad }) ?? '', new RegExp(`^job\\.${key} must be`), key);
+      const good = r.kind === 'string' ? 'x' : r.kind === 'flag' ? true : 1;
+      // LoRA trains adapters on a base model: a spec with lora names one.
+      assert.equal(checkJobSpec({ ...base, ...(key === 'lora' ? { base: '/hf' } : {}), [key]: good }), null, key);
+    }
+    assert.match(checkJobSpec({ ...base, resume: 'yes' }) ?? '', /^job\.resume must be a boolean$/);
+  });
+});
