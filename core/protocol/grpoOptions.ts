@@ -11,6 +11,8 @@
 // usage (grpoUsage). Adding an option is a row here and its use in the trainer.
 // Types, the table and pure helpers only: no Node, no DOM.
 
+import { type ParsedFlags, optionsFromFlags } from './optionRows';
+
 /**
  * The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled);
  * fresh-differences: the RL value worlds asked a family no teacher demonstrates.
@@ -287,16 +289,8 @@ export function grpoOnlyFlags(): Record<string, GrpoFlagSpec> {
  * on` → dynamicSampling: true); a flag not given is left out, so the run's defaults apply.
  * The parser has checked each value against its row's kind and bounds.
  */
-export function grpoOptionsFromFlags(flags: Readonly<Record<string, string | number | boolean | undefined>>): GrpoTableOptions {
-  const out: Record<string, string | number | boolean> = {};
-  for (const [key, r] of ROWS) {
-    const v = r.flag === undefined ? undefined : flags[r.flag];
-    if (v === undefined) continue;
-    if (r.kind === 'flag') {
-      if (v) out[key] = true; // a flag given is true; absent is the default
-    } else out[key] = r.kind === 'onOff' ? v === 'on' : v;
-  }
-  return out as GrpoTableOptions;
+export function grpoOptionsFromFlags(flags: ParsedFlags): GrpoTableOptions {
+  return optionsFromFlags(ROWS, flags) as GrpoTableOptions;
 }
 
 /**

@@ -9,6 +9,8 @@
 // --seed, whose specs are the GRPO table's rows (`grpo`).
 // Types, the table and pure helpers only: no Node, no DOM.
 
+import { type ParsedFlags, optionsFromFlags } from './optionRows';
+
 /**
  * An option's value: text, an integer or a number, a flag, or a list of budget fractions
  * (code only: no flag, no job field, no setting).
@@ -154,16 +156,8 @@ export function sftFlags(lists: SftChoiceLists): Record<string, SftFlagSpec> {
  * given is left out, so the run's defaults apply. The parser has checked each value against
  * its spec.
  */
-export function sftOptionsFromFlags(flags: Readonly<Record<string, string | number | boolean | undefined>>): SftTableOptions {
-  const out: Record<string, string | number | boolean> = {};
-  for (const [key, r] of ROWS) {
-    const v = r.flag === undefined ? undefined : flags[r.flag];
-    if (v === undefined) continue;
-    if (r.kind === 'flag') {
-      if (v) out[key] = true; // a flag given is true; absent is the default
-    } else out[key] = v;
-  }
-  return out as SftTableOptions;
+export function sftOptionsFromFlags(flags: ParsedFlags): SftTableOptions {
+  return optionsFromFlags(ROWS, flags) as SftTableOptions;
 }
 
 /** The trainer's options a job spec gives: its table fields that are set, in table order. */

@@ -2,8 +2,6 @@
 // the CLI's flags, the worker's job spec and its validator, and the editor's settings are
 // derived from it, so each of those is checked here against the table.
 import * as assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { COMMANDS } from '../../cli/commands';
 import { GRPO_OPTIONS } from '../../cli/train';
 import {
@@ -18,16 +16,13 @@ import {
 import { DEFAULT_REWARD, DEFAULT_REWARD_TEXT, formatRewardSpec } from '../../core/reward';
 import { GRPO_DEFAULTS } from '../../trainer/grpo';
 import { checkJobSpec } from '../../core/protocol/worker';
-import { repoRoot } from '../support/reference';
+import { declaredSettings } from '../support/settings';
 
 const rows = Object.entries(GRPO_OPTION_TABLE) as [string, { kind: string; flag?: string; shared?: true; job?: true; setting?: string; default?: unknown; config?: string }][];
 
 describe('core/protocol/grpoOptions: one table for the GRPO options', () => {
   it('every setting the table names is declared in package.json with the type of its row', () => {
-    const declared = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
-      contributes: { configuration: { properties: Record<string, { type: string }> } | { properties: Record<string, { type: string }> }[] };
-    }).contributes.configuration;
-    const props = Object.assign({}, ...(Array.isArray(declared) ? declared : [declared]).map((c) => c.properties)) as Record<string, { type: string }>;
+    const props = declaredSettings();
     const withSetting = rows.filter(([, r]) => r.setting !== undefined);
     assert.ok(withSetting.length >= 5, 'steps, group size, tasks per step, temperature and reward come from settings');
     for (const [key, r] of withSetting) {
@@ -39,10 +34,7 @@ describe('core/protocol/grpoOptions: one table for the GRPO options', () => {
   });
 
   it('a setting declared in package.json defaults to its row\'s default', () => {
-    const declared = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
-      contributes: { configuration: { properties: Record<string, { default?: unknown }> } | { properties: Record<string, { default?: unknown }> }[] };
-    }).contributes.configuration;
-    const props = Object.assign({}, ...(Array.isArray(declared) ? declared : [declared]).map((c) => c.properties)) as Record<string, { default?: unknown }>;
+    const props = declaredSettings();
     const both = rows.filter(([, r]) => r.setting !== undefined && r.default !== undefined);
     assert.ok(both.length >= 5);
     for (const [key, r] of both) assert.equal(props[`agentLab.${r.setting}`]!.default, r.default, key);

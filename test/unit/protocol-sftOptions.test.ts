@@ -2,8 +2,6 @@
 // CLI's flags (train sft's, and those train grpo shares), the worker's job spec and its
 // validator, and the editor's settings are derived from it or checked here against it.
 import * as assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { COMMANDS } from '../../cli/commands';
 import { GRPO_OPTIONS, SFT_OPTIONS } from '../../cli/train';
 import { GRPO_OPTION_TABLE } from '../../core/protocol/grpoOptions';
@@ -12,7 +10,7 @@ import { checkJobSpec } from '../../core/protocol/worker';
 import { BACKEND_CHOICES } from '../../trainer/backend';
 import { PRESET_NAMES } from '../../trainer/model';
 import { RECIPE_NAMES } from '../../trainer/recipes';
-import { repoRoot } from '../support/reference';
+import { declaredSettings } from '../support/settings';
 
 type Row = { kind: string; flag?: string; grpo?: true; job?: true; setting?: string; default?: unknown };
 const rows = Object.entries(SFT_OPTION_TABLE) as [string, Row][];
@@ -79,18 +77,7 @@ describe('core/protocol/sftOptions: one table for the SFT options', () => {
   });
 
   it('every setting the table names is declared in package.json with the type of its row, and its default where the row has one', () => {
-    const declared = (
-      JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
-        contributes: {
-          configuration:
-            { properties: Record<string, { type: string; default?: unknown }> } | { properties: Record<string, { type: string; default?: unknown }> }[];
-        };
-      }
-    ).contributes.configuration;
-    const props = Object.assign({}, ...(Array.isArray(declared) ? declared : [declared]).map((c) => c.properties)) as Record<
-      string,
-      { type: string; default?: unknown }
-    >;
+    const props = declaredSettings();
     const withSetting = rows.filter(([, r]) => r.setting !== undefined);
     assert.ok(withSetting.length >= 5, 'preset, backend, steps, minutes and the held-out tasks come from settings');
     for (const [key, r] of withSetting) {
