@@ -11,7 +11,7 @@
 // usage (grpoUsage). Adding an option is a row here and its use in the trainer.
 // Types, the table and pure helpers only: no Node, no DOM.
 
-import { type ParsedFlags, optionsFromFlags } from './optionRows';
+import { type ParsedFlags, jobFields, optionsFromFlags, rowDefaults } from './optionRows';
 
 /**
  * The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled);
@@ -179,7 +179,7 @@ const ROWS = Object.entries(GRPO_OPTION_TABLE) as [GrpoOptionKey, GrpoOptionRow]
 
 type DefaultKey = { [K in GrpoOptionKey]: Table[K] extends { default: unknown } ? K : never }[GrpoOptionKey];
 /** The Contract's default of every option that has one (docs/architecture.md, "GRPO defaults"). */
-export const GRPO_OPTION_DEFAULTS = Object.fromEntries(ROWS.filter(([, r]) => r.default !== undefined).map(([k, r]) => [k, r.default])) as {
+export const GRPO_OPTION_DEFAULTS = rowDefaults(ROWS) as {
   readonly [K in DefaultKey]: ValueOf<Table[K]>;
 };
 
@@ -229,12 +229,7 @@ export function grpoConfigProblem(g: Readonly<Record<string, unknown>>): string 
 }
 
 /** The job spec's fields of each value kind, in table order (what checkJobSpec checks). */
-export const GRPO_JOB_FIELDS = {
-  strings: ROWS.filter(([, r]) => r.job && r.kind === 'string').map(([k]) => k),
-  numbers: ROWS.filter(([, r]) => r.job && (r.kind === 'int' || r.kind === 'number')).map(([k]) => k),
-  /** Booleans: flags, and `on|off` options (true for on). */
-  flags: ROWS.filter(([, r]) => r.job && (r.kind === 'flag' || r.kind === 'onOff')).map(([k]) => k),
-};
+export const GRPO_JOB_FIELDS = jobFields(ROWS);
 
 /**
  * `train grpo`'s usage (the train command's usage lines from "agent-lab train grpo" on): each

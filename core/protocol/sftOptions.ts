@@ -9,7 +9,7 @@
 // --seed, whose specs are the GRPO table's rows (`grpo`).
 // Types, the table and pure helpers only: no Node, no DOM.
 
-import { type ParsedFlags, optionsFromFlags } from './optionRows';
+import { type ParsedFlags, jobFields, optionsFromFlags, rowDefaults } from './optionRows';
 
 /**
  * An option's value: text, an integer or a number, a flag, or a list of budget fractions
@@ -110,16 +110,12 @@ const ROWS = Object.entries(SFT_OPTION_TABLE) as [SftOptionKey, SftOptionRow][];
 
 type DefaultKey = { [K in SftOptionKey]: Table[K] extends { default: unknown } ? K : never }[SftOptionKey];
 /** The default of every option that has one. */
-export const SFT_OPTION_DEFAULTS = Object.fromEntries(ROWS.filter(([, r]) => r.default !== undefined).map(([k, r]) => [k, r.default])) as {
+export const SFT_OPTION_DEFAULTS = rowDefaults(ROWS) as {
   readonly [K in DefaultKey]: ValueOf<Table[K]>;
 };
 
 /** The job spec's fields of each value kind, in table order (what checkJobSpec checks). */
-export const SFT_JOB_FIELDS = {
-  strings: ROWS.filter(([, r]) => r.job && r.kind === 'string').map(([k]) => k),
-  numbers: ROWS.filter(([, r]) => r.job && (r.kind === 'int' || r.kind === 'number')).map(([k]) => k),
-  flags: ROWS.filter(([, r]) => r.job && r.kind === 'flag').map(([k]) => k),
-};
+export const SFT_JOB_FIELDS = jobFields(ROWS);
 
 /** A CLI option spec as cli/args.ts reads it (structurally its OptionSpec). */
 export interface SftFlagSpec {
