@@ -17,24 +17,53 @@ import type { Passage, Task } from './types';
 import { Fact, TASK_FACTS, buildCorpus, compareTask, doubleTask, isNum, lookupTask, makeTaskPool, sumTask } from './world';
 
 /** How a world's table was made from the seed's; 'custom' is a user's world folder (docs/worlds.md). */
-export type WorldKind = 'seed' | 'values' | 'entities' | 'custom';
+export type WorldKind = GeneratedWorldKind | 'custom';
+export type GeneratedWorldKind = 'seed' | 'values' | 'entities';
 
-/** A world is named by how it was made and its seed: "seed:0", "values:17", "entities:2000003". */
-export interface WorldId {
-  kind: WorldKind;
+/** A world made from the seed's table: its kind and seed rebuild it anywhere ("seed:0", "values:17", "entities:2000003"). */
+export interface GeneratedWorldId {
+  kind: GeneratedWorldKind;
   seed: number;
 }
 
+/**
+ * A user's world (read from its folder, or derived from its table): no seed rebuilds it, so
+ * its rows travel with its id, passed explicitly to every thread that needs them. Its seed
+ * is a hash of the rows ("custom:N"): the same content always gets the same name.
+ */
+export interface LoadedWorldId {
+  kind: 'custom';
+  seed: number;
+  rows: CustomWorld;
+}
+
+/** A world a task lives in. */
+export type WorldId = GeneratedWorldId | LoadedWorldId;
+
 export const SEED_WORLD: WorldId = { kind: 'seed', seed: 0 };
 
-export function worldName(id: WorldId): string {
+export function worldName(id: { kind: WorldKind; seed: number }): string {
   return `${id.kind}:${id.seed}`;
 }
 
-export function parseWorldName(name: string): WorldId {
+/** The user's worlds a world name may refer to, by name ("custom:N"). */
+export type LoadedWorlds = ReadonlyMap<string, LoadedWorldId>;
+
+/** The loaded worlds among `ids`, by name: what a reader of world names (a file, a worker message) is handed. */
+export function loadedWorlds(ids: Iterable<WorldId>): Map<string, LoadedWorldId> {
+  const out = new Map<string, LoadedWorldId>();
+  for (const id of ids) if (id.kind === 'custom') out.set(worldName(id), id);
+  return out;
+}
+
+/** A world from its name; a user's world ("custom:N") must be among `loaded`, as no seed rebuilds it. */
+export function parseWorldName(name: string, loaded: LoadedWorlds = new Map()): WorldId {
   const m = /^(seed|values|entities|custom):(\d+)$/.exec(name);
   if (!m) throw new Error(`not a world name: ${JSON.stringify(name)} (expected seed:N, values:N, entities:N or custom:N)`);
-  return { kind: m[1] as WorldKind, seed: Number(m[2]) };
+  if (m[1] !== 'custom') return { kind: m[1] as GeneratedWorldKind, seed: Number(m[2]) };
+  const id = loaded.get(name);
+  if (!id) throw new Error(`world ${name} is a user's world that was not passed along with this name (${loaded.size ? `the loaded ones: ${[...loaded.keys()].join(', ')}` : 'no user world is loaded here'})`);
+  return id;
 }
 
 /**
@@ -125,8 +154,6 @@ export interface CustomWorld {
   parent?: { kind: 'values' | 'entities'; facts: Fact[]; renamed: [string, string][] };
 }
 
-const customWorlds = new Map<number, CustomWorld>();
-
 /** FNV-1a over the world's rows: the same folder content always gets the same id. */
 function contentId(w: CustomWorld): number {
   let h = 0x811c9dc5;
@@ -145,31 +172,20 @@ function contentId(w: CustomWorld): number {
   return h;
 }
 
-/** Registers a user's world for worldEnv/buildWorld (in this thread); its id is "custom:N". */
-export function registerCustomWorld(w: CustomWorld): WorldId {
-  const seed = contentId(w);
-  customWorlds.set(seed, w);
-  return { kind: 'custom', seed };
-}
-
-export function customWorld(id: WorldId): CustomWorld {
-  const w = id.kind === 'custom' ? customWorlds.get(id.seed) : undefined;
-  if (!w) throw new Error(`world ${worldName(id)} is not loaded (a custom world is read from its folder first)`);
-  return w;
+/** A user's world's id, with its rows (nothing is registered: the id is the value later code is handed). */
+export function loadedWorldId(w: CustomWorld): LoadedWorldId {
+  return { kind: 'custom', seed: contentId(w), rows: w };
 }
 
 /** The call grammar of a world: a user's world's tool list narrows it; every other world has the textbook's. */
 export function worldTemplates(id: WorldId): readonly Template[] {
   if (id.kind !== 'custom') return TEMPLATES;
-  const tools = customWorld(id).tools;
+  const tools = id.rows.tools;
   return tools ? templatesFor(tools) : TEMPLATES;
 }
 
 export function buildWorld(id: WorldId, nTrain = 200, nHeldout = 50): World {
-  if (id.kind === 'custom') {
-    const w = customWorld(id);
-    return { id, facts: [], corpus: w.corpus, train: w.train, heldout: w.heldout };
-  }
+  if (id.kind === 'custom') return { id, facts: [], corpus: id.rows.corpus, train: id.rows.train, heldout: id.rows.heldout };
   const key = `${worldName(id)}/${nTrain}/${nHeldout}`;
   const hit = worldCache.get(key);
   if (hit) return hit;
@@ -196,7 +212,7 @@ export function worldEnv(id: WorldId): ToolEnv {
   const name = worldName(id);
   let env = envCache.get(name);
   if (!env) {
-    const tools = id.kind === 'custom' ? customWorld(id).tools : null;
+    const tools = id.kind === 'custom' ? id.rows.tools : null;
     env = new ToolEnv(buildWorld(id).corpus, tools ? systemPromptFor(tools) : undefined);
     envCache.set(name, env);
   }
@@ -208,7 +224,7 @@ export function worldEnv(id: WorldId): ToolEnv {
 /** Evaluation splits made of fresh worlds: kind, reserved world seeds, held-out tasks per world. */
 export interface FreshSplit {
   name: 'dev' | 'dev-entities' | 'fresh-values' | 'fresh-entities' | 'fresh-differences';
-  kind: WorldKind;
+  kind: GeneratedWorldKind;
   seeds: number[];
   tasksPerWorld: number;
   /** Absent: each world's held-out tasks (the four shapes). 'difference': that no-teacher family (core/differenceTasks.ts). */

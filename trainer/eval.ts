@@ -13,7 +13,7 @@ import { stubTeacherOptions, type TeacherKnobs } from './recipes';
 import type { Task } from '../core/types';
 import { assistantTurns, parseAssistantStep } from '../core/wire';
 import { isHinted } from '../core/worldSource';
-import { SEED_WORLD, WorldId, customWorld, seedGoldOf, worldName } from '../core/worlds';
+import { SEED_WORLD, WorldId, seedGoldOf, worldName } from '../core/worlds';
 import { parentGoldOf } from '../core/derivedWorlds';
 import { AgentRuntime, Episode, EpisodeOptions } from './agentRuntime';
 
@@ -185,7 +185,7 @@ export function corpusEntities(env: ToolEnv): (name: string) => boolean {
 function memorisedGoldOf(task: Task, world: WorldId): string | null {
   if (world.kind === 'values' || world.kind === 'entities') return seedGoldOf(task);
   if (world.kind !== 'custom') return null;
-  const parent = customWorld(world).parent;
+  const parent = world.rows.parent;
   // As in the textbook's fresh-entities split, new names have no remembered answer to give.
   return parent?.kind === 'values' ? parentGoldOf(task, parent.facts) : null;
 }

@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { anyTokenizerFromJsonText } from '../core/tokenizer';
-import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldName, worldTemplates, type WorldTask } from '../core/worlds';
+import { type LoadedWorldId, loadedWorlds, parseWorldName, worldEnv, worldName, worldTemplates, type WorldTask } from '../core/worlds';
 import { TEMPLATES } from '../core/grammar';
 import type { Task } from '../core/types';
 import { AgentRuntime } from './agentRuntime';
@@ -28,8 +28,8 @@ interface EvalShardRequest {
   split: string;
   trainingKeys: string[];
   items: { task: Task; world: string }[];
-  /** The user's worlds among the items (docs/worlds.md): the worker registers them first. */
-  customWorlds: CustomWorld[];
+  /** The user's worlds among the items (docs/worlds.md), each once: the items name them. */
+  loadedWorlds: LoadedWorldId[];
   teacher: TeacherKnobs;
 }
 
@@ -92,7 +92,7 @@ export function startEvalShard(
     split,
     trainingKeys: [...trainingKeys],
     items: items.map((x) => ({ task: x.task, world: worldName(x.world) })),
-    customWorlds: [...new Set(items.filter((x) => x.world.kind === 'custom').map((x) => x.world.seed))].map((seed) => customWorld({ kind: 'custom', seed })),
+    loadedWorlds: [...loadedWorlds(items.map((x) => x.world)).values()],
     teacher,
   };
   const worker = script.evalCode ? new Worker(script.evalCode, { eval: true, workerData: data }) : new Worker(script.file, { workerData: data });
@@ -120,11 +120,11 @@ export function startEvalShard(
 async function workerMain(req: EvalShardRequest): Promise<void> {
   try {
     await initBackend(req.backend);
-    for (const w of req.customWorlds) registerCustomWorld(w);
+    const loaded = loadedWorlds(req.loadedWorlds);
     const model = StackModel.fromWeights(req.cfg, unflatten(req.cfg, req.flat));
     const tokenizer = anyTokenizerFromJsonText(req.tokenizerJson);
     const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer));
-    const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world) }));
+    const items: WorldTask[] = req.items.map((x) => ({ task: x.task, world: parseWorldName(x.world, loaded) }));
     const out = await evaluateItems(
       (part) => {
         // A user's world may narrow the grammar (its tool list); the textbook's mask otherwise.

@@ -21,7 +21,7 @@ import { type Tokenizer, canonicalTokenizerJson, tokenizerHash } from '../core/t
 import type { Task } from '../core/types';
 import { makeTaskPool } from '../core/world';
 import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldDifferencePool, worldRecord } from './worldFolder';
-import { RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshDifferencePool, freshTrainingTasks, parseWorldName, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
+import { type LoadedWorlds, RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshDifferencePool, freshTrainingTasks, loadedWorlds, splitManifest, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { AgentRuntime, Episode } from './agentRuntime';
 import { type LoadedCheckpoint, latestCheckpoint, loadCheckpoint, saveCheckpoint } from './checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from './data';
@@ -108,9 +108,9 @@ export { RL_OBJECTIVES, RL_POOLS, SCALE_REWARDS, type RlObjective, type RlPool, 
  * only the verifiable reward can teach them. 'fresh-differences': the RL value worlds asked a
  * family no teacher demonstrates (core/differenceTasks.ts), apart from its evaluation split.
  */
-export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readonly Task[], opts: { balanceCompares?: boolean } = {}): WorldTask[] {
+export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readonly Task[], opts: { balanceCompares?: boolean; loaded?: LoadedWorlds } = {}): WorldTask[] {
   if (pool === 'train') {
-    return fs.existsSync(trainTasksFile) ? loadWorldTasks(trainTasksFile) : makeTaskPool(0).train.map((task) => ({ task, world: SEED_WORLD }));
+    return fs.existsSync(trainTasksFile) ? loadWorldTasks(trainTasksFile, opts.loaded ?? new Map()) : makeTaskPool(0).train.map((task) => ({ task, world: SEED_WORLD }));
   }
   if (pool === 'fresh-differences') return freshDifferencePool();
   const heldKeys = new Set(heldout.map(overlapKey));
@@ -455,13 +455,13 @@ function grpoTasks(st: GrpoStart): GrpoTasks {
     rlTasks =
       split.world && pool !== 'train'
         ? worldRlTaskPool(split.world, pool)
-        : rlTaskPool(pool, files.trainTasks, split.heldout, { balanceCompares: g.balanceCompares ?? false });
+        : rlTaskPool(pool, files.trainTasks, split.heldout, { balanceCompares: g.balanceCompares ?? false, loaded: loadedWorlds([split.id]) });
   } catch (err) {
     if (err instanceof ReservedWorldError) throw new UserError(err.message);
     throw err;
   }
   // Contamination is judged against everything the student was trained on: the SFT data and the RL pool.
-  const sftTasks = fs.existsSync(files.trainTasks) ? loadWorldTasks(files.trainTasks) : split.train.map((task) => ({ task, world: split.id }));
+  const sftTasks = fs.existsSync(files.trainTasks) ? loadWorldTasks(files.trainTasks, loadedWorlds([split.id])) : split.train.map((task) => ({ task, world: split.id }));
   const trainingKeys = new Set<string>();
   for (const { task, world } of [...sftTasks, ...rlTasks]) {
     trainingKeys.add(overlapKey(task));
@@ -693,7 +693,7 @@ class GrpoLoop {
    */
   private async sampleRollouts(items: readonly RolloutItem[]): Promise<Episode[]> {
     const local = (xs: readonly RolloutItem[]) =>
-      this.runtime.runBatchAsync(xs.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
+      this.runtime.runBatchAsync(xs.map((it) => ({ task: it.task, env: worldEnv(it.world), options: rolloutOptions(it) })));
     const pool = this.p.opt.pool;
     if (!pool || items.length < 2) return local(items);
     const parts = Math.min(pool.size + 1, items.length);
@@ -716,7 +716,7 @@ class GrpoLoop {
     const { task, world } = this.t.rlTasks[ti]!;
     return Array.from({ length: count }, (_, k) => ({
       task,
-      world: worldName(world),
+      world,
       options: {
         maxSteps: g.maxSteps,
         temperature: g.temperature,

@@ -12,7 +12,7 @@ import { SPAN_KINDS, SpanKind } from '../core/spans';
 import type { Tokenizer } from '../core/tokenizer';
 import { canonicalTokenizerJson } from '../core/tokenizer';
 import type { Task } from '../core/types';
-import { SEED_WORLD, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, worldEnv, worldTemplates } from '../core/worlds';
+import { type LoadedWorlds, SEED_WORLD, SplitName, WorldId, WorldTask, freshSplitTasks, parseWorldName, worldEnv, worldTemplates } from '../core/worlds';
 import type { CallMask } from './agentRuntime';
 import { AgentRuntime } from './agentRuntime';
 import { TrainExample, UNSUPERVISED, padBatch } from './data';
@@ -79,11 +79,12 @@ export function loadTasks(file: string): Task[] {
 }
 
 /**
- * Task rows with the world each lives in (a "world" key; absent: the seed's). Rows marked
+ * Task rows with the world each lives in (a "world" key; absent: the seed's; a user's world
+ * must be among `loaded`, the worlds the caller read). Rows marked
  * `"derived": true` (a user's world's augmentation) live in worlds no folder keeps: left out,
  * as no tool could answer them here; they stay in the file for the overlap contract's readers.
  */
-export function loadWorldTasks(file: string): WorldTask[] {
+export function loadWorldTasks(file: string, loaded: LoadedWorlds): WorldTask[] {
   return readJsonlRows(file)
     .filter(({ value }) => (value as { derived?: unknown } | null)?.derived !== true)
     .map(({ value, where }) => {
@@ -92,7 +93,7 @@ export function loadWorldTasks(file: string): WorldTask[] {
       let world = SEED_WORLD;
       if (row.world !== undefined) {
         try {
-          world = parseWorldName(String(row.world));
+          world = parseWorldName(String(row.world), loaded);
         } catch (err) {
           throw new InputError(`${where}: "world": ${(err as Error).message}`);
         }

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { EvalJobSpec, EvalJobSummary, EvalSplit, GrpoJobSpec, JobResult, JobSpec, SftJobSpec, SplitManifest } from '../core/protocol/worker';
 import { rollout } from '../core/distill';
 import { makeStubTeacher } from '../core/stubTeacher';
-import { WorldTask, splitManifest, worldEnv } from '../core/worlds';
+import { WorldTask, loadedWorlds, splitManifest, worldEnv } from '../core/worlds';
 import { isHinted } from '../core/worldSource';
 import { sftOptionsFromJob } from '../core/protocol/sftOptions';
 import { BackendAsk, initBackend } from './backend';
@@ -102,7 +102,7 @@ export async function runEval(
     const pool = worldDir !== undefined ? splitsOfWorld(readWorldFolder(worldDir)) : runSplits(runDir);
     const ownWorld = runSplits(runDir);
     const trainingTasks: WorldTask[] = fs.existsSync(files.trainTasks)
-      ? loadWorldTasks(files.trainTasks)
+      ? loadWorldTasks(files.trainTasks, loadedWorlds([ownWorld.id]))
       : ownWorld.train.map((task) => ({ task, world: ownWorld.id }));
     if (split === 'train' && worldDir !== undefined) throw new UserError("--split train is the run's own training tasks: drop --world");
     const splitAll = splitTasks(split, trainingTasks, pool);

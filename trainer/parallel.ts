@@ -39,7 +39,7 @@ import { findWorkerScript } from './workerScript';
 import { Batch, Grads, IGNORE, LossStats, ModelConfig, StackModel, makeRng, paramSpecs } from './model';
 import { readNow } from './modelCore';
 import { anyTokenizerFromJsonText, type Tokenizer } from '../core/tokenizer';
-import { CustomWorld, customWorld, parseWorldName, registerCustomWorld, worldEnv, worldTemplates } from '../core/worlds';
+import { type LoadedWorldId, type WorldId, loadedWorlds, parseWorldName, worldEnv, worldName, worldTemplates } from '../core/worlds';
 import { TEMPLATES, type Template } from '../core/grammar';
 import { AgentRuntime, type Episode, type EpisodeOptions, type EpisodeTask } from './agentRuntime';
 import { modelPolicy, tokenizerCallMask } from './policy';
@@ -226,13 +226,16 @@ export function combineFlat(local: RemoteShard, remote: RemoteShard[]): { flat: 
   return { flat: out, stats };
 }
 
-/** A rollout a worker samples: the task, its world's name, the episode options, and the seed of its random stream. */
+/** A rollout a worker samples: the task, its world, the episode options, and the seed of its random stream. */
 export interface RolloutItem {
   task: EpisodeTask;
-  world: string;
+  world: WorldId;
   options: Omit<Partial<EpisodeOptions>, 'random'>;
   randomSeed: number;
 }
+
+/** A rollout item on its way to a worker: its world by name (a user's world is sent once per worker, beside it). */
+type WireRolloutItem = Omit<RolloutItem, 'world'> & { world: string };
 
 /** The episode options of an item, with its random stream (the same on every thread). */
 export function rolloutOptions(item: RolloutItem): Partial<EpisodeOptions> {
@@ -255,6 +258,8 @@ interface WorkerHandle {
   sentModel: StackModel | null;
   sentVersion: number;
   sentTokenizer: string | null;
+  /** The user's worlds this worker holds (by name): each is sent once. */
+  sentWorlds: Set<string>;
   ready: boolean;
   pending: boolean;
 }
@@ -302,7 +307,7 @@ export class GradientPool {
       worker.on('error', () => {
         /* reported through READY / the reply protocol; avoid an unhandled 'error' event */
       });
-      this.handles.push({ worker, port: port1, ctrl, grads, sentModel: null, sentVersion: -1, sentTokenizer: null, ready: false, pending: false });
+      this.handles.push({ worker, port: port1, ctrl, grads, sentModel: null, sentVersion: -1, sentTokenizer: null, sentWorlds: new Set(), ready: false, pending: false });
     }
   }
 
@@ -409,9 +414,11 @@ export class GradientPool {
         h.port.postMessage({ type: 'tokenizer', json: tokenizerJson });
         h.sentTokenizer = tokenizerJson;
       }
-      // A user's world lives only in the thread that read it (core/worlds.ts): send it along.
-      const customWorlds = [...new Set(items.map((it) => it.world).filter((w) => w.startsWith('custom:')))].map((w) => customWorld(parseWorldName(w)));
-      h.port.postMessage({ type: 'rollouts', items, customWorlds });
+      // A user's world cannot be rebuilt from its name (core/worlds.ts): the worker is sent it once.
+      const worlds = [...loadedWorlds(items.map((it) => it.world)).values()].filter((w) => !h.sentWorlds.has(worldName(w)));
+      for (const w of worlds) h.sentWorlds.add(worldName(w));
+      const wire: WireRolloutItem[] = items.map((it) => ({ ...it, world: worldName(it.world) }));
+      h.port.postMessage({ type: 'rollouts', items: wire, worlds });
       h.pending = true;
       Atomics.add(h.ctrl, CMD, 1);
       Atomics.notify(h.ctrl, CMD);
@@ -513,6 +520,8 @@ async function workerMain(init: WorkerInit): Promise<void> {
   let tokenizer: Tokenizer | null = null;
   let runtime: AgentRuntime | null = null;
   let runtimeTemplates: readonly Template[] = TEMPLATES;
+  // The user's worlds this thread was sent (by name): the rollout items name them.
+  const loaded = new Map<string, LoadedWorldId>();
   let seen = 0;
   for (;;) {
     Atomics.wait(ctrl, CMD, seen);
@@ -520,7 +529,7 @@ async function workerMain(init: WorkerInit): Promise<void> {
     for (;;) {
       const m = receiveMessageOnPort(port);
       if (!m) break;
-      const msg = m.message as { type: string; batch?: Batch; json?: string; items?: RolloutItem[]; customWorlds?: CustomWorld[] };
+      const msg = m.message as { type: string; batch?: Batch; json?: string; items?: WireRolloutItem[]; worlds?: LoadedWorldId[] };
       if (msg.type === 'stop') {
         model?.dispose();
         port.close();
@@ -542,14 +551,14 @@ async function workerMain(init: WorkerInit): Promise<void> {
         }
         if (msg.type === 'rollouts') {
           if (!model || !tokenizer) throw new Error('no weights or tokenizer received');
-          for (const w of msg.customWorlds ?? []) registerCustomWorld(w);
-          const items = msg.items!;
+          for (const w of msg.worlds ?? []) loaded.set(worldName(w), w);
+          const items = msg.items!.map((it) => ({ ...it, world: parseWorldName(it.world, loaded) }));
           // The grammar of the items' world (a user's tool list may narrow it); one world per GRPO run.
-          const templates = items.length ? worldTemplates(parseWorldName(items[0]!.world)) : TEMPLATES;
+          const templates = items.length ? worldTemplates(items[0]!.world) : TEMPLATES;
           if (runtime && runtimeTemplates !== templates) runtime = null;
           runtimeTemplates = templates;
           const rt = (runtime ??= new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv({ kind: 'seed', seed: 0 }), tokenizerCallMask(tokenizer, templates)));
-          const episodes = await rt.runBatchAsync(items.map((it) => ({ task: it.task, env: worldEnv(parseWorldName(it.world)), options: rolloutOptions(it) })));
+          const episodes = await rt.runBatchAsync(items.map((it) => ({ task: it.task, env: worldEnv(it.world), options: rolloutOptions(it) })));
           port.postMessage({ type: 'episodes', episodes });
         }
         if (msg.type === 'grads') {

@@ -10,7 +10,7 @@ import { BpeTokenizer, type Tokenizer, anyTokenizerFromJsonText, canonicalTokeni
 import { PoolName, trainingPool } from '../core/trainingPool';
 import type { Task } from '../core/types';
 import { TASK_FACTS, buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, namesTrainingMustNotSee, registerCustomWorld, worldEnv, worldName } from '../core/worlds';
+import { TRAINING_SEEDS, WorldId, assertNoEvaluationNames, freshTrainingTasks, namesTrainingMustNotSee, loadedWorldId, worldEnv, worldName } from '../core/worlds';
 import { type DerivedSpec, deriveFacts, withOwnNames } from '../core/derivedWorlds';
 import { PyRandom } from '../core/pyrandom';
 import { overlapKey } from '../core/overlap';
@@ -625,7 +625,7 @@ export function derivedWorldTasks(w: LoadedWorld, spec: DerivedSpec, perShape: n
     chosen.push(...list.slice(0, perShape));
   }
   assertNoEvaluationNames(chosen, purpose, evalNames);
-  const id: WorldId = registerCustomWorld({ corpus: built.corpus, train: chosen, heldout: built.heldout, dev: [], tools: w.tools });
+  const id: WorldId = loadedWorldId({ corpus: built.corpus, train: chosen, heldout: built.heldout, dev: [], tools: w.tools });
   return { id, tasks: chosen };
 }
 

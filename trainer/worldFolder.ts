@@ -11,7 +11,7 @@ import { deriveFacts } from '../core/derivedWorlds';
 import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
 import { templatesFor } from '../core/worldTools';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { DEV_ENTITY_SEED, SEED_WORLD, WorldId, type WorldTask, assertPoolApart, registerCustomWorld } from '../core/worlds';
+import { DEV_ENTITY_SEED, SEED_WORLD, WorldId, type WorldTask, assertPoolApart, loadedWorldId } from '../core/worlds';
 import { drawDifferenceTasks, splitPairs } from '../core/differenceTasks';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList } from '../core/worldTools';
@@ -90,7 +90,7 @@ export function readWorldFolder(dirArg: string): LoadedWorld {
   }
   const factsFile = path.join(dir, FACTS_FILE);
   const facts = exists(factsFile) ? readFactsFile(factsFile) : null;
-  const id = registerCustomWorld({ corpus, train, heldout, dev, tools });
+  const id = loadedWorldId({ corpus, train, heldout, dev, tools });
   return { dir, manifest, id, corpus, train, heldout, dev, tools, facts };
 }
 
@@ -397,7 +397,7 @@ export function freshWorldTasks(w: LoadedWorld, split: FreshName | 'fresh-differ
     } catch {
       built = buildFactWorld(table, { ...options, split: { train: 0, dev: 0 } }); // fewer tasks than the parent's held-out (equal values make no compare)
     }
-    const id = registerCustomWorld({
+    const id = loadedWorldId({
       corpus: built.corpus,
       train: [],
       heldout: built.heldout,
@@ -422,7 +422,7 @@ function differenceWorld(w: LoadedWorld, seed: number, choose: (facts: Fact[]) =
   const derived = deriveFacts(w.facts!, { kind: 'values', seed });
   const tasks = choose(derived.facts);
   const { corpus } = factWorldCorpus({ facts: derived.facts, lines: [], settings: {} }, derivedBuildOptions(w));
-  const id = registerCustomWorld({
+  const id = loadedWorldId({
     corpus,
     train: as === 'train' ? tasks : [],
     heldout: as === 'heldout' ? tasks : [],

@@ -179,7 +179,7 @@ describe('the difference family (issue 28)', () => {
     const tmpFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-diff-rows-')), 'train.tasks.jsonl');
     try {
       fs.writeFileSync(tmpFile, `${JSON.stringify(row)}\n`);
-      assert.deepEqual(loadWorldTasks(tmpFile), [{ task, world }]);
+      assert.deepEqual(loadWorldTasks(tmpFile, new Map()), [{ task, world }]);
     } finally {
       fs.rmSync(path.dirname(tmpFile), { recursive: true, force: true });
     }

@@ -5,6 +5,7 @@ import * as assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { SYSTEM_PROMPT, ToolEnv, makeStubTeacher, renderPrompt, rollout } from '../../core/distill';
 import {
   DEFAULT_REWARD,
@@ -16,7 +17,7 @@ import {
 } from '../../core/reward';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
-import { evaluationEntityNames } from '../../core/worlds';
+import { SEED_WORLD, evaluationEntityNames, loadedWorldId, worldEnv, worldFacts } from '../../core/worlds';
 import { initBackend } from '../../trainer/backend';
 import { reward as evalReward } from '../../trainer/eval';
 import { flatlineMessage, microBatches, poolEvaluationNames, rftBatches, rlTaskPool, rftTargets, rolloutBatch, scaleAdvantages, type Rollout } from '../../trainer/grpo';
@@ -543,7 +544,7 @@ describe('GRPO rollouts on both cores', () => {
     const items: RolloutItem[] = tasks.flatMap((task, t) =>
       [0, 1, 2].map((k) => ({
         task,
-        world: 'seed:0',
+        world: SEED_WORLD,
         options: { maxSteps: 2, temperature: 1, constrained: true, maxTurnTokens: 24 },
         randomSeed: 1000 + 10 * t + k,
       })),
@@ -566,6 +567,44 @@ describe('GRPO rollouts on both cores', () => {
         remote!.map((e) => e.generated),
         single.filter((_, i) => i % 2 === 1).map((e) => e.generated),
       );
+    } finally {
+      pool.dispose();
+      model.dispose();
+    }
+  });
+});
+
+describe("GRPO rollouts in a user's world on a worker thread", () => {
+  it('the worker is sent the world once and samples in it what the calling thread samples (its own tool list and prompt)', async function () {
+    this.timeout(120000);
+    await initBackend('wasm');
+    const tokenizer = trainDefaultTokenizer();
+    const cfg: ModelConfig = { vocab: tokenizer.vocabSize, dModel: 32, layers: 2, heads: 4, kvHeads: 2, mlp: 48, maxSeq: 512, ropeBase: 10000 };
+    const model = StackModel.create(cfg, 5);
+    // Other values than the seed's, and a tool list without calc: the prompt differs from the seed world's.
+    const facts = worldFacts({ kind: 'values', seed: 11 });
+    const pool3 = makeTaskPool(11, 4, 2, facts);
+    const tools = AGENT_TOOLS.filter((t) => t.name === 'search');
+    const world = loadedWorldId({ corpus: buildCorpus(11, 40, facts), train: pool3.train, heldout: pool3.heldout, dev: [], tools });
+    const items: RolloutItem[] = pool3.train.slice(0, 4).map((task, k) => ({
+      task,
+      world,
+      options: { maxSteps: 2, temperature: 1, constrained: true, maxTurnTokens: 24 },
+      randomSeed: 500 + k,
+    }));
+    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, worldEnv(world), tokenizerCallMask(tokenizer));
+    const single = await runtime.runBatchAsync(items.map((it) => ({ task: it.task, env: worldEnv(it.world), options: rolloutOptions(it) })));
+    assert.ok(single.every((e) => e.text.includes('Tools: search(query,k).<|end|>')), "the world's own prompt");
+    const pool = GradientPool.create(cfg, { threads: 1 });
+    assert.ok(pool, 'a worker thread is available under tsx');
+    try {
+      // The second batch names the world without carrying it: the worker kept it from the first.
+      for (const part of [items.slice(0, 2), items.slice(2)]) {
+        pool.startRollouts(model, canonicalTokenizerJson(tokenizer), [part]);
+        const [remote] = pool.finishRollouts();
+        const local = single.slice(items.indexOf(part[0]!), items.indexOf(part[0]!) + part.length);
+        assert.deepEqual(remote!.map((e) => e.text), local.map((e) => e.text));
+      }
     } finally {
       pool.dispose();
       model.dispose();

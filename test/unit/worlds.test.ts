@@ -10,11 +10,14 @@ import { TASK_FACTS, buildCorpus, makeTaskPool } from '../../core/world';
 import {
   FRESH_SPLITS,
   ReservedWorldError,
+  SEED_WORLD,
   TRAINING_SEEDS,
   assertNotReserved,
   buildWorld,
   freshSplitTasks,
   freshTrainingTasks,
+  loadedWorldId,
+  loadedWorlds,
   namesTrainingMustNotSee,
   parseWorldName,
   RL_POOL_WORLDS,
@@ -22,6 +25,7 @@ import {
   seedGoldOf,
   worldFacts,
   worldName,
+  worldTemplates,
 } from '../../core/worlds';
 import { classifyFailure } from '../../trainer/eval';
 import { prepareRunData } from '../../trainer/prepare';
@@ -131,6 +135,36 @@ describe('worlds from a fact table', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("a user's world is a value passed along, not an id in a registry", () => {
+  const rows = () => {
+    const w = makeTaskPool(3, 6, 2);
+    return { corpus: buildCorpus(3, 12), train: w.train, heldout: w.heldout, dev: [], tools: null };
+  };
+
+  it('its id carries its rows and is named by their content: the same rows the same name, other rows another', () => {
+    const a = loadedWorldId(rows());
+    const b = loadedWorldId(rows());
+    assert.equal(worldName(a), worldName(b));
+    assert.match(worldName(a), /^custom:\d+$/);
+    assert.notEqual(a.rows, b.rows);
+    const other = loadedWorldId({ ...rows(), heldout: rows().heldout.slice(1) });
+    assert.notEqual(worldName(other), worldName(a));
+    assert.deepEqual(buildWorld(a).heldout, a.rows.heldout);
+    assert.equal(worldEnv(a).retriever.search('the hidden size', 1).length, 1);
+    assert.equal(worldTemplates(a), worldTemplates(SEED_WORLD));
+  });
+
+  it("a name resolves to a user's world only where that world was passed; generated worlds need nothing", () => {
+    const a = loadedWorldId(rows());
+    assert.throws(() => parseWorldName(worldName(a)), new RegExp(`world ${worldName(a)} is a user's world that was not passed along.*no user world is loaded here`));
+    const known = loadedWorlds([SEED_WORLD, a, { kind: 'values', seed: 7 }]);
+    assert.deepEqual([...known.keys()], [worldName(a)]);
+    assert.equal(parseWorldName(worldName(a), known), a);
+    assert.deepEqual(parseWorldName('values:7'), { kind: 'values', seed: 7 });
+    assert.throws(() => parseWorldName('custom:1', known), /custom:1 .*the loaded ones: custom:\d+/);
   });
 });
 
