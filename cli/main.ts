@@ -33,6 +33,10 @@ export async function main(argv: readonly string[]): Promise<number> {
   // `train grpo`'s mistakes are told with train grpo's usage, not train sft's.
   const sub = command.subcommands?.includes(rest[0] ?? '') ? rest[0] : undefined;
   const usage = sub ? subcommandUsage(command.usage, name, sub) : command.usage;
+  if (sub && (rest[1] === '--help' || rest[1] === '-h')) {
+    console.log(`usage: ${usage}`);
+    return 0;
+  }
   const who = sub ? `${name} ${sub}` : name;
   try {
     if (command.subcommands) {

@@ -122,4 +122,16 @@ describe('issue 36: run folders (Low items)', function () {
     assert.match(s.stderr, /^agent-lab train sft: option '--steps' needs an integer, got 'x'\nusage: agent-lab train sft \[--preset P\]/);
     assert.doesNotMatch(s.stderr, /train grpo/);
   });
+
+  it('train sft --help and train grpo --help print their own usage and exit 0 (as train --help does)', async () => {
+    for (const sub of ['sft', 'grpo']) {
+      for (const flag of ['--help', '-h']) {
+        const r = await capture(() => main(['train', sub, flag]));
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stderr, '');
+        assert.match(r.stdout, new RegExp(`^usage: agent-lab train ${sub} `));
+        assert.doesNotMatch(r.stdout, new RegExp(`train ${sub === 'sft' ? 'grpo' : 'sft'}`));
+      }
+    }
+  });
 });
