@@ -14,6 +14,7 @@ import { EXPORT_USAGE, runExportCommand } from './export';
 import { MODEL_USAGE, cmdModel } from './model';
 import { cmdAuditReward, cmdCalc, cmdGrammar, cmdMask, cmdSearch } from './tools';
 import { GRPO_OPTIONS, SFT_OPTIONS, cmdEval, cmdTrain, runAskCommand } from './train';
+import { sftUsage } from '../core/protocol/sftOptions';
 import { WORLD_USAGE, cmdWorld } from './world';
 
 /** Seeds: the world derives seed + 1 and seed + 2, which must stay exact integers. */
@@ -152,12 +153,7 @@ export const COMMANDS: Record<
     name: 'train',
     summary: "train the student: sft (from the run folder's data, built with the stub teacher when missing); grpo (RL from an SFT run)",
     usage:
-      'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN | --base HF_DIR] [--resume] [--eval-limit N]\n' +
-      "      (--base: start from a Hugging Face model folder; its own tokenizer.json becomes the run's, the wire-format specials it lacks added as tokens; a lab tokenizer must be the run's)\n" +
-      '      [--lora r,alpha[,targets]]      (with --base: LoRA adapters on a frozen base, PEFT\'s y = Wx + (alpha/r) BAx; targets of q,k,v,o,gate,up,down, default all;\n' +
-      '                                       embedding rows added for wire specials the base\'s tokenizer lacks train too)\n' +
-      '      [--world DIR [--traces FILE]]      (--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)\n' +
-      '      [--checkpoint-every SECONDS] [--keep-checkpoints K] --run DIR       (--from: continued SFT from that run\'s latest checkpoint)\n' +
+      `${sftUsage()}\n` +
       grpoUsage(),
     // The two option tables' flags (--from and --seed are the GRPO table's), and what both trainings take beside them.
     options: {

@@ -11,7 +11,7 @@
 // usage (grpoUsage). Adding an option is a row here and its use in the trainer.
 // Types, the table and pure helpers only: no Node, no DOM.
 
-import { type ParsedFlags, jobFields, optionsFromFlags, rowDefaults } from './optionRows';
+import { type ParsedFlags, jobFields, optionsFromFlags, rowDefaults, usageFromRows } from './optionRows';
 
 /**
  * The RL task pool: the SFT run's training tasks, or fresh training worlds (never distilled);
@@ -236,23 +236,7 @@ export const GRPO_JOB_FIELDS = jobFields(ROWS);
  * row's text on its line, in table order, the lines' notes after them.
  */
 export function grpoUsage(): string {
-  const lines: string[][] = [];
-  const notes: string[][] = [];
-  for (const [, r] of ROWS) {
-    const i = r.usageLine - 1;
-    (lines[i] ??= []).push(r.usageText ?? usageOf(r));
-    if (r.usageNote) (notes[i] ??= []).push(r.usageNote);
-  }
-  const texts = lines.map((parts, i) => [parts.filter((p) => p !== '').join(' '), ...(notes[i] ?? [])].join('      '));
-  texts[texts.length - 1] += ' --run DIR';
-  return [`  agent-lab train grpo ${texts[0]!}`, ...texts.slice(1).map((t) => `      ${t}`)].join('\n');
-}
-
-function usageOf(r: GrpoOptionRow): string {
-  if (r.kind === 'flag') return `[--${r.flag!}]`;
-  const value = r.kind === 'onOff' ? 'on|off' : r.choices ? r.choices.join('|') : r.metavar;
-  if (value === undefined) throw new Error(`GRPO option --${r.flag!}: its row names no metavar for the usage`);
-  return `[--${r.flag!} ${value}]`;
+  return `  ${usageFromRows('agent-lab train grpo', ROWS, '--run DIR')}`;
 }
 
 /** A CLI option spec as cli/args.ts reads it (structurally its OptionSpec). */

@@ -9,7 +9,7 @@
 // --seed, whose specs are the GRPO table's rows (`grpo`).
 // Types, the table and pure helpers only: no Node, no DOM.
 
-import { type ParsedFlags, jobFields, optionsFromFlags, rowDefaults } from './optionRows';
+import { type ParsedFlags, type UsageRow, jobFields, optionsFromFlags, rowDefaults, usageFromRows } from './optionRows';
 
 /**
  * An option's value: text, an integer or a number, a flag, or a list of budget fractions
@@ -27,7 +27,7 @@ export interface SftChoiceLists {
   backends: readonly string[];
 }
 
-interface SftOptionRow {
+interface SftOptionRow extends UsageRow {
   kind: OptionKind;
   /** The CLI flag (`--flag`); absent: the CLI does not set it. */
   flag?: string;
@@ -53,40 +53,77 @@ interface SftOptionRow {
  */
 export const SFT_OPTION_TABLE = {
   /** The model preset (trainer/model.ts PRESETS); a resumed or continued run keeps its own. */
-  preset: { kind: 'string', flag: 'preset', choicesFrom: 'presets', job: true, setting: 'preset', default: 'tiny' },
+  preset: { kind: 'string', flag: 'preset', choicesFrom: 'presets', job: true, setting: 'preset', default: 'tiny', usageLine: 1, usageOrder: 1, metavar: 'P' },
   /** The recipe (trainer/recipes.ts); default: the textbook's, or the one for a user's world. */
-  recipe: { kind: 'string', flag: 'recipe', choicesFrom: 'recipes', job: true },
-  backend: { kind: 'string', flag: 'backend', choicesFrom: 'backends', job: true, setting: 'backend', default: 'auto' },
+  recipe: { kind: 'string', flag: 'recipe', choicesFrom: 'recipes', job: true, usageLine: 1, usageOrder: 2, metavar: 'R' },
+  backend: { kind: 'string', flag: 'backend', choicesFrom: 'backends', job: true, setting: 'backend', default: 'auto', usageLine: 1, usageOrder: 3, metavar: 'B' },
   /** The budget in optimiser steps (default: the preset's; the setting's 0 means "use the minutes"). */
-  steps: { kind: 'int', flag: 'steps', min: 1, max: 100000000, job: true, setting: 'sft.steps' },
+  steps: { kind: 'int', flag: 'steps', min: 1, max: 100000000, job: true, setting: 'sft.steps', usageLine: 1, usageOrder: 4, usageText: '' },
   /** The budget in optimiser minutes (evaluations are not counted). */
-  minutes: { kind: 'number', flag: 'minutes', min: 0.05, max: 100000, job: true, setting: 'sft.minutes' },
-  resume: { kind: 'flag', flag: 'resume', job: true },
+  minutes: { kind: 'number', flag: 'minutes', min: 0.05, max: 100000, job: true, setting: 'sft.minutes', usageLine: 1, usageOrder: 4, usageText: '[--minutes M | --steps N]' },
+  resume: { kind: 'flag', flag: 'resume', job: true, usageLine: 1, usageOrder: 8 },
   /** Held-out tasks per accuracy point (default all; 0: no accuracy points). */
-  evalLimit: { kind: 'int', flag: 'eval-limit', min: 0, max: 100000, job: true, setting: 'sft.heldoutTasks' },
+  evalLimit: { kind: 'int', flag: 'eval-limit', min: 0, max: 100000, job: true, setting: 'sft.heldoutTasks', usageLine: 1, usageOrder: 9, metavar: 'N' },
   /** A user's world folder (docs/worlds.md) to build the run from; the run keeps a copy. */
-  world: { kind: 'string', flag: 'world', path: true, job: true },
+  world: {
+    kind: 'string',
+    flag: 'world',
+    path: true,
+    job: true,
+    usageLine: 4,
+    usageText: '[--world DIR [--traces FILE]]',
+    usageNote: '(--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)',
+  },
   /** With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. */
-  traces: { kind: 'string', flag: 'traces', path: true },
+  traces: { kind: 'string', flag: 'traces', path: true, usageLine: 4, usageText: '' },
   /**
    * Start from a Hugging Face model folder's weights and config (trainer/hfModel.ts); its own
    * tokenizer becomes the run's, a lab tokenizer must be the run's. The optimiser settings
    * stay the preset's.
    */
-  base: { kind: 'string', flag: 'base', path: true, job: true },
+  base: {
+    kind: 'string',
+    flag: 'base',
+    path: true,
+    job: true,
+    usageLine: 1,
+    usageOrder: 7,
+    usageText: '',
+    usageNoteLine: 2,
+    usageNote: "(--base: start from a Hugging Face model folder; its own tokenizer.json becomes the run's, the wire-format specials it lacks added as tokens; a lab tokenizer must be the run's)",
+  },
   /**
    * With `base`: LoRA adapters ("r,alpha[,targets]", trainer/lora.ts) on a frozen base
    * instead of full fine-tuning. A resumed or continued LoRA run keeps its own.
    */
-  lora: { kind: 'string', flag: 'lora', job: true },
+  lora: {
+    kind: 'string',
+    flag: 'lora',
+    job: true,
+    usageLine: 3,
+    metavar: 'r,alpha[,targets]',
+    usageNote:
+      "(with --base: LoRA adapters on a frozen base, PEFT's y = Wx + (alpha/r) BAx; targets of q,k,v,o,gate,up,down, default all;\n" +
+      "                                       embedding rows added for wire specials the base's tokenizer lacks train too)",
+  },
   /** Continued SFT: start from this SFT run's latest checkpoint, data, tokenizer and world. */
-  from: { kind: 'string', flag: 'from', grpo: true, job: true },
+  from: {
+    kind: 'string',
+    flag: 'from',
+    grpo: true,
+    job: true,
+    usageLine: 1,
+    usageOrder: 7,
+    usageText: '[--from SFT_RUN | --base HF_DIR]',
+    usageNoteLine: 5,
+    usageNote: "(--from: continued SFT from that run's latest checkpoint)",
+  },
   /** Model initialisation and data order. */
-  seed: { kind: 'int', flag: 'seed', grpo: true, default: 0 },
+  seed: { kind: 'int', flag: 'seed', grpo: true, default: 0, usageLine: 1, usageOrder: 5, usageText: '[--seed N] [--threads N]' },
   /** Seconds between checkpoints (default 120; 0: after every step). */
-  checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', min: 0, max: 100000 },
+  checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', min: 0, max: 100000, usageLine: 5, metavar: 'SECONDS' },
   /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
-  keepCheckpoints: { kind: 'int', flag: 'keep-checkpoints', min: 0, max: 100000 },
+  keepCheckpoints: { kind: 'int', flag: 'keep-checkpoints', min: 0, max: 100000, usageLine: 5, metavar: 'K' },
   /** Optimiser steps between held-out loss measurements (default: 10 per run, at least every 25). */
   heldoutEvery: { kind: 'int' },
   /** Budget fractions at which held-out accuracy is measured. */
@@ -116,6 +153,14 @@ export const SFT_OPTION_DEFAULTS = rowDefaults(ROWS) as {
 
 /** The job spec's fields of each value kind, in table order (what checkJobSpec checks). */
 export const SFT_JOB_FIELDS = jobFields(ROWS);
+
+/**
+ * `train sft`'s usage (the train command's first lines): each row's text on its usage line
+ * (`usageLine`, in `usageOrder`), the lines' notes after them.
+ */
+export function sftUsage(): string {
+  return usageFromRows('agent-lab train sft', ROWS, '--run DIR');
+}
 
 /** A CLI option spec as cli/args.ts reads it (structurally its OptionSpec). */
 export interface SftFlagSpec {

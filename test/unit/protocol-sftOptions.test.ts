@@ -5,7 +5,8 @@ import * as assert from 'node:assert/strict';
 import { COMMANDS } from '../../cli/commands';
 import { GRPO_OPTIONS, SFT_OPTIONS } from '../../cli/train';
 import { GRPO_OPTION_TABLE } from '../../core/protocol/grpoOptions';
-import { SFT_OPTION_DEFAULTS, SFT_OPTION_TABLE, sftOptionsFromFlags, sftOptionsFromJob } from '../../core/protocol/sftOptions';
+import { type UsageRow, usageFromRows } from '../../core/protocol/optionRows';
+import { SFT_OPTION_DEFAULTS, SFT_OPTION_TABLE, sftOptionsFromFlags, sftOptionsFromJob, sftUsage } from '../../core/protocol/sftOptions';
 import { checkJobSpec } from '../../core/protocol/worker';
 import { BACKEND_CHOICES } from '../../trainer/backend';
 import { PRESET_NAMES } from '../../trainer/model';
@@ -55,6 +56,18 @@ describe('core/protocol/sftOptions: one table for the SFT options', () => {
       rows.every(([, r]) => r.kind !== 'fractions' || r.flag === undefined),
       'a list of fractions has no flag',
     );
+  });
+
+  it("'train sft''s usage is made from the rows: a row's place and text move its usage, a row without a line is not listed", () => {
+    const text = sftUsage();
+    assert.equal(text.split('\n')[0], 'agent-lab train sft [--preset P] [--recipe R] [--backend B] [--minutes M | --steps N] [--seed N] [--threads N] [--from SFT_RUN | --base HF_DIR] [--resume] [--eval-limit N]');
+    assert.match(text, /\n {6}\[--checkpoint-every SECONDS\] \[--keep-checkpoints K\] --run DIR {6}\(--from: continued SFT/);
+    const sftRows = Object.entries(SFT_OPTION_TABLE) as [string, UsageRow][];
+    const moved = sftRows.map(([k, r]): [string, UsageRow] => (k === 'preset' ? [k, { ...r, usageOrder: 20, metavar: 'NAME' }] : [k, r]));
+    assert.match(usageFromRows('agent-lab train sft', moved, '--run DIR').split('\n')[0]!, /\[--eval-limit N\] \[--preset NAME\]$/);
+    const unlisted = sftRows.map(([k, r]): [string, UsageRow] => (k === 'resume' ? [k, { ...r, usageLine: undefined }] : [k, r]));
+    assert.doesNotMatch(usageFromRows('agent-lab train sft', unlisted, '--run DIR'), /--resume/);
+    assert.throws(() => usageFromRows('x', [['a', { kind: 'int', flag: 'a', usageLine: 1 }]], ''), /option --a: its row names no metavar/);
   });
 
   it('a flag both trainings take has one home: shared in the GRPO table where its spec is here, here marked grpo where it is there', () => {
