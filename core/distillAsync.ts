@@ -4,13 +4,13 @@
 // requests in flight, progress, and cancellation. Output order stays deterministic: task
 // order, then sample order, whatever order the requests finish in. With a world's tool list
 // every call is checked against it before it runs (`off-tools`, issue 36).
-import { splitOnce } from './pystr';
 import type { ToolEnv } from './env';
-import { DEFAULT_MAX_STEPS, RolloutResult, TraceRow, normalize, renderPrompt } from './distill';
+import { DEFAULT_MAX_STEPS, KindCounts, RolloutResult, TraceRow, keepSolved, rolloutSteps } from './distill';
+import { assertTeacherTasks } from './differenceTasks';
 import { AsyncTeacher, TeacherError } from './teachers/teacher';
 import type { McpTool } from './tools/schemas';
 import type { Task } from './types';
-import { ASST, END, parseAssistantStep, renderCallBody, renderToolResult } from './wire';
+import { ASST, renderCallBody } from './wire';
 import { toolCallViolation } from './worldTools';
 
 export { TeacherConfigError, TeacherError, asyncTeacher, canonicalStep } from './teachers/teacher';
@@ -42,13 +42,23 @@ export async function rolloutAsync(
   signal?: AbortSignal,
   tools?: readonly McpTool[] | null,
 ): Promise<AsyncRolloutResult> {
-  let transcript = renderPrompt(task.question, env.systemPrompt);
-  let solved = false;
-  let answer: string | null = null;
-  let steps = 0;
   const raw: string[] = [];
-  for (let s = 0; s < maxSteps; s++) {
-    steps++;
+  // Any teacher's call, not only the HTTP teacher's: the grammar it was checked against
+  // (if any) is the textbook's, which the world's list may narrow or leave calc out of.
+  const steps = rolloutSteps(
+    task,
+    env,
+    maxSteps,
+    tools
+      ? (action) => {
+          const why = toolCallViolation(action.tool, action.args, tools);
+          return why === null ? null : `${clip(renderCallBody(action.tool, action.args))}: ${why}`;
+        }
+      : undefined,
+  );
+  let next = steps.next();
+  while (!next.done) {
+    const { transcript, steps: n } = next.value;
     let generated: string;
     try {
       const reply = await teacher(transcript + ASST, signal);
@@ -59,25 +69,12 @@ export async function rolloutAsync(
       }
     } catch (err) {
       if (!(err instanceof TeacherError)) throw err;
-      return { transcript, solved: false, answer: null, steps, error: err, raw };
+      return { transcript, solved: false, answer: null, steps: n, error: err, raw };
     }
-    const stepText = splitOnce(generated, END)[0];
-    const action = parseAssistantStep(stepText);
-    // Any teacher's call, not only the HTTP teacher's: the grammar it was checked against
-    // (if any) is the textbook's, which the world's list may narrow or leave calc out of.
-    if (tools && action.kind === 'tool') {
-      const why = toolCallViolation(action.tool, action.args, tools);
-      if (why !== null) return { transcript, solved: false, answer: null, steps, error: new TeacherError(OFF_TOOLS, `${clip(renderCallBody(action.tool, action.args))}: ${why}`), raw };
-    }
-    transcript += `${ASST}${stepText}${END}`;
-    if (action.kind === 'final') {
-      answer = action.answer;
-      solved = normalize(action.answer) === normalize(task.gold);
-      break;
-    }
-    transcript += renderToolResult(env.runTool(action));
+    next = steps.next(generated);
   }
-  return { transcript, solved, answer, steps, error: null, raw };
+  const { refused, ...result } = next.value;
+  return { ...result, error: refused === null ? null : new TeacherError(OFF_TOOLS, refused), raw };
 }
 
 const clip = (s: string, n = 160): string => (s.length > n ? `${s.slice(0, n)}...` : s);
@@ -87,11 +84,7 @@ export interface AsyncTraceRow extends TraceRow {
   teacher_raw?: string[];
 }
 
-export interface KindStats {
-  tasks: number;
-  rollouts: number;
-  solved: number;
-  kept: number;
+export interface KindStats extends KindCounts {
   failed: number;
 }
 
@@ -144,6 +137,8 @@ export async function distillAsync(
   env: ToolEnv,
   options: DistillAsyncOptions = {},
 ): Promise<AsyncTraceRow[]> {
+  // Whatever the teacher, a no-teacher family never becomes SFT data (core/differenceTasks.ts).
+  assertTeacherTasks(tasks, 'distill');
   const samples = options.samplesPerTask ?? 4;
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
   const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
@@ -184,27 +179,17 @@ export async function distillAsync(
   tasks.forEach((task, ti) => {
     if (remaining[ti]! > 0) return;
     const k = (stats.perKind[task.kind] ??= { tasks: 0, rollouts: 0, solved: 0, kept: 0, failed: 0 });
-    k.tasks++;
+    const finished = results[ti]!.filter((r): r is AsyncRolloutResult => r !== undefined);
+    const before = { ...k };
+    for (const r of keepSolved(finished, k)) kept.push({ task: task.question, text: r.transcript, kind: task.kind, ...(r.raw.length > 0 ? { teacher_raw: r.raw } : {}) });
     stats.tasks++;
-    const seen = new Set<string>();
-    for (const r of results[ti]!) {
-      if (!r) continue;
-      k.rollouts++;
-      stats.rollouts++;
-      if (r.error) {
-        k.failed++;
-        stats.failed[r.error.reason] = (stats.failed[r.error.reason] ?? 0) + 1;
-        stats.failureExamples[r.error.reason] ??= r.error.message;
-        continue;
-      }
-      if (!r.solved) continue;
-      k.solved++;
-      stats.solved++;
-      if (seen.has(r.transcript)) continue;
-      seen.add(r.transcript);
-      kept.push({ task: task.question, text: r.transcript, kind: task.kind, ...(r.raw.length > 0 ? { teacher_raw: r.raw } : {}) });
-      k.kept++;
-      stats.kept++;
+    stats.rollouts += k.rollouts - before.rollouts;
+    stats.solved += k.solved - before.solved;
+    stats.kept += k.kept - before.kept;
+    for (const r of finished) {
+      if (!r.error) continue;
+      stats.failed[r.error.reason] = (stats.failed[r.error.reason] ?? 0) + 1;
+      stats.failureExamples[r.error.reason] ??= r.error.message;
     }
   });
   return kept;

@@ -18,6 +18,7 @@ import type { Passage, Task } from '../../core/types';
 import { TASK_FACTS, taskToRow } from '../../core/world';
 import { rowToTask } from '../../core/worldRows';
 import { loadWorldTasks } from '../../trainer/jobEval';
+import { distillAsync } from '../../core/distillAsync';
 import { parseFactTable } from '../../core/worldSource';
 import {
   FRESH_SPLITS,
@@ -153,7 +154,7 @@ describe('the difference family (issue 28)', () => {
     assert.throws(() => assertPoolApart([{ task: swapped, seed: 5 }], evaluation, 'test pool'), (err: Error) => err instanceof ReservedWorldError && err.message.includes(JSON.stringify(e0.task.question)) && err.message.includes('other wording'));
   });
 
-  it('the stub teacher never demonstrates one: the teacher and distill (every SFT data and augmentation path) refuse it; a grader\'s reference may follow it; guidance is off', () => {
+  it('the stub teacher never demonstrates one: the teacher and distill, sync and async (every SFT data and augmentation path), refuse it; a grader\'s reference may follow it; guidance is off', async () => {
     const world = FRESH_SPLITS['fresh-differences'].seeds[0]!;
     const task = freshSplitTasks('fresh-differences')[0]!.task;
     const env = worldEnv({ kind: 'values', seed: world });
@@ -161,6 +162,13 @@ describe('the difference family (issue 28)', () => {
     // Whatever the teacher: distilling a difference task is an error naming it (a teacher that would answer it right is refused too).
     const oracle: Teacher = () => `Thought: x\nAnswer: ${task.gold}`;
     assert.throws(() => distill([task], oracle, env, 1), (err: Error) => err instanceof NoTeacherError && err.message.includes(JSON.stringify(task.question)) && err.message.startsWith('distill:'));
+    // The asynchronous road (an HTTP teacher, agent-lab distill) too, before any request.
+    let asked = 0;
+    await assert.rejects(
+      distillAsync([task], async () => (asked++, `Thought: x\nAnswer: ${task.gold}`), env, { samplesPerTask: 1 }),
+      (err: Error) => err instanceof NoTeacherError && err.message.startsWith('distill:'),
+    );
+    assert.equal(asked, 0);
     // A mixed list (as an augmentation world's would be) is refused too, naming the difference task.
     const values = buildWorld({ kind: 'values', seed: TRAINING_SEEDS.augment });
     assert.throws(() => makeStubTeacher([...values.train.slice(0, 5), task]), NoTeacherError);
