@@ -103,6 +103,9 @@ export interface Episode {
   record: StepRecord[];
 }
 
+/** An episode of a batch: its task, options (its own random stream) and world's tools (default the runtime's). */
+type BatchItem = { task: EpisodeTask; options?: Partial<EpisodeOptions>; env?: ToolEnv };
+
 export class AgentRuntime {
   private readonly endId: number;
   private readonly callId: number;
@@ -151,52 +154,33 @@ export class AgentRuntime {
   }
 
   /** runBatch() with the policy's asynchronous decoding where it has one (the same episodes, in the same lockstep). */
-  async runBatchAsync(items: readonly { task: EpisodeTask; options?: Partial<EpisodeOptions>; env?: ToolEnv }[]): Promise<Episode[]> {
+  async runBatchAsync(items: readonly BatchItem[]): Promise<Episode[]> {
     const sessions = items.map(() => this.policy.newSession());
-    const append = async (s: DecodeSession, ids: readonly number[]): Promise<Float32Array> => (s.appendAsync ? s.appendAsync(ids) : s.append(ids));
     const policy = this.policy;
     const appendBatch = policy.appendBatchAsync
       ? (ss: readonly DecodeSession[], ids: readonly number[]) => policy.appendBatchAsync!(ss, ids)
       : policy.appendBatch
         ? async (ss: readonly DecodeSession[], ids: readonly number[]) => policy.appendBatch!(ss, ids)
         : null;
+    // Decoding on wasm or cpu never waits on I/O: yield now and then, so that a signal
+    // (Ctrl-C, SIGTERM) or a cancel message is heard during a long round, not after it.
+    let yieldedAt = Date.now();
     try {
-      const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }, it.env ?? this.env));
-      const state = episodes.map((e) => e.next());
-      const results: (Episode | null)[] = items.map(() => null);
-      // Decoding on wasm or cpu never waits on I/O: yield now and then, so that a signal
-      // (Ctrl-C, SIGTERM) or a cancel message is heard during a long round, not after it.
-      let yieldedAt = Date.now();
-      const yieldNowAndThen = async (): Promise<void> => {
-        if (Date.now() - yieldedAt <= YIELD_EVERY_MS) return;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        yieldedAt = Date.now();
-      };
-      for (;;) {
-        await yieldNowAndThen();
-        const waiting: number[] = [];
-        state.forEach((r, i) => {
-          if (r.done) results[i] = r.value;
-          else waiting.push(i);
-        });
-        if (waiting.length === 0) break;
-        const singles = waiting.filter((i) => (state[i]!.value as Append).length === 1);
-        const batched = appendBatch && singles.length > 1 ? new Set(singles) : new Set<number>();
-        if (batched.size > 0) {
-          const idx = [...batched];
-          const logits = await appendBatch!(
-            idx.map((i) => sessions[i]!),
-            idx.map((i) => (state[i]!.value as Append)[0]!),
-          );
-          idx.forEach((i, k) => (state[i] = episodes[i]!.next(logits[k]!)));
+      const steps = this.lockstep(items, Boolean(appendBatch));
+      let r = steps.next();
+      while (!r.done) {
+        if (Date.now() - yieldedAt > YIELD_EVERY_MS) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          yieldedAt = Date.now();
         }
-        for (const i of waiting) {
-          if (batched.has(i)) continue;
-          await yieldNowAndThen();
-          state[i] = episodes[i]!.next(await append(sessions[i]!, state[i]!.value as Append));
+        const { at, ids } = r.value;
+        if (at.length > 1) r = steps.next(await appendBatch!(at.map((i) => sessions[i]!), ids));
+        else {
+          const s = sessions[at[0]!]!;
+          r = steps.next([await (s.appendAsync ? s.appendAsync(ids) : s.append(ids))]);
         }
       }
-      return results as Episode[];
+      return r.value;
     } finally {
       for (const s of sessions) s.dispose();
     }
@@ -209,36 +193,48 @@ export class AgentRuntime {
    * (its own random stream), so it samples from the same distributions as `run`, and may
    * live in its own world (`env`: its corpus and tools; default the runtime's).
    */
-  runBatch(items: readonly { task: EpisodeTask; options?: Partial<EpisodeOptions>; env?: ToolEnv }[]): Episode[] {
+  runBatch(items: readonly BatchItem[]): Episode[] {
     const sessions = items.map(() => this.policy.newSession());
+    const policy = this.policy;
     try {
-      const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }, it.env ?? this.env));
-      const state = episodes.map((e) => e.next());
-      const results: (Episode | null)[] = items.map(() => null);
-      for (;;) {
-        const waiting: number[] = [];
-        state.forEach((r, i) => {
-          if (r.done) results[i] = r.value;
-          else waiting.push(i);
-        });
-        if (waiting.length === 0) break;
-        const singles = waiting.filter((i) => (state[i]!.value as Append).length === 1);
-        const batched = this.policy.appendBatch && singles.length > 1 ? new Set(singles) : new Set<number>();
-        if (batched.size > 0) {
-          const idx = [...batched];
-          const logits = this.policy.appendBatch!(
-            idx.map((i) => sessions[i]!),
-            idx.map((i) => (state[i]!.value as Append)[0]!),
-          );
-          idx.forEach((i, k) => (state[i] = episodes[i]!.next(logits[k]!)));
-        }
-        for (const i of waiting) {
-          if (!batched.has(i)) state[i] = episodes[i]!.next(sessions[i]!.append(state[i]!.value as Append));
-        }
+      const steps = this.lockstep(items, Boolean(policy.appendBatch));
+      let r = steps.next();
+      while (!r.done) {
+        const { at, ids } = r.value;
+        r = steps.next(at.length > 1 ? policy.appendBatch!(at.map((i) => sessions[i]!), ids) : [sessions[at[0]!]!.append(ids)]);
       }
-      return results as Episode[];
+      return r.value;
     } finally {
       for (const s of sessions) s.dispose();
+    }
+  }
+
+  /**
+   * The lockstep schedule of runBatch and runBatchAsync, one for both: it yields each decoding
+   * request (episodes `at`; several: one sampled token each, to batch; one: its ids to append)
+   * and is sent the logits, one array per episode.
+   */
+  private *lockstep(items: readonly BatchItem[], canBatch: boolean): Generator<{ at: number[]; ids: readonly number[] }, Episode[], Float32Array[]> {
+    const episodes = items.map((it) => this.episode(it.task, { ...DEFAULT_EPISODE, ...it.options }, it.env ?? this.env));
+    const state = episodes.map((e) => e.next());
+    const results: (Episode | null)[] = items.map(() => null);
+    for (;;) {
+      const waiting: number[] = [];
+      state.forEach((r, i) => {
+        if (r.done) results[i] = r.value;
+        else waiting.push(i);
+      });
+      if (waiting.length === 0) return results as Episode[];
+      const singles = waiting.filter((i) => (state[i]!.value as Append).length === 1);
+      const batched = canBatch && singles.length > 1 ? new Set(singles) : new Set<number>();
+      if (batched.size > 0) {
+        const at = [...batched];
+        const logits = yield { at, ids: at.map((i) => (state[i]!.value as Append)[0]!) };
+        at.forEach((i, k) => (state[i] = episodes[i]!.next(logits[k]!)));
+      }
+      for (const i of waiting) {
+        if (!batched.has(i)) state[i] = episodes[i]!.next((yield { at: [i], ids: state[i]!.value as Append })[0]!);
+      }
     }
   }
 

@@ -136,7 +136,7 @@ describe('agent runtime', () => {
     assert.equal(ep.generated[endPositions[2]!], 0);
   });
 
-  it('runBatch: oracle episodes in lockstep, through a batched append, equal run() one by one', () => {
+  it('runBatch and runBatchAsync: oracle episodes in lockstep, through a batched append, equal run() one by one', async () => {
     const rows = traces.slice(0, 8);
     const tasks = rows.map((row) => pool.heldout.find((t) => t.question === row.task)!);
     const wants = rows.map((row) => encodeWithMask(row.text, tok));
@@ -175,15 +175,21 @@ describe('agent runtime', () => {
         });
       },
     };
-    const eps = new AgentRuntime(policy, tok, env, naiveMask).runBatch(tasks.map((task) => ({ task })));
-    eps.forEach((ep, i) => {
-      assert.equal(ep.text, rows[i]!.text);
-      assert.deepEqual(ep.ids, wants[i]!.ids);
-      assert.deepEqual(ep.generated, wants[i]!.supervised.map((s) => (s ? 1 : 0)));
-      assert.equal(ep.solved, true);
-    });
-    const generatedTotal = eps.reduce((n, e) => n + e.generated.reduce((a, b) => a + b, 0), 0);
-    assert.ok(batchedTokens > generatedTotal / 2, `most sampled tokens went through the batched append (${batchedTokens} of ${generatedTotal})`);
+    const runtime = new AgentRuntime(policy, tok, env, naiveMask);
+    // The same schedule driven synchronously and asynchronously (the policy has no async decoding: its sync one is awaited).
+    for (const drive of [() => runtime.runBatch(tasks.map((task) => ({ task }))), () => runtime.runBatchAsync(tasks.map((task) => ({ task })))]) {
+      nextWant = 0;
+      batchedTokens = 0;
+      const eps = await drive();
+      eps.forEach((ep, i) => {
+        assert.equal(ep.text, rows[i]!.text);
+        assert.deepEqual(ep.ids, wants[i]!.ids);
+        assert.deepEqual(ep.generated, wants[i]!.supervised.map((s) => (s ? 1 : 0)));
+        assert.equal(ep.solved, true);
+      });
+      const generatedTotal = eps.reduce((n, e) => n + e.generated.reduce((a, b) => a + b, 0), 0);
+      assert.ok(batchedTokens > generatedTotal / 2, `most sampled tokens went through the batched append (${batchedTokens} of ${generatedTotal})`);
+    }
   });
 
   it('runBatch with a real model (batched KV-cache steps) decodes greedily what run() decodes', async () => {
