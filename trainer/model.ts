@@ -177,13 +177,11 @@ export class StackModel extends ModelTraining {
    */
   prefill(ids: readonly number[], cache: KvCache): Float32Array {
     if (ids.length === 0) throw new Error('prefill: no tokens');
-    const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
+    const { heads: H, kvHeads: K, layers: L } = this.config;
     const hd = this.headDim;
     const c = ids.length;
     const p = cache.length;
-    if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
-    for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`prefill: token id ${id} out of range`);
-    cache.reserve(p + c);
+    this.checkPrefill(ids, cache);
     const W = K * hd;
     const len = p + c;
     const out = tf.tidy(() => {
@@ -192,11 +190,7 @@ export class StackModel extends ModelTraining {
       let x = this.embed(Int32Array.from(ids), this.prevIdsAfter([cache], ids));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
-        const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
-        const qkv = this.qkvProj(h1, pre);
-        const qkRaw = tf.slice(qkv, [0, 0], [c, (H + K) * hd]);
-        const vNew = tf.slice(qkv, [0, (H + K) * hd], [c, W]);
-        const qk = tf.add(tf.mul(qkRaw, cos), tf.mul(this.rotate(qkRaw, this.rot), sin)) as tf.Tensor2D;
+        const { qk, vNew } = this.layerQkv(x, pre, cos, sin);
         // The new keys and values join the cache (rows p..p+c-1).
         cache.k[i]!.set(tf.slice(qk, [0, H * hd], [c, W]).dataSync() as Float32Array, p * W);
         cache.v[i]!.set(vNew.dataSync() as Float32Array, p * W);
@@ -241,6 +235,27 @@ export class StackModel extends ModelTraining {
     return outs.length === 1 ? outs[0]! : (tf.concat(outs, 1) as tf.Tensor2D);
   }
 
+  /** What prefill and prefillAsync refuse (more than the context, an id outside the vocabulary); then room in the cache. */
+  private checkPrefill(ids: readonly number[], cache: KvCache): void {
+    const c = ids.length;
+    const p = cache.length;
+    if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
+    for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < this.config.vocab)) throw new Error(`prefill: token id ${id} out of range`);
+    cache.reserve(p + c);
+  }
+
+  /** What stepBatch and stepBatchAsync refuse; then room for one more token in each cache. */
+  private checkStepBatch(ids: readonly number[], caches: readonly KvCache[]): void {
+    const B = ids.length;
+    if (caches.length !== B) throw new Error('stepBatch: one cache per token');
+    if (new Set(caches).size !== B) throw new Error('stepBatch: the caches must be distinct');
+    for (const [b, id] of ids.entries()) {
+      if (!(Number.isInteger(id) && id >= 0 && id < this.config.vocab)) throw new Error(`stepBatch: token id ${id} out of range`);
+      if (caches[b]!.length + 1 > this.config.maxSeq) throw new Error(`stepBatch: sequence ${b} would exceed the model's context ${this.config.maxSeq}`);
+    }
+    for (const c of caches) c.reserve(c.length + 1);
+  }
+
   /** A decoding layer after attention: the output projection, its residual, the MLP and its residual. */
   private layerTail(x: tf.Tensor2D, o: tf.Tensor2D, pre: string): tf.Tensor2D {
     const x1 = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
@@ -272,13 +287,11 @@ export class StackModel extends ModelTraining {
   async prefillAsync(ids: readonly number[], cache: KvCache): Promise<Float32Array> {
     if (canReadSync()) return this.prefill(ids, cache);
     if (ids.length === 0) throw new Error('prefill: no tokens');
-    const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
+    const { heads: H, kvHeads: K, layers: L } = this.config;
     const hd = this.headDim;
     const c = ids.length;
     const p = cache.length;
-    if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
-    for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`prefill: token id ${id} out of range`);
-    cache.reserve(p + c);
+    this.checkPrefill(ids, cache);
     const W = K * hd;
     const W1 = (H + K) * hd;
     const len = p + c;
@@ -330,16 +343,10 @@ export class StackModel extends ModelTraining {
     if (canReadSync()) return this.stepBatch(ids, caches);
     const B = ids.length;
     if (B === 0) return [];
-    if (caches.length !== B) throw new Error('stepBatch: one cache per token');
-    if (new Set(caches).size !== B) throw new Error('stepBatch: the caches must be distinct');
+    this.checkStepBatch(ids, caches);
     const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
     const hd = this.headDim;
     const W1 = (H + K) * hd;
-    for (const [b, id] of ids.entries()) {
-      if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`stepBatch: token id ${id} out of range`);
-      if (caches[b]!.length + 1 > this.config.maxSeq) throw new Error(`stepBatch: sequence ${b} would exceed the model's context ${this.config.maxSeq}`);
-    }
-    for (const c of caches) c.reserve(c.length + 1);
     const live: tf.Tensor[] = [];
     try {
       const cos = new Float32Array(B * W1);
@@ -393,16 +400,10 @@ export class StackModel extends ModelTraining {
   stepBatch(ids: readonly number[], caches: readonly KvCache[]): Float32Array[] {
     const B = ids.length;
     if (B === 0) return [];
-    if (caches.length !== B) throw new Error('stepBatch: one cache per token');
-    if (new Set(caches).size !== B) throw new Error('stepBatch: the caches must be distinct');
+    this.checkStepBatch(ids, caches);
     const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
     const hd = this.headDim;
     const W1 = (H + K) * hd;
-    for (const [b, id] of ids.entries()) {
-      if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`stepBatch: token id ${id} out of range`);
-      if (caches[b]!.length + 1 > this.config.maxSeq) throw new Error(`stepBatch: sequence ${b} would exceed the model's context ${this.config.maxSeq}`);
-    }
-    for (const c of caches) c.reserve(c.length + 1);
     const out = tf.tidy(() => {
       // RoPE tables, one row per sequence at its own position
       const cos = new Float32Array(B * W1);
@@ -413,11 +414,7 @@ export class StackModel extends ModelTraining {
       let x = this.embed(Int32Array.from(ids), this.prevIdsAfter(caches, null));
       for (let i = 0; i < L; i++) {
         const pre = `layers.${i}.`;
-        const h1 = this.rmsNorm(x, this.p1(pre + 'attn_norm')).y;
-        const qkv = this.qkvProj(h1, pre);
-        const qkRaw = tf.slice(qkv, [0, 0], [B, W1]);
-        const vNew = tf.slice(qkv, [0, W1], [B, K * hd]);
-        const qk = tf.add(tf.mul(qkRaw, cosT), tf.mul(this.rotate(qkRaw, this.rot), sinT)) as tf.Tensor2D;
+        const { qk, vNew } = this.layerQkv(x, pre, cosT, sinT);
         // New keys/values into each cache, then each row's attention over its own cache.
         const qkData = qk.dataSync() as Float32Array;
         const vData = vNew.dataSync() as Float32Array;
@@ -429,12 +426,7 @@ export class StackModel extends ModelTraining {
           cache.v[i]!.set(vData.subarray(b * K * hd, (b + 1) * K * hd), at * K * hd);
           this.attendOne(qkData, b * W1, cache, i, at + 1, att, b * H * hd);
         }
-        const o = tf.tensor2d(att, [B, H * hd]);
-        x = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
-        const h2 = this.rmsNorm(x, this.p1(pre + 'mlp_norm')).y;
-        const gate = tf.matMul(h2, this.p2(pre + 'w_gate'));
-        const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), tf.matMul(h2, this.p2(pre + 'w_up')));
-        x = tf.add(x, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
+        x = this.layerTail(x, tf.tensor2d(att, [B, H * hd]), pre);
       }
       return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.headT());
     });
