@@ -17,10 +17,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { AdapterInfo, BackendInfo, initBackend } from '../trainer/backend';
-import { loadCheckpoint, saveCheckpoint } from '../trainer/checkpoint';
-import { Batch, IGNORE, ModelConfig, PRESETS, PresetName, StackModel, paramSpecs, presetConfig } from '../trainer/model';
-import { Trainer, effectiveTokens } from '../trainer/optim';
+import { AdapterInfo, BackendInfo, initBackend } from '../trainer/model/backend';
+import { loadCheckpoint, saveCheckpoint } from '../trainer/run/checkpoint';
+import { Batch, IGNORE, ModelConfig, PRESETS, PresetName, StackModel, paramSpecs, presetConfig } from '../trainer/model/model';
+import { Trainer, effectiveTokens } from '../trainer/model/optim';
 import { mulberry32 } from '../core/mulberry32';
 
 /**
@@ -34,7 +34,7 @@ const DECODE_SCALE = 20;
 
 /** The CI model: small enough that SwiftShader compiles and runs it in about a minute. */
 export const PARITY_MODEL: ModelConfig = { vocab: 40, dModel: 32, layers: 1, heads: 2, kvHeads: 1, mlp: 64, maxSeq: 16, ropeBase: 10000 };
-/** PARITY_MODEL with what Hugging Face checkpoints bring (trainer/hfModel.ts): q/k/v biases, an untied head, head_dim apart, eps 1e-6 (`parity --hf-shaped`). */
+/** PARITY_MODEL with what Hugging Face checkpoints bring (trainer/hf/hfModel.ts): q/k/v biases, an untied head, head_dim apart, eps 1e-6 (`parity --hf-shaped`). */
 export const PARITY_MODEL_HF: ModelConfig = { ...PARITY_MODEL, headDim: 12, qkvBias: true, tiedHead: false, normEps: 1e-6 };
 
 export interface ParityResult {

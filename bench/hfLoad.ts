@@ -12,9 +12,9 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { BackendAsk, initBackend } from '../trainer/backend';
-import { inspectHfFolder, loadHfFolder } from '../trainer/hfModel';
-import { StackModel } from '../trainer/model';
+import { BackendAsk, initBackend } from '../trainer/model/backend';
+import { inspectHfFolder, loadHfFolder } from '../trainer/hf/hfModel';
+import { StackModel } from '../trainer/model/model';
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);

@@ -8,10 +8,10 @@
 // Prints figures, and the JSON object as the last line. A shared machine's load shows in
 // `loadavg`: compare the rows of one run, not runs of different days.
 import * as os from 'node:os';
-import { BackendAsk, initBackend } from '../trainer/backend';
-import { LoraModel, countLoraParams, parseLoraSpec } from '../trainer/lora';
-import { Batch, IGNORE, ModelConfig, StackModel, countParams, makeRng } from '../trainer/model';
-import { Trainer } from '../trainer/optim';
+import { BackendAsk, initBackend } from '../trainer/model/backend';
+import { LoraModel, countLoraParams, parseLoraSpec } from '../trainer/model/lora';
+import { Batch, IGNORE, ModelConfig, StackModel, countParams, makeRng } from '../trainer/model/model';
+import { Trainer } from '../trainer/model/optim';
 
 /** The generated model timed here: Llama-shaped (GQA 3:1, SwiGLU, tied), small enough for a CPU. */
 const BENCH: ModelConfig = { vocab: 2048, dModel: 192, layers: 6, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, normEps: 1e-6 };

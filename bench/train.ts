@@ -28,11 +28,11 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { buildExample } from '../core/sftFormat';
 import { defaultWorldTexts, trainDefaultTokenizer } from '../core/tokenizer';
-import { AdapterInfo, BackendAsk, initBackend } from '../trainer/backend';
-import { encodeSafetensors, SafeTensor } from '../trainer/checkpoint';
-import { Batch, IGNORE, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model';
-import { Trainer, effectiveTokens } from '../trainer/optim';
-import { autoThreads } from '../trainer/parallel';
+import { AdapterInfo, BackendAsk, initBackend } from '../trainer/model/backend';
+import { encodeSafetensors, SafeTensor } from '../trainer/run/checkpoint';
+import { Batch, IGNORE, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model/model';
+import { Trainer, effectiveTokens } from '../trainer/model/optim';
+import { autoThreads } from '../trainer/model/parallel';
 import { HF_WEIGHTS_FILE } from '../core/protocol/folders';
 
 export interface TrainBenchOptions {

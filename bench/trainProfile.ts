@@ -2,7 +2,7 @@
 // model and batches (bench/train.ts), for an SFT step and a GRPO step, on one thread and
 // data-parallel over every core.
 //
-// Phases come from the trainer's own marks (trainer/stepClock.ts: forward, loss head,
+// Phases come from the trainer's own marks (trainer/model/stepClock.ts: forward, loss head,
 // backward, embedding gradient, flattening, the worker exchange, clip norm, AdamW), timed on
 // plain steps (median per phase over the measured steps). Ops come from tf.profile() over
 // further steps: each kernel's time and the phase it ran in. A phase's "other" time is its
@@ -12,12 +12,12 @@
 // workers", with each worker's own compute time beside it.
 import * as os from 'node:os';
 import * as tf from '@tensorflow/tfjs-core';
-import { BackendAsk, canReadSync, initBackend } from '../trainer/backend';
-import { Batch, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model';
-import { Trainer, effectiveTokens } from '../trainer/optim';
-import { autoThreads } from '../trainer/parallel';
-import { setPhaseListener, mark } from '../trainer/stepClock';
-import { GRPO_DEFAULTS } from '../trainer/grpo';
+import { BackendAsk, canReadSync, initBackend } from '../trainer/model/backend';
+import { Batch, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model/model';
+import { Trainer, effectiveTokens } from '../trainer/model/optim';
+import { autoThreads } from '../trainer/model/parallel';
+import { setPhaseListener, mark } from '../trainer/model/stepClock';
+import { GRPO_DEFAULTS } from '../trainer/grpo/grpo';
 import { benchBatches, median } from './train';
 
 export interface TrainProfileOptions {
@@ -285,7 +285,7 @@ export async function runTrainProfile(opts: TrainProfileOptions = {}): Promise<T
     profiles,
     load_avg: [Math.round(loadBefore * 100) / 100, Math.round(os.loadavg()[0]! * 100) / 100],
     note:
-      'phases: median wall ms over the timed steps (trainer/stepClock.ts marks); kernels: tf.profile over the profiled steps, this thread only; other = phase ms - kernel ms (dispatch, allocation, plain-JS work); ' +
+      'phases: median wall ms over the timed steps (trainer/model/stepClock.ts marks); kernels: tf.profile over the profiled steps, this thread only; other = phase ms - kernel ms (dispatch, allocation, plain-JS work); ' +
       'GRPO step = the reference model\'s log-probs of the batch + one clipped-surrogate update (no rollouts)',
   };
 }

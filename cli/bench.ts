@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { CliError, CommandSpec, ParsedArgs, UsageError, parseArgs } from './args';
-import { BACKEND_CHOICES, type BackendAsk } from '../trainer/backend';
+import { BACKEND_CHOICES, type BackendAsk } from '../trainer/model/backend';
 
 export const BENCH_TARGETS = ['lsp', 'grammar', 'train'] as const;
 export type BenchTarget = (typeof BENCH_TARGETS)[number];

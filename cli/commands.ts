@@ -5,7 +5,7 @@
 import { CommandSpec, OptionSpec, ParsedArgs, UsageError } from './args';
 import { EVAL_SPLITS } from '../core/protocol/worker';
 import { grpoUsage } from '../core/protocol/grpoOptions';
-import { BACKEND_CHOICES } from '../trainer/backend';
+import { BACKEND_CHOICES } from '../trainer/model/backend';
 import { BENCH_SPEC, cmdBench } from './bench';
 import { cmdChatMask, cmdPatchTemplate } from './chatMask';
 import { runDemoWithTraining } from './demo';

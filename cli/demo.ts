@@ -4,12 +4,12 @@
 import * as path from 'node:path';
 import { DEFAULT_MAX_LEN, buildDataset, encodeWithMask } from '../core/sftFormat';
 import { tokenizerHash } from '../core/tokenizer';
-import { writeJsonAtomic } from '../trainer/files';
-import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData, prepareWorldRunData } from '../trainer/prepare';
-import { readWorldFolder } from '../trainer/worldFolder';
-import { runSft } from '../trainer/sft';
-import { PRESETS } from '../trainer/model';
-import { DEFAULT_RECIPE, demoRecipeName, getRecipe } from '../trainer/recipes';
+import { writeJsonAtomic } from '../trainer/run/files';
+import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData, prepareWorldRunData } from '../trainer/sft/prepare';
+import { readWorldFolder } from '../trainer/run/worldFolder';
+import { runSft } from '../trainer/sft/sft';
+import { PRESETS } from '../trainer/model/model';
+import { DEFAULT_RECIPE, demoRecipeName, getRecipe } from '../trainer/sft/recipes';
 import type { PoolName } from '../core/trainingPool';
 import { trainJobHooks } from './train';
 import { CONFIG_FILE, REPORT_FILE } from '../core/protocol/folders';

@@ -15,9 +15,9 @@ import { isHinted } from '../core/worldSource';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, transcriptToolViolation } from '../core/worldTools';
 import { splitRoles } from '../core/roles';
-import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/files';
-import type { BackendAsk } from '../trainer/backend';
-import { makeStudentTeacher } from '../trainer/studentTeacher';
+import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/run/files';
+import type { BackendAsk } from '../trainer/model/backend';
+import { makeStudentTeacher } from '../trainer/sft/studentTeacher';
 import { CORPUS_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;

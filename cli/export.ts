@@ -7,12 +7,12 @@ import { BadInputError, UsageError } from './args';
 import { DEFAULT_MAX_LEN } from '../core/sftFormat';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer';
 import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
-import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../trainer/files';
-import { dataFiles } from '../trainer/prepare';
+import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../trainer/run/files';
+import { dataFiles } from '../trainer/sft/prepare';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { WorldFileError } from '../core/worldSource';
-import { loadCheckpoint } from '../trainer/checkpoint';
-import { HfExportResult, writeHfFolder, writePeftFolder } from '../trainer/hfExport';
+import { loadCheckpoint } from '../trainer/run/checkpoint';
+import { HfExportResult, writeHfFolder, writePeftFolder } from '../trainer/hf/hfExport';
 import { CONFIG_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TOOLS_FILE } from '../core/protocol/folders';
 
 export interface ExportOptions {
@@ -166,7 +166,7 @@ export function runMaxLen(runDir: string): number {
 }
 
 /**
- * `export --format hf`: a run's checkpoint as a Hugging Face model folder (trainer/hfExport.ts)
+ * `export --format hf`: a run's checkpoint as a Hugging Face model folder (trainer/hf/hfExport.ts)
  * with the run's tokenizer beside it. A damaged run or a model with no Hugging Face
  * counterpart is bad input: one line, exit 2, nothing written.
  */

@@ -1,14 +1,14 @@
 // `agent-lab model inspect|logits --base DIR`: a Hugging Face model folder as the lab sees it
-// (trainer/hfModel.ts). `inspect` checks the config and every weight's name, shape and dtype
+// (trainer/hf/hfModel.ts). `inspect` checks the config and every weight's name, shape and dtype
 // without reading the weights; `logits` runs the model on given ids and prints every
 // position's float32 logits, the handle a parity check against transformers needs.
 // A folder the lab cannot read or compute is bad input: one line naming the file and the
 // field, exit 2, nothing written.
 import { BadInputError, ParsedArgs, UsageError } from './args';
-import { BackendAsk, initBackend } from '../trainer/backend';
-import { InputError } from '../trainer/files';
-import { HfModelFolder, hfModelFromFolder, hfTokenizerKind, inspectHfFolder, ownTokenizerOf } from '../trainer/hfModel';
-import { headDimOf, normEpsOf } from '../trainer/model';
+import { BackendAsk, initBackend } from '../trainer/model/backend';
+import { InputError } from '../trainer/run/files';
+import { HfModelFolder, hfModelFromFolder, hfTokenizerKind, inspectHfFolder, ownTokenizerOf } from '../trainer/hf/hfModel';
+import { headDimOf, normEpsOf } from '../trainer/model/model';
 import { SPECIAL_TOKENS } from '../core/tokenizer';
 
 export const MODEL_USAGE =

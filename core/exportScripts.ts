@@ -9,7 +9,7 @@ export const REWARD_PY = String.raw`"""Agent Lab's reward for TRL's GRPOTrainer 
 
     reward = 1[normalize(answer) == normalize(gold)] - 0.05 * steps / 6
 
-as the lab scores an episode (trainer/eval.ts reward, the seed's trajectory_reward):
+as the lab scores an episode (trainer/agent/eval.ts reward, the seed's trajectory_reward):
 steps counts assistant turns; answer is the final answer of the last assistant turn, read
 as the seed's parse_assistant_step reads it (a turn holding <|tool_call|> is a tool call,
 not an answer; a turn without "Answer:" answers with its whole text).

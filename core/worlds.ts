@@ -252,7 +252,7 @@ export { EVAL_SPLITS as SPLIT_NAMES, type EvalSplit as SplitName } from './proto
 /** Training worlds (SFT augmentation, RL pools) draw their seeds from here, far from the reserved ones. */
 export const TRAINING_SEEDS = { augment: 1, rlValues: 100_001, rlEntities: 200_001, augmentEntities: 300_001 } as const;
 
-/** Fresh RL pools (trainer/grpo.ts): this many training worlds, this many tasks of each shape from each. */
+/** Fresh RL pools (trainer/grpo/grpo.ts): this many training worlds, this many tasks of each shape from each. */
 export const RL_POOL_WORLDS = 50;
 export const RL_POOL_PER_SHAPE = 10;
 

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SftJobSpec } from '../core/protocol/worker';
 import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
-import { PRESETS, PRESET_NAMES, type PresetName } from '../trainer/modelConfig';
+import { PRESETS, PRESET_NAMES, type PresetName } from '../trainer/model/modelConfig';
 
 /** The LoRA the editor offers: PEFT's common r 8, alpha 16 on every target (`--lora 8,16`). */
 export const EDITOR_LORA = { r: 8, alpha: 16 } as const;

@@ -51,7 +51,7 @@ export function isRunsOwnWorld(runDir: string, worldDir: string): boolean {
 }
 
 const count = (n: number, limit: number): string => (limit > 0 && limit < n ? `${limit} of its ${n} tasks` : `its ${n} tasks`);
-/** A limited split takes its question shapes in turn (trainer/jobs.ts spreadByShape). */
+/** A limited split takes its question shapes in turn (trainer/run/jobs.ts spreadByShape). */
 const spread = (n: number, limit: number): string => (limit > 0 && limit < n ? ', the question shapes in turn' : '');
 
 /**

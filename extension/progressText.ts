@@ -127,7 +127,7 @@ export function describeProgress(kind: 'sft' | 'grpo' | 'eval', e: ProgressEvent
 }
 
 /**
- * The pre-screen's refusal in a failed GRPO job's error (trainer/prescreen.ts formatVerdict):
+ * The pre-screen's refusal in a failed GRPO job's error (trainer/grpo/prescreen.ts formatVerdict):
  * its verdict, cause and next step on one line, or null when the job failed for another reason.
  */
 export function prescreenRefusal(error: string): string | null {

@@ -27,7 +27,7 @@ export function curriculumOf(recipe: unknown): CurriculumPhaseView[] {
   return out;
 }
 
-/** One pre-screen figure (trainer/prescreen.ts PrescreenFigure) as the view's row, or null when it is not one. */
+/** One pre-screen figure (trainer/grpo/prescreen.ts PrescreenFigure) as the view's row, or null when it is not one. */
 function figureOf(kind: string, v: unknown): PrescreenFigureView | null {
   if (!isObj(v)) return null;
   const tasks = num(v['tasks']);

@@ -1,8 +1,8 @@
 // Prepares a new SFT run folder from trajectories the user distilled (e.g.
 // runs/world-…/train.traces.jsonl, from any teacher), so that "Agent Lab: Train (SFT)" trains
 // on exactly them: `agent-lab train sft --run DIR` trains on DIR/data/train.traces.jsonl
-// when it and DIR/tokenizer.json exist (trainer/prepare.ts dataFiles), and only builds the
-// default world when they do not. The run folder gets what trainer/prepare.ts would write:
+// when it and DIR/tokenizer.json exist (trainer/sft/prepare.ts dataFiles), and only builds the
+// default world when they do not. The run folder gets what trainer/sft/prepare.ts would write:
 // world/, data/train.traces.jsonl, data/train.tasks.jsonl, data/heldout.traces.jsonl,
 // tokenizer.json, tokenizer_config.json, plus data/source.json naming the file the rows
 // came from. The user's file is only read; the run folder must be new (never written over).
@@ -16,10 +16,10 @@ import { canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/token
 import { TASK_KINDS, type Passage, type Task, type TaskKind } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/files';
-import { prepareWorldRunData } from '../trainer/prepare';
-import { DEFAULT_WORLD_RECIPE, RECIPES } from '../trainer/recipes';
-import { readWorldFolder } from '../trainer/worldFolder';
+import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/run/files';
+import { prepareWorldRunData } from '../trainer/sft/prepare';
+import { DEFAULT_WORLD_RECIPE, RECIPES } from '../trainer/sft/recipes';
+import { readWorldFolder } from '../trainer/run/worldFolder';
 import { CORPUS_FILE, DATA_DIR, HELDOUT_FILE, HELDOUT_TRACES_FILE, RUN_WORLD_DIR, SOURCE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
@@ -151,7 +151,7 @@ export function prepareSftRunData(runDir: string, tracesFile: string): PreparedS
   const worldDir = path.dirname(path.resolve(tracesFile));
   if (fs.existsSync(path.join(worldDir, WORLD_MANIFEST))) return prepareUserWorldRun(runDir, tracesFile, worldDir, rows.length);
   const world = worldOf(tracesFile);
-  // The trainer evaluates on the default held-out split (trainer/jobs.ts, sft.ts); a world
+  // The trainer evaluates on the default held-out split (trainer/run/jobs.ts, sft.ts); a world
   // folder's own held-out split is excluded too, so neither can leak into training.
   const evalHeldout = makeTaskPool(0).heldout;
   const heldKeys = new Set([...evalHeldout, ...world.heldout].map(overlapKey));

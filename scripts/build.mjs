@@ -23,16 +23,16 @@ const nodeTargets = [
   { entryPoints: { extension: 'extension/extension.ts' }, external: ['vscode'] },
   // The language server (language-server/server.ts), started by the extension.
   { entryPoints: { server: 'language-server/server.ts' } },
-  // The training worker process (trainer/worker.ts), forked by the extension by path.
-  { entryPoints: { worker: 'trainer/worker.ts' } },
-  // The data-parallel gradient thread (trainer/parallel.ts), started by the Trainer.
-  { entryPoints: { 'parallel-worker': 'trainer/parallel.ts' } },
-  // The evaluation thread (trainer/evalWorker.ts): the second core's share of an eval.
-  { entryPoints: { 'eval-worker': 'trainer/evalWorker.ts' } },
+  // The training worker process (trainer/run/worker.ts), forked by the extension by path.
+  { entryPoints: { worker: 'trainer/run/worker.ts' } },
+  // The data-parallel gradient thread (trainer/model/parallel.ts), started by the Trainer.
+  { entryPoints: { 'parallel-worker': 'trainer/model/parallel.ts' } },
+  // The evaluation thread (trainer/agent/evalWorker.ts): the second core's share of an eval.
+  { entryPoints: { 'eval-worker': 'trainer/agent/evalWorker.ts' } },
 ];
 
 // tfjs-backend-wasm's binaries beside the bundles (dist/wasm/), so a packaged extension
-// without node_modules still trains on wasm (trainer/backend.ts looks there).
+// without node_modules still trains on wasm (trainer/model/backend.ts looks there).
 import { copyFileSync } from 'node:fs';
 mkdirSync('dist/wasm', { recursive: true });
 for (const f of ['tfjs-backend-wasm.wasm', 'tfjs-backend-wasm-simd.wasm', 'tfjs-backend-wasm-threaded-simd.wasm']) {

@@ -1,12 +1,12 @@
 // GRPO's options, spelled once. Each row names an option of a GRPO run (the key the trainer
-// reads, trainer/grpo.ts GrpoOptions) and says where else it appears: its `agent-lab train
+// reads, trainer/grpo/grpo.ts GrpoOptions) and says where else it appears: its `agent-lab train
 // grpo` flag and the flag's bounds (cli/train.ts derives GRPO_OPTIONS and reads the parsed
 // flags through this table), whether a job spec from the editor may carry it (the worker's
 // GrpoJobSpec and its validator, ./worker.ts), and the editor setting that gives it
 // (`agentLab.<setting>`, read by extension/training.ts; declared in package.json). Flags
 // that `train sft` shares (`shared`) keep their bounds in the SFT option table (./sftOptions.ts).
 // A row also holds the option's default (the Contract's, docs/architecture.md "GRPO defaults":
-// trainer/grpo.ts GRPO_DEFAULTS spreads them), whether the run's config.json keeps it and how a
+// trainer/grpo/grpo.ts GRPO_DEFAULTS spreads them), whether the run's config.json keeps it and how a
 // resume checks it (grpoConfigSettings, grpoConfigProblem), and its place in `train grpo`'s
 // usage (grpoUsage). Adding an option is a row here and its use in the trainer.
 // Types, the table and pure helpers only: no Node, no DOM.
@@ -109,11 +109,11 @@ export const GRPO_OPTION_TABLE = {
   scaleRewards: { kind: 'string', flag: 'scale-rewards', choices: SCALE_REWARDS, default: 'group', config: 'optional', usageLine: 3 },
   /** Keep drawing tasks until the step holds tasksPerStep groups with reward spread (DAPO). */
   dynamicSampling: { kind: 'onOff', flag: 'dynamic-sampling', default: true, config: 'optional', usageLine: 3 },
-  /** Tasks drawn per step at most under dynamic sampling (default: 3 per task of the step, trainer/grpo.ts). */
+  /** Tasks drawn per step at most under dynamic sampling (default: 3 per task of the step, trainer/grpo/grpo.ts). */
   maxDraws: { kind: 'int', flag: 'max-draws', min: 1, max: 100000, config: 'optional', usageLine: 3, metavar: 'N' },
   /**
    * Draw tasks whose last group had a spread in correctness again before new ones
-   * (trainer/revisit.ts). Off: it multiplies the groups with spread but not the lift, the
+   * (trainer/grpo/revisit.ts). Off: it multiplies the groups with spread but not the lift, the
    * errors left being confident ones (docs/results.md, "Why RL finds little to fix").
    */
   revisit: { kind: 'onOff', flag: 'revisit', default: false, config: 'optional', usageLine: 3 },
@@ -121,7 +121,7 @@ export const GRPO_OPTION_TABLE = {
   balanceCompares: { kind: 'onOff', flag: 'balance-compares', default: false, config: 'optional', usageLine: 3 },
   /**
    * A group whose rollouts are all wrong gets the stub teacher's transcript in place of its
-   * last (trainer/guide.ts). Off: guided groups alone leave the lift where plain GRPO does
+   * last (trainer/grpo/guide.ts). Off: guided groups alone leave the lift where plain GRPO does
    * (docs/results.md, "Guided groups and a deeper student").
    */
   guide: { kind: 'onOff', flag: 'guide', job: true, default: false, config: 'optional', usageLine: 3 },

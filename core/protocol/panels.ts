@@ -103,7 +103,7 @@ export interface TrajectoryDetail {
 
 /**
  * The failure kinds of an eval row (`failure`, docs/architecture.md "Eval rows"): the first
- * real mistake of a failed trajectory (trainer/eval.ts classifyFailure). One list for the
+ * real mistake of a failed trajectory (trainer/agent/eval.ts classifyFailure). One list for the
  * eval summary, the CLI and the inspector.
  */
 export const FAILURE_KINDS = ['search', 'calc', 'final', 'early_answer', 'extra_call', 'not_in_question', 'memorised', 'format', 'out_of_steps'] as const;
@@ -186,7 +186,7 @@ export interface CurvesState {
   hidden: string[];
 }
 
-/** One phase of an SFT recipe's curriculum (trainer/recipes.ts): its share of the budget, the examples, the batch. */
+/** One phase of an SFT recipe's curriculum (trainer/sft/recipes.ts): its share of the budget, the examples, the batch. */
 export interface CurriculumPhaseView {
   fraction: number;
   turns: string;
@@ -205,7 +205,7 @@ export interface PrescreenFigureView {
 }
 
 /**
- * A GRPO run's checks before step 1, from its config.json (trainer/grpo.ts writes them
+ * A GRPO run's checks before step 1, from its config.json (trainer/grpo/grpo.ts writes them
  * there): the pre-flight checks, the pass-rate pre-screen (per shape) and its verdict.
  */
 export interface PreflightView {
@@ -224,7 +224,7 @@ export interface PreflightView {
     cause: string | null;
     detail: string | null;
     next: string | null;
-    /** `next` as buttons (trainer/prescreen.ts VerdictAction); null when the run folder predates them (the panel reads the pool from `next`). */
+    /** `next` as buttons (trainer/grpo/prescreen.ts VerdictAction); null when the run folder predates them (the panel reads the pool from `next`). */
     actions: PreflightAction[] | null;
     forced: boolean;
     refused: boolean;

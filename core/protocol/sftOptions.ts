@@ -1,5 +1,5 @@
 // SFT's options, spelled once. Each row names an option of an SFT run (the key the trainer
-// reads, trainer/sft.ts SftOptions) and says where else it appears: its `agent-lab train sft`
+// reads, trainer/sft/sft.ts SftOptions) and says where else it appears: its `agent-lab train sft`
 // flag and the flag's bounds (cli/train.ts derives SFT_OPTIONS, cli/commands.ts puts them
 // in the train command's options, and the parsed flags are read through this table), whether
 // a job spec from the editor may carry it (the worker's SftJobSpec and its validator,
@@ -18,8 +18,8 @@ import { type ParsedFlags, type UsageRow, jobFields, optionsFromFlags, rowDefaul
 type OptionKind = 'string' | 'int' | 'number' | 'flag' | 'fractions';
 
 /**
- * The lists a flag's value must be one of, which the trainer owns (trainer/model.ts,
- * trainer/recipes.ts, trainer/backend.ts): the CLI hands them in, core/ imports no trainer/.
+ * The lists a flag's value must be one of, which the trainer owns (trainer/model/model.ts,
+ * trainer/sft/recipes.ts, trainer/model/backend.ts): the CLI hands them in, core/ imports no trainer/.
  */
 export interface SftChoiceLists {
   presets: readonly string[];
@@ -52,9 +52,9 @@ interface SftOptionRow extends UsageRow {
  * then flags, each in this order).
  */
 export const SFT_OPTION_TABLE = {
-  /** The model preset (trainer/model.ts PRESETS); a resumed or continued run keeps its own. */
+  /** The model preset (trainer/model/model.ts PRESETS); a resumed or continued run keeps its own. */
   preset: { kind: 'string', flag: 'preset', choicesFrom: 'presets', job: true, setting: 'preset', default: 'tiny', usageLine: 1, usageOrder: 1, metavar: 'P' },
-  /** The recipe (trainer/recipes.ts); default: the textbook's, or the one for a user's world. */
+  /** The recipe (trainer/sft/recipes.ts); default: the textbook's, or the one for a user's world. */
   recipe: { kind: 'string', flag: 'recipe', choicesFrom: 'recipes', job: true, usageLine: 1, usageOrder: 2, metavar: 'R' },
   backend: { kind: 'string', flag: 'backend', choicesFrom: 'backends', job: true, setting: 'backend', default: 'auto', usageLine: 1, usageOrder: 3, metavar: 'B' },
   /** The budget in optimiser steps (default: the preset's; the setting's 0 means "use the minutes"). */
@@ -77,7 +77,7 @@ export const SFT_OPTION_TABLE = {
   /** With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. */
   traces: { kind: 'string', flag: 'traces', path: true, usageLine: 4, usageText: '' },
   /**
-   * Start from a Hugging Face model folder's weights and config (trainer/hfModel.ts); its own
+   * Start from a Hugging Face model folder's weights and config (trainer/hf/hfModel.ts); its own
    * tokenizer becomes the run's, a lab tokenizer must be the run's. The optimiser settings
    * stay the preset's.
    */
@@ -93,7 +93,7 @@ export const SFT_OPTION_TABLE = {
     usageNote: "(--base: start from a Hugging Face model folder; its own tokenizer.json becomes the run's, the wire-format specials it lacks added as tokens; a lab tokenizer must be the run's)",
   },
   /**
-   * With `base`: LoRA adapters ("r,alpha[,targets]", trainer/lora.ts) on a frozen base
+   * With `base`: LoRA adapters ("r,alpha[,targets]", trainer/model/lora.ts) on a frozen base
    * instead of full fine-tuning. A resumed or continued LoRA run keeps its own.
    */
   lora: {

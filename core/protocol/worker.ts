@@ -36,11 +36,11 @@ export interface EvalJobSpec {
   limit?: number;
   /** Evaluate on this world folder's split instead of the run's own world. */
   world?: string;
-  /** Decode with this copy bias instead of the model's own (trainer/modelConfig.ts copyBias). */
+  /** Decode with this copy bias instead of the model's own (trainer/model/modelConfig.ts copyBias). */
   copyBias?: number;
-  /** Decode with the copy stop on or off instead of the model's own (trainer/modelConfig.ts copyStop). */
+  /** Decode with the copy stop on or off instead of the model's own (trainer/model/modelConfig.ts copyStop). */
   copyStop?: boolean;
-  /** Decode with the number copy on or off instead of the model's own (trainer/modelConfig.ts copyValues). */
+  /** Decode with the number copy on or off instead of the model's own (trainer/model/modelConfig.ts copyValues). */
   copyValues?: boolean;
 }
 /**
@@ -68,7 +68,7 @@ export interface AccuracyPoint {
   accuracy: number;
 }
 
-/** `train sft`'s summary (trainer/sft.ts). Keys are snake_case where they name a metric. */
+/** `train sft`'s summary (trainer/sft/sft.ts). Keys are snake_case where they name a metric. */
 export interface SftSummary {
   runDir: string;
   steps: number;
@@ -91,7 +91,7 @@ export interface SftSummary {
   dev_curve: AccuracyPoint[];
 }
 
-/** `train grpo`'s summary (trainer/grpo.ts). */
+/** `train grpo`'s summary (trainer/grpo/grpo.ts). */
 export interface GrpoSummary {
   runDir: string;
   /** The SFT run it started from. */
@@ -134,7 +134,7 @@ export interface SplitManifest {
   world?: unknown;
 }
 
-/** `eval`'s summary (trainer/jobs.ts; eval/<split>.json plus the checkpoint it used). */
+/** `eval`'s summary (trainer/run/jobs.ts; eval/<split>.json plus the checkpoint it used). */
 export interface EvalJobSummary {
   split: string;
   accuracy: number;
@@ -150,11 +150,11 @@ export interface EvalJobSummary {
   of?: number;
   checkpoint: string;
   step: number;
-  /** The copy bias the student decoded with, when it had one (trainer/modelConfig.ts copyBias). */
+  /** The copy bias the student decoded with, when it had one (trainer/model/modelConfig.ts copyBias). */
   copy_bias?: number;
-  /** The copy bias also ended copied names (trainer/modelConfig.ts copyStop). */
+  /** The copy bias also ended copied names (trainer/model/modelConfig.ts copyStop). */
   copy_stop?: boolean;
-  /** The copy bias also copied numbers (trainer/modelConfig.ts copyValues). */
+  /** The copy bias also copied numbers (trainer/model/modelConfig.ts copyValues). */
   copy_values?: boolean;
 }
 

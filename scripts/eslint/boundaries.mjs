@@ -25,8 +25,8 @@ const MAY_IMPORT = {
  * (the base-model quick pick) and what preparing an SFT run folder in the extension host uses.
  */
 export const EXTENSION_TRAINER_IMPORTS = {
-  'extension/baseModel.ts': ['trainer/modelConfig'],
-  'extension/sftData.ts': ['trainer/files', 'trainer/prepare', 'trainer/recipes', 'trainer/worldFolder'],
+  'extension/baseModel.ts': ['trainer/model/modelConfig'],
+  'extension/sftData.ts': ['trainer/run/files', 'trainer/sft/prepare', 'trainer/sft/recipes', 'trainer/run/worldFolder'],
 };
 
 /** The top-level folder of a repository path ('' for files at the root). */

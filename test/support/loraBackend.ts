@@ -4,10 +4,10 @@
 // Dawn reads the Vulkan driver's environment at start and the backend is the process's.
 //
 //   node --require tsx/cjs test/support/loraBackend.ts wasm|cpu|webgpu
-import { initBackend, type BackendAsk } from '../../trainer/backend';
-import { LoraModel, parseLoraSpec } from '../../trainer/lora';
-import { IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
+import { initBackend, type BackendAsk } from '../../trainer/model/backend';
+import { LoraModel, parseLoraSpec } from '../../trainer/model/lora';
+import { IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
 
 const cfg: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 32, ropeBase: 10000, qkvBias: true, tiedHead: false, headDim: 6 };
 

@@ -1,7 +1,7 @@
 // Scripted students for the runtime and evaluation tests: a Policy whose every next token is
 // chosen by the script (one logit at +10, the rest at -10), so a test decides what the
 // "model" writes, token by token, through the real AgentRuntime.
-import type { DecodeSession, Policy } from '../../trainer/agentRuntime';
+import type { DecodeSession, Policy } from '../../trainer/agent/agentRuntime';
 
 /** A policy writing `next(history)` after each append (history: every id the session has seen). */
 export function scriptedPolicy(vocab: number, next: (history: readonly number[]) => number): Policy {

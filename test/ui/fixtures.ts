@@ -21,8 +21,8 @@ import { trainDefaultTokenizer } from '../../core/tokenizer';
 import type { Task } from '../../core/types';
 import { ASST, END, parseAssistantStep, renderCall, renderToolResult } from '../../core/wire';
 import { buildCorpus, makeTaskPool } from '../../core/world';
-import { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../../trainer/agentRuntime';
-import { reward } from '../../trainer/eval';
+import { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../../trainer/agent/agentRuntime';
+import { reward } from '../../trainer/agent/eval';
 import { pyJsonDumps } from '../../core/pyjson';
 
 export type Variant = 'teacher' | 'wrong-final' | 'repeat' | 'malformed' | 'out-of-steps' | 'bad-calc' | 'no-results';

@@ -7,10 +7,10 @@ import { accepts, startStates, step, type StateSet } from '../../core/grammar';
 import { encodeWithMask } from '../../core/sftFormat';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
-import { AgentRuntime, CallMask, DecodeSession, FORCED_ANSWER_TEXT, Policy, REPEATED_CALL } from '../../trainer/agentRuntime';
-import { initBackend } from '../../trainer/backend';
-import { StackModel } from '../../trainer/model';
-import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
+import { AgentRuntime, CallMask, DecodeSession, FORCED_ANSWER_TEXT, Policy, REPEATED_CALL } from '../../trainer/agent/agentRuntime';
+import { initBackend } from '../../trainer/model/backend';
+import { StackModel } from '../../trainer/model/model';
+import { modelPolicy, tokenizerCallMask } from '../../trainer/agent/policy';
 import { scriptedPolicy as scriptedPolicyOf } from '../support/scriptedPolicy';
 
 const tok = trainDefaultTokenizer();

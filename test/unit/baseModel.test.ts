@@ -24,12 +24,12 @@ import {
 } from '../../extension/baseModel';
 import { describeRun, readRun, runModelLabel } from '../../extension/runFolders';
 import { prepareSftRunData } from '../../extension/sftData';
-import { initBackend } from '../../trainer/backend';
-import { writeHfFolder } from '../../trainer/hfExport';
-import { type JobHooks, runJob } from '../../trainer/jobs';
-import { LORA_TARGETS, parseLoraSpec } from '../../trainer/lora';
-import { ModelConfig, StackModel } from '../../trainer/model';
-import { PRESET_NAMES } from '../../trainer/modelConfig';
+import { initBackend } from '../../trainer/model/backend';
+import { writeHfFolder } from '../../trainer/hf/hfExport';
+import { type JobHooks, runJob } from '../../trainer/run/jobs';
+import { LORA_TARGETS, parseLoraSpec } from '../../trainer/model/lora';
+import { ModelConfig, StackModel } from '../../trainer/model/model';
+import { PRESET_NAMES } from '../../trainer/model/modelConfig';
 import { foreignByteLevelTokenizer } from '../support/hfTokenizer';
 import { repoRoot } from '../support/reference';
 

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { initBackend } from '../../trainer/backend';
+import { initBackend } from '../../trainer/model/backend';
 import {
   decodeSafetensors,
   encodeSafetensors,
@@ -18,9 +18,9 @@ import {
   pruneCheckpoints,
   restoreModel,
   saveCheckpoint,
-} from '../../trainer/checkpoint';
-import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
+} from '../../trainer/run/checkpoint';
+import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
 
 const MICRO: ModelConfig = { vocab: 17, dModel: 16, layers: 2, heads: 2, kvHeads: 1, mlp: 24, maxSeq: 32, ropeBase: 10000 };
 
@@ -43,7 +43,7 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
   return true;
 }
 
-describe('trainer/checkpoint: safetensors checkpoints, atomic and resumable', function () {
+describe('trainer/run/checkpoint: safetensors checkpoints, atomic and resumable', function () {
   this.timeout(120000);
   let tmp: string;
   beforeEach(() => {
@@ -109,10 +109,10 @@ describe('trainer/checkpoint: safetensors checkpoints, atomic and resumable', fu
     // A child process saves step 1 completely, then is SIGKILLed right after writing the
     // weights file of step 2.
     const script = `
-      const { initBackend } = require(${JSON.stringify(path.resolve('trainer/backend.ts'))});
-      const { StackModel } = require(${JSON.stringify(path.resolve('trainer/model.ts'))});
-      const { Trainer } = require(${JSON.stringify(path.resolve('trainer/optim.ts'))});
-      const ck = require(${JSON.stringify(path.resolve('trainer/checkpoint.ts'))});
+      const { initBackend } = require(${JSON.stringify(path.resolve('trainer/model/backend.ts'))});
+      const { StackModel } = require(${JSON.stringify(path.resolve('trainer/model/model.ts'))});
+      const { Trainer } = require(${JSON.stringify(path.resolve('trainer/model/optim.ts'))});
+      const ck = require(${JSON.stringify(path.resolve('trainer/run/checkpoint.ts'))});
       (async () => {
         await initBackend('cpu');
         const m = StackModel.create(${JSON.stringify(MICRO)}, 1);

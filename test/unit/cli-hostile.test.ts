@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { decodeSafetensors, encodeSafetensors } from '../../trainer/checkpoint';
+import { decodeSafetensors, encodeSafetensors } from '../../trainer/run/checkpoint';
 import { repoRoot } from '../support/reference';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');

@@ -6,8 +6,8 @@ import { ToolEnv } from '../../core/distill';
 import { CopyBias, copyContinuations, copyDrifts, copyOverruns, numberDrifts, numberSlot, numbersIn, questionWords, trailingWord } from '../../core/copyBias';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { renderPrompt } from '../../core/distill';
-import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agentRuntime';
-import { PRESETS, validateConfig } from '../../trainer/modelConfig';
+import { AgentRuntime, type DecodeSession, type Policy } from '../../trainer/agent/agentRuntime';
+import { PRESETS, validateConfig } from '../../trainer/model/modelConfig';
 
 describe('copy bias', () => {
   it('reads the words of a question and the word a text ends in', () => {

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { IGNORE_INDEX, encodeWithMask } from '../../core/sftFormat';
 import { SPAN_KINDS } from '../../core/spans';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
-import { UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from '../../trainer/data';
+import { UNSUPERVISED, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from '../../trainer/sft/data';
 import { repoRoot } from '../support/reference';
 
 const tok = trainDefaultTokenizer();

@@ -17,7 +17,7 @@ import { trainDefaultTokenizer } from '../../core/tokenizer';
 import type { Passage, Task } from '../../core/types';
 import { TASK_FACTS, taskToRow } from '../../core/world';
 import { rowToTask } from '../../core/worldRows';
-import { loadWorldTasks } from '../../trainer/jobEval';
+import { loadWorldTasks } from '../../trainer/run/jobEval';
 import { distillAsync } from '../../core/distillAsync';
 import { parseFactTable } from '../../core/worldSource';
 import {
@@ -35,11 +35,11 @@ import {
   worldEnv,
   worldName,
 } from '../../core/worlds';
-import { AgentRuntime } from '../../trainer/agentRuntime';
-import { evaluateTasks } from '../../trainer/eval';
-import { teacherEpisode } from '../../trainer/guide';
-import { rlTaskPool, worldRlTaskPool } from '../../trainer/grpo';
-import { freshWorldDifferenceTasks, freshWorldTasks, readWorldFolder } from '../../trainer/worldFolder';
+import { AgentRuntime } from '../../trainer/agent/agentRuntime';
+import { evaluateTasks } from '../../trainer/agent/eval';
+import { teacherEpisode } from '../../trainer/grpo/guide';
+import { rlTaskPool, worldRlTaskPool } from '../../trainer/grpo/grpo';
+import { freshWorldDifferenceTasks, freshWorldTasks, readWorldFolder } from '../../trainer/run/worldFolder';
 import { capture } from '../support/capture';
 import { replayPolicy } from '../support/scriptedPolicy';
 

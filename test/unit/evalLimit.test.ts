@@ -1,7 +1,7 @@
 // A limited Evaluate measures every question shape (issue 35's tour: the first 20 of a world's
 // 55 held-out tasks held no lookup, so the figure was of other shapes than the split's).
 import * as assert from 'node:assert/strict';
-import { spreadByShape } from '../../trainer/jobs';
+import { spreadByShape } from '../../trainer/run/jobs';
 
 describe('eval --limit: tasks spread over the shapes', () => {
   const split = ['sum', 'sum', 'sum', 'compare', 'compare', 'lookup', 'double', 'lookup'].map((kind, i) => ({ task: { kind, id: i } }));

@@ -5,7 +5,7 @@ import * as assert from 'node:assert/strict';
 import { DEV_ENTITY_SEED, ReservedWorldError, TRAINING_SEEDS, assertNoEvaluationNames, evaluationEntityNames, freshSplitTasks, freshTrainingTasks, namesTrainingMustNotSee } from '../../core/worlds';
 import { makeTaskPool } from '../../core/world';
 import { overlapKey } from '../../core/overlap';
-import { rlTaskPool } from '../../trainer/grpo';
+import { rlTaskPool } from '../../trainer/grpo/grpo';
 
 const names = (tasks: readonly { hints: { facts: [string, string][] } }[]) => new Set(tasks.flatMap((t) => t.hints.facts.map(([e]) => e)));
 

@@ -17,8 +17,8 @@ import { splitOnce } from '../../core/pystr';
 import { encodeWithMask } from '../../core/sftFormat';
 import { tokenizerFromJsonText } from '../../core/tokenizer';
 import { ASST, END, SPECIAL_TOKENS, SYS, TOOL_CALL, TOOL_RESULT, USER, parseAssistantStep } from '../../core/wire';
-import { assistantTurns, reward } from '../../trainer/eval';
-import { dataFiles, prepareRunData } from '../../trainer/prepare';
+import { assistantTurns, reward } from '../../trainer/agent/eval';
+import { dataFiles, prepareRunData } from '../../trainer/sft/prepare';
 import { renderJinja } from '../support/miniJinja';
 import { referenceUnavailable, repoRoot, runReference } from '../support/reference';
 
@@ -56,7 +56,7 @@ function python(args: string[], input: unknown, cwd = repoRoot): { status: numbe
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** The lab's verdict on a TRL completion, from the lab's own parts (trainer/eval.ts, core/). */
+/** The lab's verdict on a TRL completion, from the lab's own parts (trainer/agent/eval.ts, core/). */
 function labReward(completion: Completion, gold: string): number {
   const opens = [SYS, USER, ASST, TOOL_RESULT].some((m) => typeof completion === 'string' && completion.startsWith(m));
   const turns =
@@ -275,7 +275,7 @@ describe('agent-lab export (Hugging Face TRL; TRL itself is not installable here
       );
     });
 
-    it('reward.py (python3, no TRL) equals the lab\'s reward (trainer/eval.ts reward, core normalize) on teacher episodes, string and conversational, and tricky answers', function () {
+    it('reward.py (python3, no TRL) equals the lab\'s reward (trainer/agent/eval.ts reward, core normalize) on teacher episodes, string and conversational, and tricky answers', function () {
       const golds = new Map(readJsonl<TaskRow>(path.join(run, 'world', 'heldout.jsonl')).map((t) => [t.question, t.gold]));
       const cases: { completion: Completion; gold: string; what: string }[] = [];
       for (const t of heldoutTraces) {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseMetricsText } from '../../core/protocol/metrics';
 import type { TaskKind } from '../../core/types';
-import { latestCheckpoint, loadCheckpoint } from '../../trainer/checkpoint';
+import { latestCheckpoint, loadCheckpoint } from '../../trainer/run/checkpoint';
 import {
   PRESCREEN_DEFAULTS,
   type PrescreenResult,
@@ -20,7 +20,7 @@ import {
   prescreenVerdict,
   summarisePrescreen,
   wilsonInterval,
-} from '../../trainer/prescreen';
+} from '../../trainer/grpo/prescreen';
 import { prescreenRefusal, suggestedPool } from '../../extension/progressText';
 import { preflightViewOf } from '../../extension/runMeta';
 import { preflightTable } from '../../webview-ui/curves/preflight';

@@ -18,17 +18,17 @@ import {
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
 import { SEED_WORLD, evaluationEntityNames, loadedWorldId, worldEnv, worldFacts } from '../../core/worlds';
-import { initBackend } from '../../trainer/backend';
-import { reward as evalReward } from '../../trainer/eval';
-import { flatlineMessage, microBatches, poolEvaluationNames, rftBatches, rlTaskPool, rftTargets, rolloutBatch, scaleAdvantages, type Rollout } from '../../trainer/grpo';
-import { Trainer } from '../../trainer/optim';
-import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model';
-import { GradientPool, RolloutItem, combineFlat, rolloutOptions, splitBatch } from '../../trainer/parallel';
-import { AgentRuntime } from '../../trainer/agentRuntime';
-import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
-import { allOfGroup, formatPrescreen, informativeShareAt, informativeShareOf, summarisePrescreen } from '../../trainer/prescreen';
-import { checkPromptDrift, checkSampling, checkSpecialTokens, firstDifferingByte } from '../../trainer/preflight';
-import type { Episode } from '../../trainer/agentRuntime';
+import { initBackend } from '../../trainer/model/backend';
+import { reward as evalReward } from '../../trainer/agent/eval';
+import { flatlineMessage, microBatches, poolEvaluationNames, rftBatches, rlTaskPool, rftTargets, rolloutBatch, scaleAdvantages, type Rollout } from '../../trainer/grpo/grpo';
+import { Trainer } from '../../trainer/model/optim';
+import { Batch, IGNORE, ModelConfig, PolicyGradient, StackModel, makeRng, paramSpecs } from '../../trainer/model/model';
+import { GradientPool, RolloutItem, combineFlat, rolloutOptions, splitBatch } from '../../trainer/model/parallel';
+import { AgentRuntime } from '../../trainer/agent/agentRuntime';
+import { modelPolicy, tokenizerCallMask } from '../../trainer/agent/policy';
+import { allOfGroup, formatPrescreen, informativeShareAt, informativeShareOf, summarisePrescreen } from '../../trainer/grpo/prescreen';
+import { checkPromptDrift, checkSampling, checkSpecialTokens, firstDifferingByte } from '../../trainer/grpo/preflight';
+import type { Episode } from '../../trainer/agent/agentRuntime';
 
 const MICRO: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 32, ropeBase: 10000 };
 

@@ -1,13 +1,13 @@
-// Teacher-guided groups (trainer/guide.ts): the stub teacher's transcript of an RL task as a
+// Teacher-guided groups (trainer/grpo/guide.ts): the stub teacher's transcript of an RL task as a
 // group member. What the update may learn from it is exactly the assistant's turns.
 import * as assert from 'node:assert/strict';
 import { completionFromTranscript, parseRewardSpec, scoreCompletion, DEFAULT_REWARD_TEXT } from '../../core/reward';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { ASST, END } from '../../core/wire';
 import { TRAINING_SEEDS, freshTrainingTasks, type WorldId } from '../../core/worlds';
-import { rolloutBatch } from '../../trainer/grpo';
-import { teacherEpisode } from '../../trainer/guide';
-import { IGNORE } from '../../trainer/model';
+import { rolloutBatch } from '../../trainer/grpo/grpo';
+import { teacherEpisode } from '../../trainer/grpo/guide';
+import { IGNORE } from '../../trainer/model/model';
 
 describe('teacher-guided groups', () => {
   const tokenizer = trainDefaultTokenizer();

@@ -8,8 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../cli/main';
 import { tokenizerFromJsonText, tokenizerHash } from '../../core/tokenizer';
-import { checkRunTokenizer } from '../../trainer/runGuards';
-import { MetricsWriter, lockRun } from '../../trainer/runStore';
+import { checkRunTokenizer } from '../../trainer/run/runGuards';
+import { MetricsWriter, lockRun } from '../../trainer/run/runStore';
 import { capture } from '../support/capture';
 import { RUN_LOCK_FILE } from '../../core/protocol/folders';
 

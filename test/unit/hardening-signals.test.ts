@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { sampleInPieces } from '../../trainer/prescreen';
+import { sampleInPieces } from '../../trainer/grpo/prescreen';
 import { repoRoot } from '../support/reference';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');

@@ -9,10 +9,10 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { initBackend } from '../../trainer/backend';
-import { decodeSafetensors, encodeSafetensors, latestCheckpoint, listCheckpoints, loadCheckpoint, pruneCheckpoints, saveCheckpoint } from '../../trainer/checkpoint';
-import { StackModel } from '../../trainer/model';
-import { DivergenceGuard, MAX_NONFINITE_STEPS, TrainingDiverged, checkpointsUsedByEvals } from '../../trainer/runGuards';
+import { initBackend } from '../../trainer/model/backend';
+import { decodeSafetensors, encodeSafetensors, latestCheckpoint, listCheckpoints, loadCheckpoint, pruneCheckpoints, saveCheckpoint } from '../../trainer/run/checkpoint';
+import { StackModel } from '../../trainer/model/model';
+import { DivergenceGuard, MAX_NONFINITE_STEPS, TrainingDiverged, checkpointsUsedByEvals } from '../../trainer/run/runGuards';
 import { repoRoot } from '../support/reference';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');

@@ -9,10 +9,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { canonicalTokenizerJson, tokenizerFromJsonText, trainDefaultTokenizer } from '../../core/tokenizer';
-import { initBackend } from '../../trainer/backend';
-import { loadCheckpoint } from '../../trainer/checkpoint';
-import { writeHfFolder } from '../../trainer/hfExport';
-import { ModelConfig, StackModel } from '../../trainer/model';
+import { initBackend } from '../../trainer/model/backend';
+import { loadCheckpoint } from '../../trainer/run/checkpoint';
+import { writeHfFolder } from '../../trainer/hf/hfExport';
+import { ModelConfig, StackModel } from '../../trainer/model/model';
 import { repoRoot } from '../support/reference';
 
 const bin = path.join(repoRoot, 'bin', 'agent-lab');

@@ -1,5 +1,5 @@
-// A Stack model out as a Hugging Face folder (trainer/hfExport.ts, `export --format hf`) and
-// back in (trainer/hfModel.ts): bit-exact round trips, logits of the exported folder equal to
+// A Stack model out as a Hugging Face folder (trainer/hf/hfExport.ts, `export --format hf`) and
+// back in (trainer/hf/hfModel.ts): bit-exact round trips, logits of the exported folder equal to
 // the PyTorch reference's (test/support/hf_reference.py, where python3-torch is installed),
 // and the CLI around it (`export --format hf`, `model inspect`, `model logits`) with its
 // one-line refusals (exit 2, nothing written).
@@ -9,12 +9,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { canonicalTokenizerJson, tokenizerConfig, trainDefaultTokenizer } from '../../core/tokenizer';
-import { initBackend } from '../../trainer/backend';
-import { saveCheckpoint } from '../../trainer/checkpoint';
-import { InputError } from '../../trainer/files';
-import { hfConfigOf, writeHfFolder } from '../../trainer/hfExport';
-import { hfModelFromFolder, loadHfFolder } from '../../trainer/hfModel';
-import { ModelConfig, StackModel, headDimOf, makeRng, normEpsOf, presetConfig } from '../../trainer/model';
+import { initBackend } from '../../trainer/model/backend';
+import { saveCheckpoint } from '../../trainer/run/checkpoint';
+import { InputError } from '../../trainer/run/files';
+import { hfConfigOf, writeHfFolder } from '../../trainer/hf/hfExport';
+import { hfModelFromFolder, loadHfFolder } from '../../trainer/hf/hfModel';
+import { ModelConfig, StackModel, headDimOf, makeRng, normEpsOf, presetConfig } from '../../trainer/model/model';
 import { repoRoot } from '../support/reference';
 
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
@@ -54,7 +54,7 @@ const effective = ({ copyBias: _decodingOnly, copyStop: _decodingOnlyToo, copyVa
   tiedHead: c.tiedHead !== false,
 });
 
-describe('trainer/hfExport: a Stack model as a Hugging Face folder, and back', function () {
+describe('trainer/hf/hfExport: a Stack model as a Hugging Face folder, and back', function () {
   this.timeout(300000);
   let tmp: string;
   beforeEach(() => (tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-hfx-'))));

@@ -1,4 +1,4 @@
-// Hugging Face model folders (trainer/hfModel.ts): parity of the loaded model's logits with an
+// Hugging Face model folders (trainer/hf/hfModel.ts): parity of the loaded model's logits with an
 // independent PyTorch reference written from transformers' Llama/Qwen2 equations
 // (test/support/hf_reference.py, Debian's python3-torch; the fixtures are generated into a
 // temporary folder at test time), and the one-line refusals of what the lab does not compute.
@@ -7,13 +7,13 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { initBackend } from '../../trainer/backend';
-import { loadCheckpoint, restoreModel, saveCheckpoint } from '../../trainer/checkpoint';
-import { InputError } from '../../trainer/files';
-import { HfModelFolder, hfModelFromFolder, loadHfFolder, readHfConfig } from '../../trainer/hfModel';
-import { IGNORE, StackModel, makeRng, ropeInvFreq, setJsShortcuts } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
-import { SafetensorsModel, StDtype, writeSafetensorsFile } from '../../trainer/safetensorsFile';
+import { initBackend } from '../../trainer/model/backend';
+import { loadCheckpoint, restoreModel, saveCheckpoint } from '../../trainer/run/checkpoint';
+import { InputError } from '../../trainer/run/files';
+import { HfModelFolder, hfModelFromFolder, loadHfFolder, readHfConfig } from '../../trainer/hf/hfModel';
+import { IGNORE, StackModel, makeRng, ropeInvFreq, setJsShortcuts } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
+import { SafetensorsModel, StDtype, writeSafetensorsFile } from '../../trainer/hf/safetensorsFile';
 
 /** Debian's python3 (where python3-torch lives), else whatever python3 is on PATH. */
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
@@ -39,7 +39,7 @@ function maxAbsDiff(got: Float32Array, want: number[][], V: number): number {
   return m;
 }
 
-describe('trainer/hfModel: Hugging Face Llama/Qwen2 folders, parity with PyTorch', function () {
+describe('trainer/hf/hfModel: Hugging Face Llama/Qwen2 folders, parity with PyTorch', function () {
   this.timeout(300000);
   let fixtures: string;
   let names: string[] = [];
@@ -241,7 +241,7 @@ function refused(dir: string, pattern: RegExp): void {
   );
 }
 
-describe('trainer/hfModel: what is refused, in one line naming the file and the field', function () {
+describe('trainer/hf/hfModel: what is refused, in one line naming the file and the field', function () {
   this.timeout(60000);
   let tmp: string;
   beforeEach(() => (tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-hf-bad-'))));

@@ -27,13 +27,13 @@ import {
 } from '../../core/tokenizer';
 import { segment } from '../../core/lossMask';
 import { TOOL_CALL } from '../../core/wire';
-import { tokenizeTrace, UNSUPERVISED } from '../../trainer/data';
-import { tokenizerCallMask } from '../../trainer/policy';
+import { tokenizeTrace, UNSUPERVISED } from '../../trainer/sft/data';
+import { tokenizerCallMask } from '../../trainer/agent/policy';
 import { analyseTranscript } from '../../language-server/analysis/transcript';
 import { tokenTable } from '../../language-server/analysis/tokens';
-import { initBackend } from '../../trainer/backend';
-import { writeHfFolder } from '../../trainer/hfExport';
-import { type ModelConfig, StackModel } from '../../trainer/model';
+import { initBackend } from '../../trainer/model/backend';
+import { writeHfFolder } from '../../trainer/hf/hfExport';
+import { type ModelConfig, StackModel } from '../../trainer/model/model';
 import { foreignByteLevelTokenizer, sentencePieceTokenizer } from '../support/hfTokenizer';
 import { repoRoot } from '../support/reference';
 import { mean, sftLosses } from '../support/runFiles';

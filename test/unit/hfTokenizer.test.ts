@@ -20,7 +20,7 @@ import {
   withWireSpecials,
 } from '../../core/tokenizer';
 import { foreignByteLevelTokenizer, wordLevelTokenizer } from '../support/hfTokenizer';
-import { tokenizerCallMask } from '../../trainer/policy';
+import { tokenizerCallMask } from '../../trainer/agent/policy';
 import { defaultWorldTexts } from '../../core/tokenizer';
 
 const texts = defaultWorldTexts();

@@ -1,5 +1,5 @@
-// No module of ours imports itself back through others (issue 31: trainer/prepare.ts and
-// trainer/worldFolder.ts imported each other, so did language-server/datasetPass.ts and
+// No module of ours imports itself back through others (issue 31: trainer/sft/prepare.ts and
+// trainer/run/worldFolder.ts imported each other, so did language-server/datasetPass.ts and
 // lspServer.ts). Every relative import of the shipped folders and bench/, type-only ones
 // included, is a graph edge; a strongly connected component of more than one file is a cycle.
 import * as assert from 'node:assert/strict';

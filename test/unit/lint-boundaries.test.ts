@@ -25,41 +25,41 @@ describe('lint: the import boundaries', () => {
         { filename: at('webview-ui/inspector/main.ts'), code: "import { filterRows } from './filter'; import { Chart } from 'chart.js';" },
         { filename: at('core/world.ts'), code: "import { mulberry32 } from './mulberry32'; import { x } from './protocol/worker';" },
         { filename: at('extension/extension.ts'), code: "import * as vscode from 'vscode'; import { segment } from '../core/lossMask';" },
-        { filename: at('trainer/sft.ts'), code: "import * as tf from '@tensorflow/tfjs-core'; import { y } from '../core/sftFormat';" },
+        { filename: at('trainer/sft/sft.ts'), code: "import * as tf from '@tensorflow/tfjs-core'; import { y } from '../../core/sftFormat'; import { z } from '../model/model';" },
         { filename: at('test/unit/x.test.ts'), code: "import { LspClient } from '../lsp/client'; import { runBench } from '../../bench/main';" },
         { filename: at('bench/lsp.ts'), code: "import { LspClient } from '../test/lsp/client';" },
         // extension/ -> trainer/: only today's imports, each from the file that makes it.
-        { filename: at('extension/baseModel.ts'), code: "import { PRESETS } from '../trainer/modelConfig';" },
-        { filename: at('extension/sftData.ts'), code: "import { prepareWorldRunData } from '../trainer/prepare'; import { readWorldFolder } from '../trainer/worldFolder.ts';" },
+        { filename: at('extension/baseModel.ts'), code: "import { PRESETS } from '../trainer/model/modelConfig';" },
+        { filename: at('extension/sftData.ts'), code: "import { prepareWorldRunData } from '../trainer/sft/prepare'; import { readWorldFolder } from '../trainer/run/worldFolder.ts';" },
         { filename: at('extension/training.ts'), code: "import { parseFromWorker } from '../core/protocol/worker';" },
       ],
       invalid: [
-        bad('webview-ui/curves/main.ts', "import { Trainer } from '../../trainer/optim';", /webview-ui\/ imports only core\/protocol\/ of ours \(found trainer\/optim\)/),
+        bad('webview-ui/curves/main.ts', "import { Trainer } from '../../trainer/model/optim';", /webview-ui\/ imports only core\/protocol\/ of ours \(found trainer\/model\/optim\)/),
         bad('webview-ui/curves/main.ts', "import { segment } from '../../core/lossMask';", /imports only core\/protocol\//),
         bad('webview-ui/shared/api.ts', "import * as vscode from 'vscode';", /never imports 'vscode'/),
         bad('core/world.ts', "import * as vscode from 'vscode';", /core\/ never imports 'vscode'/),
         bad('core/world.ts', "import * as tf from '@tensorflow/tfjs-core';", /core\/ never imports tfjs/),
         bad('core/world.ts', "import { IGNORE } from '../trainer/model';", /core\/ imports nothing of ours outside core\/ \(found trainer\/\)/),
         bad('core/protocol/worker.ts', "export { x } from '../../extension/panels/host';", /found extension\//),
-        bad('trainer/worker.ts', "const vscode = require('vscode');", /trainer\/ never imports 'vscode'/),
+        bad('trainer/run/worker.ts', "const vscode = require('vscode');", /trainer\/ never imports 'vscode'/),
         bad('language-server/server.ts', "void import('vscode');", /language-server\/ never imports 'vscode'/),
         bad('cli/main.ts', "import { LspClient } from '../test/lsp/client';", /only test\/ \(and the benchmarks in bench\/\) import test\//),
         bad('extension/extension.ts', "import { fixtures } from '../test/ui/fixtures';", /import test\//),
         bad('cli/main.ts', "const { runLspBench } = await import('../bench/lsp');", /only test\/ and bench\/ import bench\//),
-        bad('trainer/sft.ts', "import { startServer } from '../language-server/lspServer';", /trainer\/ may import core\/ of ours, not language-server\//),
+        bad('trainer/sft/sft.ts', "import { startServer } from '../../language-server/lspServer';", /trainer\/ may import core\/ of ours, not language-server\//),
         bad('language-server/lspServer.ts', "import { Trainer } from '../trainer/optim';", /language-server\/ may import core\/ of ours, not trainer\//),
         bad('cli/main.ts', "import { activate } from '../extension/extension';", /cli\/ may import core\/, trainer\/, language-server\/ of ours, not extension\//),
-        bad('extension/training.ts', "import { runSft } from '../trainer/sft';", /extension\/ reaches trainer\/ through the job protocol \(core\/protocol\/worker\.ts\), not by importing trainer\/sft/),
-        bad('extension/panels/curves.ts', "import { readMetrics } from '../../trainer/files';", /not by importing trainer\/files/),
-        bad('extension/sftData.ts', "import { runGrpo } from '../trainer/grpo';", /not by importing trainer\/grpo/),
-        bad('extension/baseModel.ts', "const { prepareWorldRunData } = await import('../trainer/prepare');", /not by importing trainer\/prepare/),
+        bad('extension/training.ts', "import { runSft } from '../trainer/sft/sft';", /extension\/ reaches trainer\/ through the job protocol \(core\/protocol\/worker\.ts\), not by importing trainer\/sft\/sft/),
+        bad('extension/panels/curves.ts', "import { readMetrics } from '../../trainer/run/files';", /not by importing trainer\/run\/files/),
+        bad('extension/sftData.ts', "import { runGrpo } from '../trainer/grpo/grpo';", /not by importing trainer\/grpo\/grpo/),
+        bad('extension/baseModel.ts', "const { prepareWorldRunData } = await import('../trainer/sft/prepare');", /not by importing trainer\/sft\/prepare/),
       ],
     });
   });
 
   it('eslint.config.mjs turns the rule on (as an error) in every folder', async () => {
     const eslint = new ESLint({ cwd: root });
-    for (const file of ['core/world.ts', 'webview-ui/curves/main.ts', 'cli/main.ts', 'trainer/model.ts', 'language-server/server.ts', 'extension/extension.ts', 'bench/lsp.ts', 'test/unit/cli.test.ts']) {
+    for (const file of ['core/world.ts', 'webview-ui/curves/main.ts', 'cli/main.ts', 'trainer/model/model.ts', 'language-server/server.ts', 'extension/extension.ts', 'bench/lsp.ts', 'test/unit/cli.test.ts']) {
       const config = (await eslint.calculateConfigForFile(at(file))) as { rules: Record<string, unknown> };
       const setting = config.rules['agent-lab/boundaries'];
       assert.ok(Array.isArray(setting) ? setting[0] === 2 : setting === 2 || setting === 'error', `${file}: ${JSON.stringify(setting)}`);

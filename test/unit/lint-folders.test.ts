@@ -32,7 +32,7 @@ describe('lint: the folder names have one home', () => {
     });
     tester.run('agent-lab/folder-names', plugin.default.rules['folder-names'], {
       valid: [
-        { filename: at('trainer/sft.ts'), code: "import { CONFIG_FILE } from '../core/protocol/folders'; const f = path.join(runDir, CONFIG_FILE);" },
+        { filename: at('trainer/sft/sft.ts'), code: "import { CONFIG_FILE } from '../../core/protocol/folders'; const f = path.join(runDir, CONFIG_FILE);" },
         // The folder names are ordinary words outside a path join: a job kind, a JSON key, a node type.
         { filename: at('extension/runsView.ts'), code: "const n = { type: 'checkpoints' }; const k = r['world']; if (job === 'eval') go(); load(runDir, 'latest');" },
         { filename: at('extension/runFolders.ts'), code: "const p = path.join(dir, EVAL_DIR, `${split}.jsonl`);" },
@@ -43,19 +43,19 @@ describe('lint: the folder names have one home', () => {
         { filename: at('test/unit/cli.test.ts'), code: "const f = path.join(run, 'config.json'); fs.existsSync(path.join(run, 'checkpoints', 'latest'));" },
       ],
       invalid: [
-        bad('trainer/runGuards.ts', "const file = path.join(runDir, 'config.json');", /'config\.json' is a folder file name: use CONFIG_FILE or HF_CONFIG_FILE from core\/protocol\/folders\.ts/),
+        bad('trainer/run/runGuards.ts', "const file = path.join(runDir, 'config.json');", /'config\.json' is a folder file name: use CONFIG_FILE or HF_CONFIG_FILE from core\/protocol\/folders\.ts/),
         bad('language-server/tokenizers.ts', "const TOOLS = 'tools.json';", /'tools\.json' .* use TOOLS_FILE/),
         bad('extension/sftData.ts', "write(path.join(runDir, 'data', 'train.traces.jsonl'));", /'data' is a run folder's folder name: use DATA_DIR|'train\.traces\.jsonl' .* use TRAIN_TRACES_FILE/, 2),
         bad('cli/world.ts', 'writeJsonlAtomic(path.join(out, `corpus.jsonl`), rows);', /'corpus\.jsonl' .* use CORPUS_FILE/),
-        bad('trainer/sft.ts', "const copies = ['data/prepared.json'];", /'data\/prepared\.json' .* use PREPARED_FILE/),
+        bad('trainer/sft/sft.ts', "const copies = ['data/prepared.json'];", /'data\/prepared\.json' .* use PREPARED_FILE/),
         bad('core/export.ts', "const files = { 'tokenizer.json': tok };", /'tokenizer\.json' .* use TOKENIZER_FILE/),
         bad('extension/distillCommands.ts', "vscode.Uri.joinPath(uri, 'checkpoints');", /'checkpoints' is a run folder's folder name: use CHECKPOINTS_DIR/),
-        bad('trainer/checkpoint.ts', "fs.readFileSync(path.resolve(root, 'latest'));", /'latest' .* use LATEST_POINTER/),
+        bad('trainer/run/checkpoint.ts', "fs.readFileSync(path.resolve(root, 'latest'));", /'latest' .* use LATEST_POINTER/),
         bad('bench/grpo.ts', "read(path.join(run, 'metrics.jsonl'));", /'metrics\.jsonl' .* use METRICS_FILE/),
         bad('extension/runFolders.ts', "names.filter((n) => n.endsWith('.traces.jsonl'));", /'\.traces\.jsonl' .* use TRACES_SUFFIX/),
         // A Hugging Face folder's names live there too.
         bad('language-server/chatTemplateFolder.ts', "read(dir, 'chat_template.jinja');", /'chat_template\.jinja' .* use CHAT_TEMPLATE_FILE/),
-        bad('trainer/hfExport.ts', "const files = { 'generation_config.json': g, 'adapter_config.json': a };", /use GENERATION_CONFIG_FILE|use PEFT_CONFIG_FILE/, 2),
+        bad('trainer/hf/hfExport.ts', "const files = { 'generation_config.json': g, 'adapter_config.json': a };", /use GENERATION_CONFIG_FILE|use PEFT_CONFIG_FILE/, 2),
       ],
     });
   });
@@ -75,12 +75,12 @@ describe('lint: the folder names have one home', () => {
     ]);
     assert.equal(plugin.exempt(at('core/protocol/folders.ts')), true);
     assert.equal(plugin.exempt(at('test/unit/world.test.ts')), true);
-    assert.equal(plugin.exempt(at('trainer/prepare.ts')), false);
+    assert.equal(plugin.exempt(at('trainer/sft/prepare.ts')), false);
   });
 
   it('eslint.config.mjs turns the rule on (as an error) in every folder that ships and in bench/', async () => {
     const eslint = new ESLint({ cwd: root });
-    for (const file of ['core/world.ts', 'webview-ui/curves/main.ts', 'cli/main.ts', 'trainer/model.ts', 'language-server/server.ts', 'extension/extension.ts', 'bench/lsp.ts']) {
+    for (const file of ['core/world.ts', 'webview-ui/curves/main.ts', 'cli/main.ts', 'trainer/model/model.ts', 'language-server/server.ts', 'extension/extension.ts', 'bench/lsp.ts']) {
       const config = (await eslint.calculateConfigForFile(at(file))) as { rules: Record<string, unknown> };
       const setting = config.rules['agent-lab/folder-names'];
       assert.ok(Array.isArray(setting) ? setting[0] === 2 : setting === 2 || setting === 'error', `${file}: ${JSON.stringify(setting)}`);

@@ -1,4 +1,4 @@
-// LoRA (trainer/lora.ts): the --lora spec and its refusals, PEFT's equations (y = Wx +
+// LoRA (trainer/model/lora.ts): the --lora spec and its refusals, PEFT's equations (y = Wx +
 // (alpha/r) B A x, checked against an explicit per-layer computation), adapter gradients
 // against central finite differences, a frozen base (bit-identical after training, on one
 // thread and with a worker thread), checkpoints that hold the adapters and refuse a
@@ -9,14 +9,14 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { initBackend } from '../../trainer/backend';
-import { loadCheckpoint, saveCheckpoint } from '../../trainer/checkpoint';
-import { InputError } from '../../trainer/files';
-import { writeHfFolder } from '../../trainer/hfExport';
-import { loadHfFolder, withAddedRows } from '../../trainer/hfModel';
-import { EMBED_ROWS, HEAD_ROWS, LORA_TARGETS, LoraModel, LoraSpec, baseFiles, checkLoraRecord, countLoraParams, loraParamSpecs, mergeLora, parseLoraSpec, targetSlot } from '../../trainer/lora';
-import { Batch, IGNORE, ModelConfig, StackModel, countParams, makeRng, paramSpecs } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
+import { initBackend } from '../../trainer/model/backend';
+import { loadCheckpoint, saveCheckpoint } from '../../trainer/run/checkpoint';
+import { InputError } from '../../trainer/run/files';
+import { writeHfFolder } from '../../trainer/hf/hfExport';
+import { loadHfFolder, withAddedRows } from '../../trainer/hf/hfModel';
+import { EMBED_ROWS, HEAD_ROWS, LORA_TARGETS, LoraModel, LoraSpec, baseFiles, checkLoraRecord, countLoraParams, loraParamSpecs, mergeLora, parseLoraSpec, targetSlot } from '../../trainer/model/lora';
+import { Batch, IGNORE, ModelConfig, StackModel, countParams, makeRng, paramSpecs } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
 
 const MICRO: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 32, ropeBase: 10000 };
 /** What Hugging Face checkpoints bring: q/k/v biases, an untied head, head_dim apart from d/heads, eps 1e-6. */
@@ -61,7 +61,7 @@ const maxDiff = (a: Float32Array, b: Float32Array): number => {
   return m;
 };
 
-describe('trainer/lora: LoRA adapters over a frozen base (PEFT semantics)', function () {
+describe('trainer/model/lora: LoRA adapters over a frozen base (PEFT semantics)', function () {
   this.timeout(300000);
 
   it('parses r,alpha[,targets] and refuses, naming it, what does not parse, r <= 0, alpha <= 0 and an unknown target', () => {

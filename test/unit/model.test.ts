@@ -4,9 +4,9 @@
 import * as assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-core/dist/register_all_gradients';
-import { initBackend } from '../../trainer/backend';
-import { Batch, IGNORE, ModelConfig, PRESETS, StackModel, countParams, makeRng, paramSpecs, presetConfig, setJsShortcuts } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
+import { initBackend } from '../../trainer/model/backend';
+import { Batch, IGNORE, ModelConfig, PRESETS, StackModel, countParams, makeRng, paramSpecs, presetConfig, setJsShortcuts } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
 
 const MICRO: ModelConfig = { vocab: 23, dModel: 16, layers: 2, heads: 4, kvHeads: 2, mlp: 24, maxSeq: 32, ropeBase: 10000 };
 /** MICRO with two previous-token embedding tables (config.prevTokens). */
@@ -149,7 +149,7 @@ function maxRelDiff(a: Float32Array, b: Float32Array): number {
   return num / Math.max(den, 1e-12);
 }
 
-describe('trainer/model: the Stack transformer', function () {
+describe('trainer/model/model: the Stack transformer', function () {
   this.timeout(120000);
 
   after(async () => {

@@ -2,10 +2,10 @@
 // data-parallel gradients (2 worker threads) against single-threaded ones.
 import * as assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
-import { initBackend } from '../../trainer/backend';
-import { Batch, Grads, IGNORE, ModelConfig, StackModel, makeRng, paramSpecs } from '../../trainer/model';
-import { AdamW, Trainer, globalNorm, lrAt, resolveOptim } from '../../trainer/optim';
-import { combineShardGrads, splitBatch } from '../../trainer/parallel';
+import { initBackend } from '../../trainer/model/backend';
+import { Batch, Grads, IGNORE, ModelConfig, StackModel, makeRng, paramSpecs } from '../../trainer/model/model';
+import { AdamW, Trainer, globalNorm, lrAt, resolveOptim } from '../../trainer/model/optim';
+import { combineShardGrads, splitBatch } from '../../trainer/model/parallel';
 
 const MICRO: ModelConfig = { vocab: 19, dModel: 16, layers: 1, heads: 2, kvHeads: 1, mlp: 20, maxSeq: 64, ropeBase: 10000 };
 
@@ -33,7 +33,7 @@ function arrays(g: Grads): Record<string, Float32Array> {
   return out;
 }
 
-describe('trainer/optim: AdamW, schedule, clipping, data parallelism', function () {
+describe('trainer/model/optim: AdamW, schedule, clipping, data parallelism', function () {
   this.timeout(120000);
 
   for (const mode of ['js', 'tensor'] as const) it(`one and two AdamW steps equal a float64 hand computation (PyTorch formula; ${mode} mode)`, async () => {

@@ -7,7 +7,7 @@ import { EMPTY_FILTER, InspectorFilter, TrajectorySummary } from '../../core/pro
 import { scanRow } from '../../core/transcript/jsonRow';
 import { decodedOffsetAt, rawColumnOf, stringValueRange } from '../../core/transcript/jsonText';
 import { compactCall, detailOf, guardOf, parseSource, parseSteps, splitTurns, summarizeText, transcriptText } from '../../core/transcript/trajectories';
-import { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../../trainer/agentRuntime';
+import { FORCED_ANSWER_TEXT, FORMAT_ERROR, REPEATED_CALL } from '../../trainer/agent/agentRuntime';
 import { syntheticEvalRows } from '../ui/fixtures';
 import { facetsOf, filterRows, formatReward, outcomeLabel, searchTerms, searchTextOf } from '../../webview-ui/inspector/filter';
 import { keyTarget, scrollToShow, visibleWindow } from '../../webview-ui/shared/virtualList';

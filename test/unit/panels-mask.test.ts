@@ -6,7 +6,7 @@ import type { LossMaskResult } from '../../core/protocol/lsp';
 import { segment } from '../../core/lossMask';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { harnessFlags } from '../../core/transcript/maskHarness';
-import { FORCED_ANSWER_TEXT } from '../../trainer/agentRuntime';
+import { FORCED_ANSWER_TEXT } from '../../trainer/agent/agentRuntime';
 import { syntheticEvalRows } from '../ui/fixtures';
 import { describeToken, maskModel, percent, visible } from '../../webview-ui/lossMask/model';
 import { readFileSync } from 'node:fs';

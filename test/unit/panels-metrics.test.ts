@@ -1,5 +1,5 @@
 // The curves panel's data logic without a browser: metrics.jsonl lines (core/protocol/
-// metrics.ts, the same semantics as trainer/runStore.ts), the tail that reads only what
+// metrics.ts, the same semantics as trainer/run/runStore.ts), the tail that reads only what
 // was appended (a line still being written waits for its newline), and the charts built
 // from the records: series per run, the std band, the "no gradient" regions.
 import * as assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { MetricsTail } from '../../extension/panels/metricsTail';
 import { writeSyntheticGrpoRun } from '../ui/fixtures';
 import { buildCharts, chipText, formatTick, heldoutLossNote, lineCount, mergeRecords, phaseBoundaries, pointsOf, zeroStdRegions } from '../../webview-ui/curves/series';
 import { buttonMessage, preflightTable } from '../../webview-ui/curves/preflight';
-import { prescreenVerdict, summarisePrescreen } from '../../trainer/prescreen';
+import { prescreenVerdict, summarisePrescreen } from '../../trainer/grpo/prescreen';
 import { preflightLine, preflightViewOf, prescreenRows, runMetaOf } from '../../extension/runMeta';
 import { isRunMeta, parseFromWebviewFor, parseToWebview } from '../../core/protocol/panels';
 
@@ -28,7 +28,7 @@ describe('metrics lines (core/protocol/metrics.ts)', () => {
     assert.equal(parseMetricsLine('{"phase":"sft","step":1}'), null, 'time is part of the contract');
   });
 
-  it('keeps the last record per (phase, step) (trainer/runStore.ts re-exports this parsing)', () => {
+  it('keeps the last record per (phase, step) (trainer/run/runStore.ts re-exports this parsing)', () => {
     const text = [sft(1, 3), sft(2, 2.5), { event: 'resume', step: 1 }, sft(2, 2.4), { phase: "eval", step: 2, time: 1, split: "heldout", accuracy: 0.1 }, sft(3, 2)]
       .map((r) => JSON.stringify(r))
       .join('\n') + '\n';
@@ -347,7 +347,7 @@ describe('GRPO pre-flight from config.json (issue 33: the editor shows the table
   it("a refused run's recorded actions: one button each, in the verdict's order, each posting a message the extension accepts", () => {
     const screen = (correct: number) => summarisePrescreen(Array.from({ length: 72 }, () => ({ kind: 'sum' as const, correct })), 8, 8);
     const ctx = { pool: 'fresh-entities' as const, noFreshPools: false, fromRun: '/runs/sft', dynamicSampling: true };
-    // A verdict as trainer/grpo.ts writes it into config.json (JSON round trip).
+    // A verdict as trainer/grpo/grpo.ts writes it into config.json (JSON round trip).
     const record = (v: ReturnType<typeof prescreenVerdict>) => ({ ...config, refused: true, prescreenVerdict: JSON.parse(JSON.stringify(v)) as unknown });
     const hard = preflightTable(preflightViewOf(record(prescreenVerdict(screen(0), ctx)))!);
     assert.deepEqual(hard.buttons.map((b) => b.label), ['Train SFT More…', 'Train with --pool fresh-values', 'Train with --guide on', 'Train Anyway']);

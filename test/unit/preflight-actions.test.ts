@@ -13,13 +13,13 @@ import { checkJobSpec } from '../../core/protocol/worker';
 import { commandOfMessage, refusedRunOf, retryCommand, sftMoreNext, type RetryCommand } from '../../extension/preflightActions';
 import { grpoJobSpec, sftMoreJobSpec } from '../../extension/jobSpecs';
 import { preflightViewOf } from '../../extension/runMeta';
-import { type JobHooks, runJob } from '../../trainer/jobs';
-import { type PrescreenVerdict, prescreenVerdict, summarisePrescreen } from '../../trainer/prescreen';
+import { type JobHooks, runJob } from '../../trainer/run/jobs';
+import { type PrescreenVerdict, prescreenVerdict, summarisePrescreen } from '../../trainer/grpo/prescreen';
 import { buttonMessage, preflightTable } from '../../webview-ui/curves/preflight';
 
 /** 72 screened tasks, task i with correct(i) of 8 rollouts right. */
 const screen = (correct: (i: number) => number) => summarisePrescreen(Array.from({ length: 72 }, (_, i) => ({ kind: 'sum' as const, correct: correct(i) })), 8, 8);
-/** A refused run's config.json as trainer/grpo.ts writes it (the verdict through JSON). */
+/** A refused run's config.json as trainer/grpo/grpo.ts writes it (the verdict through JSON). */
 const refusedConfig = (v: PrescreenVerdict, grpo: Record<string, unknown> = { pool: 'fresh-entities', temperature: 0.8, guide: false }) => ({
   kind: 'grpo',
   from: { run: '/ws/runs/sft-1', checkpoint: 'latest', step: 200 },

@@ -14,7 +14,7 @@ import {
   grpoUsage,
 } from '../../core/protocol/grpoOptions';
 import { DEFAULT_REWARD, DEFAULT_REWARD_TEXT, formatRewardSpec } from '../../core/reward';
-import { GRPO_DEFAULTS } from '../../trainer/grpo';
+import { GRPO_DEFAULTS } from '../../trainer/grpo/grpo';
 import { checkJobSpec } from '../../core/protocol/worker';
 import { declaredSettings } from '../support/settings';
 

@@ -8,9 +8,9 @@ import { GRPO_OPTION_TABLE } from '../../core/protocol/grpoOptions';
 import { type UsageRow, usageFromRows } from '../../core/protocol/optionRows';
 import { SFT_OPTION_DEFAULTS, SFT_OPTION_TABLE, sftOptionsFromFlags, sftOptionsFromJob, sftUsage } from '../../core/protocol/sftOptions';
 import { checkJobSpec } from '../../core/protocol/worker';
-import { BACKEND_CHOICES } from '../../trainer/backend';
-import { PRESET_NAMES } from '../../trainer/model';
-import { RECIPE_NAMES } from '../../trainer/recipes';
+import { BACKEND_CHOICES } from '../../trainer/model/backend';
+import { PRESET_NAMES } from '../../trainer/model/model';
+import { RECIPE_NAMES } from '../../trainer/sft/recipes';
 import { declaredSettings } from '../support/settings';
 
 type Row = { kind: string; flag?: string; grpo?: true; job?: true; setting?: string; default?: unknown };

@@ -4,13 +4,13 @@ import * as assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { runTeacherKnobs } from '../../trainer/jobs';
-import { DEFAULT_RECIPE, defaultRecipeName, demoRecipeName, getRecipe } from '../../trainer/recipes';
-import { DataOrder } from '../../trainer/dataOrder';
-import { type ExamplePools, poolKey, poolSampler } from '../../trainer/sft';
-import type { TrainExample } from '../../trainer/data';
+import { runTeacherKnobs } from '../../trainer/run/jobs';
+import { DEFAULT_RECIPE, defaultRecipeName, demoRecipeName, getRecipe } from '../../trainer/sft/recipes';
+import { DataOrder } from '../../trainer/sft/dataOrder';
+import { type ExamplePools, poolKey, poolSampler } from '../../trainer/sft/sft';
+import type { TrainExample } from '../../trainer/sft/data';
 
-describe("trainer/recipes: the default recipe and a run's teacher", () => {
+describe("trainer/sft/recipes: the default recipe and a run's teacher", () => {
   let tmp: string;
   before(() => (tmp = mkdtempSync(path.join(tmpdir(), 'agent-lab-recipes-'))));
   after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -1,8 +1,8 @@
-// GRPO's revisit queue (trainer/revisit.ts): tasks whose last group had spread come back
+// GRPO's revisit queue (trainer/grpo/revisit.ts): tasks whose last group had spread come back
 // first, oldest first; a flat group takes its task out; the capacity keeps the newest; a
 // saved state is checked against the pool.
 import * as assert from 'node:assert/strict';
-import { RevisitQueue, drawRound, revisitStateProblem } from '../../trainer/revisit';
+import { RevisitQueue, drawRound, revisitStateProblem } from '../../trainer/grpo/revisit';
 
 describe('GRPO revisit queue', () => {
   it('gives back informative tasks oldest first, skipping those already drawn this step', () => {

@@ -12,9 +12,9 @@ import type { EvalJobSummary, GrpoSummary, SftSummary } from '../../core/protoco
 import { describeRun, evalDescription, readRun, runFigureLines } from '../../extension/runFolders';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { makeTaskPool } from '../../core/world';
-import { initBackend } from '../../trainer/backend';
-import { StackModel, presetConfig } from '../../trainer/model';
-import { evaluateModel } from '../../trainer/jobEval';
+import { initBackend } from '../../trainer/model/backend';
+import { StackModel, presetConfig } from '../../trainer/model/model';
+import { evaluateModel } from '../../trainer/run/jobEval';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');

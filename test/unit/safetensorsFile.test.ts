@@ -1,11 +1,11 @@
-// The safetensors reader for foreign model folders (trainer/safetensorsFile.ts): F32/F16/BF16
+// The safetensors reader for foreign model folders (trainer/hf/safetensorsFile.ts): F32/F16/BF16
 // to float32 (every 16-bit pattern checked), positioned chunked reads (a tensor past 2 GiB in
 // a sparse file), sharded folders, and one-line refusals of damaged files naming the field.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { InputError } from '../../trainer/files';
+import { InputError } from '../../trainer/run/files';
 import {
   SafetensorsFile,
   SafetensorsModel,
@@ -15,7 +15,7 @@ import {
   f32ToF16Bits,
   setChunkBytesForTests,
   writeSafetensorsFile,
-} from '../../trainer/safetensorsFile';
+} from '../../trainer/hf/safetensorsFile';
 
 /** A safetensors file from a header object and raw data bytes (independent of the writer under test). */
 function rawFile(file: string, header: unknown, data: Uint8Array): void {
@@ -34,7 +34,7 @@ function throwsInput(fn: () => unknown, pattern: RegExp): void {
   });
 }
 
-describe('trainer/safetensorsFile: safetensors of any size, F32/F16/BF16', function () {
+describe('trainer/hf/safetensorsFile: safetensors of any size, F32/F16/BF16', function () {
   this.timeout(60000);
   let tmp: string;
   beforeEach(() => (tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-lab-st-'))));

@@ -9,7 +9,7 @@ import { ToolEnv, distill, makeStubTeacher } from '../../core/distill';
 import { overlapKey } from '../../core/overlap';
 import { tokenizerFromJsonText } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../../core/world';
-import { dataFiles } from '../../trainer/prepare';
+import { dataFiles } from '../../trainer/sft/prepare';
 import { prepareSftRunData, readTraceRows } from '../../extension/sftData';
 
 const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';

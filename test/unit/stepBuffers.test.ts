@@ -5,11 +5,11 @@
 // and as the tensor-op path, step after step with batches of different shapes.
 import * as assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
-import { initBackend } from '../../trainer/backend';
-import { Batch, Grads, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model';
-import { ScratchBuffers, readNow, setJsShortcuts } from '../../trainer/modelCore';
-import { Trainer } from '../../trainer/optim';
-import { GradientPool } from '../../trainer/parallel';
+import { initBackend } from '../../trainer/model/backend';
+import { Batch, Grads, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model/model';
+import { ScratchBuffers, readNow, setJsShortcuts } from '../../trainer/model/modelCore';
+import { Trainer } from '../../trainer/model/optim';
+import { GradientPool } from '../../trainer/model/parallel';
 
 const CFG: ModelConfig = { vocab: 23, dModel: 16, layers: 1, heads: 2, kvHeads: 1, mlp: 20, maxSeq: 64, ropeBase: 10000, prevTokens: 2 };
 

@@ -19,12 +19,12 @@ import { canonicalTokenizerJson, trainDefaultTokenizer } from '../../core/tokeni
 import type { Task } from '../../core/types';
 import { ASST, END, SYS, TOOL_RESULT, USER, parseAssistantStep } from '../../core/wire';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../../core/world';
-import { AgentRuntime, DecodeSession, Policy } from '../../trainer/agentRuntime';
-import { initBackend } from '../../trainer/backend';
-import { saveCheckpoint } from '../../trainer/checkpoint';
-import { StackModel } from '../../trainer/model';
-import { tokenizerCallMask } from '../../trainer/policy';
-import { makeStudentTeacher, runtimeTeacher } from '../../trainer/studentTeacher';
+import { AgentRuntime, DecodeSession, Policy } from '../../trainer/agent/agentRuntime';
+import { initBackend } from '../../trainer/model/backend';
+import { saveCheckpoint } from '../../trainer/run/checkpoint';
+import { StackModel } from '../../trainer/model/model';
+import { tokenizerCallMask } from '../../trainer/agent/policy';
+import { makeStudentTeacher, runtimeTeacher } from '../../trainer/sft/studentTeacher';
 import { capture } from '../support/capture';
 
 const corpus = buildCorpus();

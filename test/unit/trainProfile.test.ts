@@ -1,11 +1,11 @@
 // `bench train --profile` (bench/trainProfile.ts) and the phase marks it reads
-// (trainer/stepClock.ts): a step's phases come in the order the trainer runs them, the
+// (trainer/model/stepClock.ts): a step's phases come in the order the trainer runs them, the
 // profile attributes kernels to phases, and two worker threads show their exchange.
 import * as assert from 'node:assert/strict';
-import { initBackend } from '../../trainer/backend';
-import { IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
-import { setPhaseListener } from '../../trainer/stepClock';
+import { initBackend } from '../../trainer/model/backend';
+import { IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
+import { setPhaseListener } from '../../trainer/model/stepClock';
 import { formatTrainProfile, runTrainProfile } from '../../bench/trainProfile';
 
 const MICRO: ModelConfig = { vocab: 19, dModel: 16, layers: 1, heads: 2, kvHeads: 1, mlp: 20, maxSeq: 64, ropeBase: 10000 };

@@ -10,14 +10,14 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PARITY_TOLERANCE, ParityResult, parityFailures } from '../../bench/gpu';
-import { AUTO_ORDER, describeAdapter, initBackend } from '../../trainer/backend';
-import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model';
-import { Trainer } from '../../trainer/optim';
+import { AUTO_ORDER, describeAdapter, initBackend } from '../../trainer/model/backend';
+import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from '../../trainer/model/model';
+import { Trainer } from '../../trainer/model/optim';
 import { ToolEnv } from '../../core/distill';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool } from '../../core/world';
-import { AgentRuntime } from '../../trainer/agentRuntime';
-import { modelPolicy, tokenizerCallMask } from '../../trainer/policy';
+import { AgentRuntime } from '../../trainer/agent/agentRuntime';
+import { modelPolicy, tokenizerCallMask } from '../../trainer/agent/policy';
 
 const ROOT = path.resolve(__dirname, '../..');
 const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -116,7 +116,7 @@ describe('webgpu backend: choosing it', function () {
 
   it("'auto' never picks a software adapter, and says why it passed webgpu by", function () {
     // With only SwiftShader visible to Dawn (where it is installed), auto must fall through.
-    const script = "require('./trainer/backend').initBackend('auto').then((i) => { console.log(JSON.stringify(i)); process.exit(0); })";
+    const script = "require('./trainer/model/backend').initBackend('auto').then((i) => { console.log(JSON.stringify(i)); process.exit(0); })";
     const r = runChild(['-e', script], { VK_ICD_FILENAMES: SWIFTSHADER_ICD, XDG_RUNTIME_DIR: '/tmp' });
     assert.equal(r.status, 0, r.stderr);
     const info = lastJson(r.stdout);

@@ -4,7 +4,7 @@
 // CHAT-COMPLETIONS SERVER ON 127.0.0.1 (a test double that knows the answers; no real
 // model is contacted), trained on those trajectories and evaluated, with the tasks it did
 // not solve counted by reason.
-import { spreadByShape } from '../../trainer/jobs';
+import { spreadByShape } from '../../trainer/run/jobs';
 import * as assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -20,11 +20,11 @@ import { worldEnv, worldTemplates } from '../../core/worlds';
 import { TEMPLATES, checkCall } from '../../core/grammar';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { parseTasksFile } from '../../core/worldSource';
-import { runSplits } from '../../trainer/worldFolder';
+import { runSplits } from '../../trainer/run/worldFolder';
 import { prepareSftRunData } from '../../extension/sftData';
 import { capture } from '../support/capture';
 import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';
-import { RUN_VOCAB_CAP, TOKENIZER_DATA } from '../../trainer/prepare';
+import { RUN_VOCAB_CAP, TOKENIZER_DATA } from '../../trainer/sft/prepare';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const bin = path.join(repoRoot, 'bin', 'agent-lab');
@@ -111,7 +111,7 @@ describe('a fact table of another domain through the CLI: world → distill → 
     const summary = JSON.parse(e.stdout.trim().split('\n').pop()!) as { n: number; accuracy: number; by_kind: Record<string, unknown> };
     assert.equal(summary.n, 6);
     const evalRows = rows(path.join(run, 'eval', 'heldout.jsonl'));
-    // --limit takes the question shapes in turn (trainer/jobs.ts spreadByShape), in the split's order.
+    // --limit takes the question shapes in turn (trainer/run/jobs.ts spreadByShape), in the split's order.
     const limited = (n: number) => spreadByShape(heldout.map((r) => ({ task: { kind: String(r['kind']) }, r })), n).map((x) => x.r['question']);
     assert.deepEqual(evalRows.map((r) => r['question']), limited(6));
     assert.ok(evalRows.every((r) => heldQuestions.has(r['question'])));

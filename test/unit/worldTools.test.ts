@@ -14,10 +14,10 @@ import { worldEnv } from '../../core/worlds';
 import { WorldFileError } from '../../core/worldSource';
 import { CHARS_KEY, parseToolList, systemPromptFor, templatesFor } from '../../core/worldTools';
 import { trainDefaultTokenizer } from '../../core/tokenizer';
-import { tokenizerCallMask } from '../../trainer/policy';
-import { checkPromptDrift } from '../../trainer/preflight';
-import { prepareWorldRunData } from '../../trainer/prepare';
-import { readWorldFolder } from '../../trainer/worldFolder';
+import { tokenizerCallMask } from '../../trainer/agent/policy';
+import { checkPromptDrift } from '../../trainer/grpo/preflight';
+import { prepareWorldRunData } from '../../trainer/sft/prepare';
+import { readWorldFolder } from '../../trainer/run/worldFolder';
 import { capture } from '../support/capture';
 
 const REPO = path.resolve(__dirname, '..', '..');

@@ -27,9 +27,9 @@ import {
   worldName,
   worldTemplates,
 } from '../../core/worlds';
-import { classifyFailure } from '../../trainer/eval';
-import { prepareRunData } from '../../trainer/prepare';
-import type { Episode } from '../../trainer/agentRuntime';
+import { classifyFailure } from '../../trainer/agent/eval';
+import { prepareRunData } from '../../trainer/sft/prepare';
+import type { Episode } from '../../trainer/agent/agentRuntime';
 import { ToolEnv, rollout } from '../../core/distill';
 import { makeStubTeacher } from '../../core/stubTeacher';
 import { annotateSpans } from '../../core/spans';
