@@ -36,8 +36,8 @@ export default tseslint.config(
     },
   },
   {
-    // The trainer's functions each fit on a screen (issue 31): a run is its phases, not one body.
-    files: ['trainer/**/*.ts'],
+    // The trainer's and the store's functions each fit on a screen (issue 31): a run is its phases, not one body.
+    files: ['trainer/**/*.ts', 'store/**/*.ts'],
     rules: { 'max-lines-per-function': ['error', { max: 150, skipBlankLines: true, skipComments: true }] },
   },
 );

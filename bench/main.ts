@@ -5,7 +5,7 @@
 // exit 1 (the stack with AGENT_LAB_DEBUG=1).
 import { CliError } from '../cli/args';
 import type { BenchRequest } from '../cli/bench';
-import { InputError } from '../trainer/run/files';
+import { InputError } from '../store/files';
 
 export async function runBench(r: BenchRequest): Promise<void> {
   if (r.target === 'grammar') {

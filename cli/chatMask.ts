@@ -11,7 +11,7 @@ import { isObj } from '../core/protocol/isObj';
 import { patchedFolderFiles, readTemplateFolder } from '../language-server/chatTemplateFolder';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { INPUT_LIMITS, readInputText } from '../trainer/run/files';
+import { INPUT_LIMITS, readInputText } from '../store/files';
 
 export interface JsonRow {
   row: number;

@@ -4,9 +4,9 @@
 import * as path from 'node:path';
 import { DEFAULT_MAX_LEN, buildDataset, encodeWithMask } from '../core/sftFormat';
 import { tokenizerHash } from '../core/tokenizer';
-import { writeJsonAtomic } from '../trainer/run/files';
+import { writeJsonAtomic } from '../store/files';
 import { SAMPLES_PER_TASK, WORLD_SEED, prepareRunData, prepareWorldRunData } from '../trainer/sft/prepare';
-import { readWorldFolder } from '../trainer/run/worldFolder';
+import { readWorldFolder } from '../store/worldFolder';
 import { runSft } from '../trainer/sft/sft';
 import { PRESETS } from '../trainer/model/model';
 import { DEFAULT_RECIPE, demoRecipeName, getRecipe } from '../trainer/sft/recipes';

@@ -15,7 +15,7 @@ import { isHinted } from '../core/worldSource';
 import type { McpTool } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, transcriptToolViolation } from '../core/worldTools';
 import { splitRoles } from '../core/roles';
-import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../trainer/run/files';
+import { INPUT_LIMITS, InputError, checkDirCreatable, checkWritableTarget, exists, readInputText, writeJsonlAtomic } from '../store/files';
 import type { BackendAsk } from '../trainer/model/backend';
 import { makeStudentTeacher } from '../trainer/sft/studentTeacher';
 import { CORPUS_FILE, TOOLS_FILE } from '../core/protocol/folders';

@@ -7,7 +7,7 @@ import { BadInputError, UsageError } from './args';
 import { DEFAULT_MAX_LEN } from '../core/sftFormat';
 import { canonicalTokenizerJson, trainDefaultTokenizer } from '../core/tokenizer';
 import { EXPORT_FORMATS, ExportError, ExportFormat, ExportResult, SourceRow, exportGrpo, exportSft, parseJsonl, systemPromptOf } from '../core/export';
-import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../trainer/run/files';
+import { INPUT_LIMITS, InputError, checkDirCreatable, readInputObject, readInputText, writeFileAtomic, writeJsonlStreamAtomic } from '../store/files';
 import { dataFiles } from '../trainer/sft/prepare';
 import { parseToolList, systemPromptFor } from '../core/worldTools';
 import { WorldFileError } from '../core/worldSource';

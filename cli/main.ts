@@ -4,7 +4,7 @@
 // else. User errors never print a stack trace.
 import { BadInputError, CliError, UsageError, parseArgs } from './args';
 import { WorldFileError } from '../core/worldSource';
-import { InputError } from '../trainer/run/files';
+import { InputError } from '../store/files';
 import { COMMANDS, usageAll } from './commands';
 import { SignalStop } from './train';
 

@@ -6,7 +6,7 @@
 // field, exit 2, nothing written.
 import { BadInputError, ParsedArgs, UsageError } from './args';
 import { BackendAsk, initBackend } from '../trainer/model/backend';
-import { InputError } from '../trainer/run/files';
+import { InputError } from '../store/files';
 import { HfModelFolder, hfModelFromFolder, hfTokenizerKind, inspectHfFolder, ownTokenizerOf } from '../trainer/hf/hfModel';
 import { headDimOf, normEpsOf } from '../trainer/model/model';
 import { SPECIAL_TOKENS } from '../core/tokenizer';

@@ -9,8 +9,8 @@ import { calc } from '../core/tools/calc';
 import { Bm25Retriever } from '../core/tools/retrieval';
 import { buildCorpus } from '../core/world';
 import { templatesFor } from '../core/worldTools';
-import { INPUT_LIMITS, readInputText } from '../trainer/run/files';
-import { readWorldFolder } from '../trainer/run/worldFolder';
+import { INPUT_LIMITS, readInputText } from '../store/files';
+import { readWorldFolder } from '../store/worldFolder';
 
 /** A `.transcript` holds one transcript; one trailing newline (editors add it) is ignored. */
 export function readTranscriptFile(file: string): string {

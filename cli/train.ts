@@ -12,7 +12,7 @@ import { AgentRuntime } from '../trainer/agent/agentRuntime';
 import { BACKEND_CHOICES, BackendAsk, initBackend } from '../trainer/model/backend';
 import { loadCheckpoint } from '../trainer/run/checkpoint';
 import { renderPrompt } from '../core/distill';
-import { InputError } from '../trainer/run/files';
+import { InputError } from '../store/files';
 import { PRESET_NAMES, StackModel } from '../trainer/model/model';
 import { RECIPE_NAMES } from '../trainer/sft/recipes';
 import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from '../trainer/run/runGuards';
@@ -30,7 +30,7 @@ import type { EvalSplit } from '../core/protocol/worker';
 import { failureMeaning } from '../core/protocol/panels';
 import { evaluateFigure, figureText, rlBaselineLines, shapeLine, trainingFigure } from '../core/figures';
 import { worldEnv, worldTemplates } from '../core/worlds';
-import { readWorldFolder, runWorld } from '../trainer/run/worldFolder';
+import { readWorldFolder, runWorld } from '../store/worldFolder';
 import { CONFIG_FILE } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;

@@ -19,12 +19,12 @@ import {
   parseSplitSpec,
   parseTasksFile,
 } from '../core/worldSource';
-import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../trainer/run/files';
+import { INPUT_LIMITS, InputError, readInputText, writeJsonlAtomic } from '../store/files';
 import { findOverlaps } from '../core/overlap';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { McpTool, toolsLine } from '../core/tools/schemas';
 import { parseToolList, systemPromptFor, templatesFor } from '../core/worldTools';
-import { checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../trainer/run/worldFolder';
+import { checkWorldTarget, freshSpecs, sha256File, writeWorldFiles } from '../store/worldFolder';
 import type { Fact } from '../core/world';
 import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE, WORLD_FORMAT, type WorldManifest } from '../core/protocol/folders';
 

@@ -16,10 +16,10 @@ import { canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/token
 import { TASK_KINDS, type Passage, type Task, type TaskKind } from '../core/types';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
 import { rowToPassage, rowToTask } from '../core/worldRows';
-import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../trainer/run/files';
+import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../store/files';
 import { prepareWorldRunData } from '../trainer/sft/prepare';
 import { DEFAULT_WORLD_RECIPE, RECIPES } from '../trainer/sft/recipes';
-import { readWorldFolder } from '../trainer/run/worldFolder';
+import { readWorldFolder } from '../store/worldFolder';
 import { CORPUS_FILE, DATA_DIR, HELDOUT_FILE, HELDOUT_TRACES_FILE, RUN_WORLD_DIR, SOURCE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */

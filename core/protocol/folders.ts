@@ -103,14 +103,14 @@ export interface RunConfigView {
   budget?: { steps?: number; minutes?: number };
   /** A GRPO run: the SFT run it started from. */
   from?: { run?: unknown };
-  /** A run built from a user's world (`worldRecord` in trainer/run/worldFolder.ts). */
+  /** A run built from a user's world (`worldRecord` in store/worldFolder.ts). */
   world?: { name?: unknown; dir?: unknown; id?: unknown; source?: { files?: { path?: unknown; sha256?: unknown }[] } | null };
   model?: { maxSeq?: unknown };
   sftMaxLen?: unknown;
   data?: { names?: unknown };
 }
 
-/** world.json (WORLD_MANIFEST): what the world was made from and how; trainer/run/worldFolder.ts writes and checks it. */
+/** world.json (WORLD_MANIFEST): what the world was made from and how; store/worldFolder.ts writes and checks it. */
 export interface WorldManifest {
   format: typeof WORLD_FORMAT;
   name: string;

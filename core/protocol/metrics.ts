@@ -1,5 +1,5 @@
 // metrics.jsonl lines (docs/architecture.md, Contracts: metrics.jsonl), typed once with their
-// validators, for every reader that cannot import trainer/run/runStore.ts (Node): the curves
+// validators, for every reader that cannot import store/runStore.ts (Node): the curves
 // panel's extension side (which tails the file) and its webview (which builds series).
 // The semantics are runStore's: a last line without its newline that does not parse is
 // still being written and is ignored; readers keep the last record per (phase, step).

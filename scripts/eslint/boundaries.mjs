@@ -10,13 +10,15 @@ const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '
 /** Which of our folders each shipped folder may import (besides itself): docs/architecture.md's table. */
 const MAY_IMPORT = {
   core: [],
-  trainer: ['core'],
-  'language-server': ['core'],
+  // The world and run folders on disk: read and written by the CLI, the trainer, the extension and the language server.
+  store: ['core'],
+  trainer: ['core', 'store'],
+  'language-server': ['core', 'store'],
   // And trainer/ only by EXTENSION_TRAINER_IMPORTS below: the editor reaches the trainer through
   // the job protocol (core/protocol/worker.ts, a worker process or a CLI run).
-  extension: ['core'],
+  extension: ['core', 'store'],
   'webview-ui': ['core'],
-  cli: ['core', 'trainer', 'language-server'],
+  cli: ['core', 'store', 'trainer', 'language-server'],
 };
 
 /**
@@ -26,7 +28,7 @@ const MAY_IMPORT = {
  */
 export const EXTENSION_TRAINER_IMPORTS = {
   'extension/baseModel.ts': ['trainer/model/modelConfig'],
-  'extension/sftData.ts': ['trainer/run/files', 'trainer/sft/prepare', 'trainer/sft/recipes', 'trainer/run/worldFolder'],
+  'extension/sftData.ts': ['trainer/sft/prepare', 'trainer/sft/recipes'],
 };
 
 /** The top-level folder of a repository path ('' for files at the root). */
@@ -41,7 +43,7 @@ export function boundaryViolation(fromFile, spec) {
   const from = topFolder(path.resolve(fromFile));
   if (from === undefined) return undefined;
   if (spec === 'vscode' || spec.startsWith('vscode/')) {
-    if (['core', 'trainer', 'language-server', 'webview-ui'].includes(from)) {
+    if (['core', 'store', 'trainer', 'language-server', 'webview-ui'].includes(from)) {
       return `${from}/ never imports 'vscode' (it runs outside the extension host)`;
     }
     return undefined;

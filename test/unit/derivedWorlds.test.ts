@@ -11,7 +11,7 @@ import { TASK_FACTS } from '../../core/world';
 import { ReservedWorldError, namesTrainingMustNotSee } from '../../core/worlds';
 import { worldRlTaskPool } from '../../trainer/grpo/grpo';
 import { OWN_NAMES_SUFFIX, RUN_VOCAB_CAP, asksOneAttributeOfTwo, derivedWorldTasks, prepareRunData, prepareWorldRunData, tokenizerText, worldEvaluationNames } from '../../trainer/sft/prepare';
-import { readWorldFolder } from '../../trainer/run/worldFolder';
+import { readWorldFolder } from '../../store/worldFolder';
 import { main } from '../../cli/main';
 import { capture } from '../support/capture';
 import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';

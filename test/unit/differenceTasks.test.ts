@@ -39,7 +39,7 @@ import { AgentRuntime } from '../../trainer/agent/agentRuntime';
 import { evaluateTasks } from '../../trainer/agent/eval';
 import { teacherEpisode } from '../../trainer/grpo/guide';
 import { rlTaskPool, worldRlTaskPool } from '../../trainer/grpo/grpo';
-import { freshWorldDifferenceTasks, freshWorldTasks, readWorldFolder } from '../../trainer/run/worldFolder';
+import { freshWorldDifferenceTasks, freshWorldTasks, readWorldFolder } from '../../store/worldFolder';
 import { capture } from '../support/capture';
 import { replayPolicy } from '../support/scriptedPolicy';
 

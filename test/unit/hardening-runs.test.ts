@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { main } from '../../cli/main';
 import { tokenizerFromJsonText, tokenizerHash } from '../../core/tokenizer';
 import { checkRunTokenizer } from '../../trainer/run/runGuards';
-import { MetricsWriter, lockRun } from '../../trainer/run/runStore';
+import { MetricsWriter, lockRun } from '../../store/runStore';
 import { capture } from '../support/capture';
 import { RUN_LOCK_FILE } from '../../core/protocol/folders';
 

@@ -17,9 +17,9 @@ import type { Task } from '../../core/types';
 import { buildCorpus } from '../../core/world';
 import { ASST, Action, END, TOOL_RESULT, renderCall } from '../../core/wire';
 import { CHARS_KEY, toolCallViolation, transcriptToolViolation } from '../../core/worldTools';
-import { InputError } from '../../trainer/run/files';
+import { InputError } from '../../store/files';
 import { prepareWorldRunData, readTraceRows } from '../../trainer/sft/prepare';
-import { readWorldFolder } from '../../trainer/run/worldFolder';
+import { readWorldFolder } from '../../store/worldFolder';
 import { capture } from '../support/capture';
 import { HostileServer, Mode, hostileChatServer } from './hostileChatServer';
 

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../cli/main';
-import { readWorldFolder, runWorld } from '../../trainer/run/worldFolder';
+import { readWorldFolder, runWorld } from '../../store/worldFolder';
 import { checkFactTable } from '../../core/worldSource';
 import { capture } from '../support/capture';
 

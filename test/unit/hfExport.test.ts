@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { canonicalTokenizerJson, tokenizerConfig, trainDefaultTokenizer } from '../../core/tokenizer';
 import { initBackend } from '../../trainer/model/backend';
 import { saveCheckpoint } from '../../trainer/run/checkpoint';
-import { InputError } from '../../trainer/run/files';
+import { InputError } from '../../store/files';
 import { hfConfigOf, writeHfFolder } from '../../trainer/hf/hfExport';
 import { hfModelFromFolder, loadHfFolder } from '../../trainer/hf/hfModel';
 import { ModelConfig, StackModel, headDimOf, makeRng, normEpsOf, presetConfig } from '../../trainer/model/model';

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { initBackend } from '../../trainer/model/backend';
 import { loadCheckpoint, restoreModel, saveCheckpoint } from '../../trainer/run/checkpoint';
-import { InputError } from '../../trainer/run/files';
+import { InputError } from '../../store/files';
 import { HfModelFolder, hfModelFromFolder, loadHfFolder, readHfConfig } from '../../trainer/hf/hfModel';
 import { IGNORE, StackModel, makeRng, ropeInvFreq, setJsShortcuts } from '../../trainer/model/model';
 import { Trainer } from '../../trainer/model/optim';

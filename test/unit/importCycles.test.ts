@@ -1,5 +1,5 @@
 // No module of ours imports itself back through others (issue 31: trainer/sft/prepare.ts and
-// trainer/run/worldFolder.ts imported each other, so did language-server/datasetPass.ts and
+// store/worldFolder.ts imported each other, so did language-server/datasetPass.ts and
 // lspServer.ts). Every relative import of the shipped folders and bench/, type-only ones
 // included, is a graph edge; a strongly connected component of more than one file is a cycle.
 import * as assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 const root = path.resolve(__dirname, '..', '..');
-const FOLDERS = ['core', 'trainer', 'extension', 'language-server', 'cli', 'bench', 'webview-ui'];
+const FOLDERS = ['core', 'store', 'trainer', 'extension', 'language-server', 'cli', 'bench', 'webview-ui'];
 
 function sourceFiles(dir: string, out: string[] = []): string[] {
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { initBackend } from '../../trainer/model/backend';
 import { loadCheckpoint, saveCheckpoint } from '../../trainer/run/checkpoint';
-import { InputError } from '../../trainer/run/files';
+import { InputError } from '../../store/files';
 import { writeHfFolder } from '../../trainer/hf/hfExport';
 import { loadHfFolder, withAddedRows } from '../../trainer/hf/hfModel';
 import { EMBED_ROWS, HEAD_ROWS, LORA_TARGETS, LoraModel, LoraSpec, baseFiles, checkLoraRecord, countLoraParams, loraParamSpecs, mergeLora, parseLoraSpec, targetSlot } from '../../trainer/model/lora';

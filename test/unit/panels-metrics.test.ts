@@ -1,5 +1,5 @@
 // The curves panel's data logic without a browser: metrics.jsonl lines (core/protocol/
-// metrics.ts, the same semantics as trainer/run/runStore.ts), the tail that reads only what
+// metrics.ts, the same semantics as store/runStore.ts), the tail that reads only what
 // was appended (a line still being written waits for its newline), and the charts built
 // from the records: series per run, the std band, the "no gradient" regions.
 import * as assert from 'node:assert/strict';
@@ -28,7 +28,7 @@ describe('metrics lines (core/protocol/metrics.ts)', () => {
     assert.equal(parseMetricsLine('{"phase":"sft","step":1}'), null, 'time is part of the contract');
   });
 
-  it('keeps the last record per (phase, step) (trainer/run/runStore.ts re-exports this parsing)', () => {
+  it('keeps the last record per (phase, step) (store/runStore.ts re-exports this parsing)', () => {
     const text = [sft(1, 3), sft(2, 2.5), { event: 'resume', step: 1 }, sft(2, 2.4), { phase: "eval", step: 2, time: 1, split: "heldout", accuracy: 0.1 }, sft(3, 2)]
       .map((r) => JSON.stringify(r))
       .join('\n') + '\n';

@@ -5,7 +5,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { InputError } from '../../trainer/run/files';
+import { InputError } from '../../store/files';
 import {
   SafetensorsFile,
   SafetensorsModel,

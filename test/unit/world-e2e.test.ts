@@ -20,7 +20,7 @@ import { worldEnv, worldTemplates } from '../../core/worlds';
 import { TEMPLATES, checkCall } from '../../core/grammar';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { parseTasksFile } from '../../core/worldSource';
-import { runSplits } from '../../trainer/run/worldFolder';
+import { runSplits } from '../../store/worldFolder';
 import { prepareSftRunData } from '../../extension/sftData';
 import { capture } from '../support/capture';
 import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';

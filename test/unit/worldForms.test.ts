@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { PLAIN_TEMPLATES, TEMPLATES, buildCorpus, renderFact } from '../../core/world';
 import { WorldFileError, buildFactWorld, checkFactTable, corpusProblem, parseFactTable, statedFact } from '../../core/worldSource';
 import { ToolEnv, distill, makeStubTeacher } from '../../core/distill';
-import { readWorldFolder, freshWorldTasks, derivedBuildOptions, runWorld } from '../../trainer/run/worldFolder';
+import { readWorldFolder, freshWorldTasks, derivedBuildOptions, runWorld } from '../../store/worldFolder';
 import { derivedWorldTasks } from '../../trainer/sft/prepare';
 import { worldRlTaskPool } from '../../trainer/grpo/grpo';
 import { buildWorld, worldEnv } from '../../core/worlds';

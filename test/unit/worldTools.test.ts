@@ -17,7 +17,7 @@ import { trainDefaultTokenizer } from '../../core/tokenizer';
 import { tokenizerCallMask } from '../../trainer/agent/policy';
 import { checkPromptDrift } from '../../trainer/grpo/preflight';
 import { prepareWorldRunData } from '../../trainer/sft/prepare';
-import { readWorldFolder } from '../../trainer/run/worldFolder';
+import { readWorldFolder } from '../../store/worldFolder';
 import { capture } from '../support/capture';
 
 const REPO = path.resolve(__dirname, '..', '..');

@@ -20,13 +20,13 @@ import {
 import { type Tokenizer, canonicalTokenizerJson, tokenizerHash } from '../../core/tokenizer';
 import type { Task } from '../../core/types';
 import { makeTaskPool } from '../../core/world';
-import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldDifferencePool, worldRecord } from '../run/worldFolder';
+import { type LoadedWorld, WORLD_COPY, hasRunWorld, runSplits, runWorld, worldDifferencePool, worldRecord } from '../../store/worldFolder';
 import { type LoadedWorlds, RL_POOL_PER_SHAPE, RL_POOL_WORLDS, ReservedWorldError, SEED_WORLD, TRAINING_SEEDS, WorldTask, evaluationEntityNames, freshDifferencePool, freshTrainingTasks, loadedWorlds, splitManifest, worldEnv, worldName, worldTemplates } from '../../core/worlds';
 import { AgentRuntime, Episode } from '../agent/agentRuntime';
 import { type LoadedCheckpoint, latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../run/checkpoint';
 import { TrainExample, toExample, tokenizeTrace } from '../sft/data';
 import { EvalSummary } from '../agent/eval';
-import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from '../run/files';
+import { INPUT_LIMITS, InputError, readInputBytes, writeFileAtomic, writeJsonAtomic } from '../../store/files';
 import { Batch, IGNORE, ModelConfig, StackModel, makeRng } from '../model/model';
 import { Trainer } from '../model/optim';
 import { teacherKnobsOf } from '../sft/recipes';
@@ -35,7 +35,7 @@ import { modelPolicy, tokenizerCallMask } from '../agent/policy';
 import { type PreflightReport, formatPreflight, runPreflight } from './preflight';
 import { Stopped, dataFiles, derivedWorldTasks, loadTokenizer, readTraceRows, worldEvaluationNames } from '../sft/prepare';
 import { DivergenceGuard, checkGrpoConfig, checkpointModelConfig, configModel, readRunConfig, resumeStateOf } from '../run/runGuards';
-import type { MetricsWriter } from '../run/runStore';
+import type { MetricsWriter } from '../../store/runStore';
 import {
   GRPO_OPTION_DEFAULTS,
   RL_OBJECTIVES,
@@ -130,7 +130,7 @@ export function rlTaskPool(pool: RlPool, trainTasksFile: string, heldout: readon
  * every name of the world's fresh-entities split), RL_POOL_PER_SHAPE tasks of each shape
  * from each, none a held-out or dev task's facts (trainer/sft/prepare.ts derivedWorldTasks, which
  * the SFT augmentation draws through too, asserts that no evaluation name is in the pool).
- * 'fresh-differences': the same value worlds asked the no-teacher family (trainer/run/worldFolder.ts).
+ * 'fresh-differences': the same value worlds asked the no-teacher family (store/worldFolder.ts).
  */
 export function worldRlTaskPool(w: LoadedWorld, pool: 'fresh-values' | 'fresh-entities' | 'fresh-differences'): WorldTask[] {
   if (!w.facts || !w.manifest) throw new UserError(`--pool ${pool} derives worlds from a fact table: ${w.manifest?.name ?? w.dir} has none (a documents world, or built before worlds kept facts.json): use --pool train`);

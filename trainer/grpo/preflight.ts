@@ -8,7 +8,7 @@ import { renderPrompt } from '../../core/distill';
 import { RewardAudit, RewardSpec, auditReward, formatAudit } from '../../core/reward';
 import type { Tokenizer } from '../../core/tokenizer';
 import { ASST, SPECIAL_TOKENS } from '../../core/wire';
-import { readInputJsonl } from '../run/files';
+import { readInputJsonl } from '../../store/files';
 
 export interface PreflightCheck {
   name: string;

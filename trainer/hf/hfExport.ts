@@ -9,7 +9,7 @@
 // leaves nothing half-written.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { InputError, checkDirCreatable, ensureDir, errnoText } from '../run/files';
+import { InputError, checkDirCreatable, ensureDir, errnoText } from '../../store/files';
 import { type HfArchitecture, qkvProjections } from './hfModel';
 import { ModelConfig, headDimOf, normEpsOf, paramSpecs, prevTokensOf } from '../model/model';
 import { EMBED_ROWS, HEAD_ROWS, HF_MODULE, LoraSpec, LoraTarget, loraParamSpecs } from '../model/lora';

@@ -35,7 +35,7 @@ import {
   withWireSpecials,
 } from '../../core/tokenizer';
 import type { GivenTokenizer } from '../sft/prepare';
-import { INPUT_LIMITS, InputError, readInputObject, readInputText } from '../run/files';
+import { INPUT_LIMITS, InputError, readInputObject, readInputText } from '../../store/files';
 import { ModelConfig, RopeScaling, StackModel, countParams, headDimOf, paramSpecs, validateConfig } from '../model/model';
 import { SafetensorsModel, StDtype } from './safetensorsFile';
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../../core/protocol/folders';

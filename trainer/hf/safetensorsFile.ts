@@ -15,7 +15,7 @@
 // (F32/I32, small); this file is for foreign folders and the HF export.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { InputError, errnoText, fileKind, formatBytes, readInputObject } from '../run/files';
+import { InputError, errnoText, fileKind, formatBytes, readInputObject } from '../../store/files';
 import { HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE } from '../../core/protocol/folders';
 
 export type StDtype = 'F32' | 'F16' | 'BF16';

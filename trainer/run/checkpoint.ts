@@ -28,7 +28,7 @@
 // (y = x @ W), i.e. the transpose of torch.nn.Linear's weight.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writeFileAtomic } from './files';
+import { INPUT_LIMITS, InputError, exists, readInputBytes, readInputObject, writeFileAtomic } from '../../store/files';
 import { ModelConfig, StackModel, paramSpecs, validateConfig } from '../model/model';
 import type { AdamState, OptimConfig, ResolvedOptim, Trainer } from '../model/optim';
 import { LoraBase, LoraModel, LoraSpec, baseChanged, checkLoraRecord, loraParamSpecs, mergeLora, trainedRowRange } from '../model/lora';

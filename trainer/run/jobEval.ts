@@ -18,13 +18,13 @@ import { AgentRuntime } from '../agent/agentRuntime';
 import { TrainExample, UNSUPERVISED, padBatch } from '../sft/data';
 import { EvalRow, EvalSummary, summarize } from '../agent/eval';
 import { evaluateItems, startEvalShard } from '../agent/evalWorker';
-import { InputError, readJsonlRows } from './files';
+import { InputError, readJsonlRows } from '../../store/files';
 import { type JobHooks, UserError } from './jobRun';
 import type { StackModel } from '../model/model';
 import { autoThreads } from '../model/parallel';
 import { modelPolicy, tokenizerCallMask } from '../agent/policy';
 import type { TeacherKnobs } from '../sft/recipes';
-import { type WorldSplits, freshWorldTasks } from './worldFolder';
+import { type WorldSplits, freshWorldTasks } from '../../store/worldFolder';
 
 /**
  * Overlap keys of a run's training tasks: plain (kind, facts) keys of every task, for the

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { MetricRecord } from '../../core/protocol/metrics';
 import { AdapterInfo, BackendAsk, BackendInfo, initBackend } from '../model/backend';
 import { DEFAULT_KEEP_CHECKPOINTS, readRunConfig, saveGuarded } from './runGuards';
-import { MetricsWriter, lockRun, reopenMetricsForResume } from './runStore';
+import { MetricsWriter, lockRun, reopenMetricsForResume } from '../../store/runStore';
 import { CONFIG_FILE, METRICS_FILE } from '../../core/protocol/folders';
 
 /** How a job reports: the worker turns each call into a message, the CLI into stderr lines. */

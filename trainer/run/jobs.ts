@@ -10,17 +10,17 @@ import { sftOptionsFromJob } from '../../core/protocol/sftOptions';
 import { BackendAsk, initBackend } from '../model/backend';
 import { loadCheckpoint } from './checkpoint';
 import { tokenizeTrace, toExample, type TrainExample } from '../sft/data';
-import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from './files';
+import { checkWritableTarget, writeFileAtomic, writeJsonAtomic, toJsonl } from '../../store/files';
 import { StackModel } from '../model/model';
 import { dataFiles, loadTokenizer, readTraceRows } from '../sft/prepare';
 import { type TeacherKnobs, stubTeacherOptions, teacherKnobsOf } from '../sft/recipes';
 import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from './runGuards';
-import { MetricsWriter } from './runStore';
+import { MetricsWriter } from '../../store/runStore';
 import { type JobHooks, UserError } from './jobRun';
 import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
 import { runSft } from '../sft/sft';
 import { runGrpo } from '../grpo/grpo';
-import { freshSpecOf, readWorldFolder, runSplits, splitsOfWorld, worldRecord } from './worldFolder';
+import { freshSpecOf, readWorldFolder, runSplits, splitsOfWorld, worldRecord } from '../../store/worldFolder';
 import { CONFIG_FILE, EVAL_DIR, evalRowsFile, evalSummaryFile, METRICS_FILE } from '../../core/protocol/folders';
 
 export type { JobHooks } from './jobRun';
@@ -134,7 +134,7 @@ export async function runEval(
       .filter((e): e is TrainExample => e !== null);
     const evaluated = await evaluateModel(model, tokenizer, tasks, split, trainingKeys, spanExamples, hooks, 'auto', teacher);
     const rows = evaluated.rows;
-    // fresh-differences is asked over fresh-values' worlds (trainer/run/worldFolder.ts freshWorldDifferenceTasks).
+    // fresh-differences is asked over fresh-values' worlds (store/worldFolder.ts freshWorldDifferenceTasks).
     const freshSpec = pool.world && (split === 'fresh-values' || split === 'fresh-entities' || split === 'dev-entities' || split === 'fresh-differences') ? freshSpecOf(pool.world, split === 'fresh-differences' ? 'fresh-values' : split) : undefined;
     const manifest: SplitManifest | undefined = pool.world
       ? split === 'train'

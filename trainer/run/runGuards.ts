@@ -6,10 +6,10 @@
 import * as path from 'node:path';
 import { type Tokenizer, tokenizerHash } from '../../core/tokenizer';
 import { LoadedCheckpoint, NonFiniteWeightsError, latestCheckpoint, pruneCheckpoints } from './checkpoint';
-import { InputError, exists, readInputObject, readInputText } from './files';
+import { InputError, exists, readInputObject, readInputText } from '../../store/files';
 import { DataOrderState, dataOrderStateProblem } from '../sft/dataOrder';
 import { ModelConfig, StackModel, validateConfig } from '../model/model';
-import { parseMetrics } from './runStore';
+import { parseMetrics } from '../../store/runStore';
 import { isObj } from '../../core/protocol/isObj';
 import { grpoConfigProblem } from '../../core/protocol/grpoOptions';
 import { CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE } from '../../core/protocol/folders';

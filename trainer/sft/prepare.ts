@@ -19,8 +19,8 @@ import { rowToPassage } from '../../core/worldRows';
 import type { McpTool } from '../../core/tools/schemas';
 import { transcriptToolViolation } from '../../core/worldTools';
 import { buildFactWorld, isHinted } from '../../core/worldSource';
-import { LoadedWorld, derivedBuildOptions, freshSpecOf, runWorld, sha256File, writeWorldFiles } from '../run/worldFolder';
-import { INPUT_LIMITS, InputError, exists, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../run/files';
+import { LoadedWorld, derivedBuildOptions, freshSpecOf, runWorld, sha256File, writeWorldFiles } from '../../store/worldFolder';
+import { INPUT_LIMITS, InputError, exists, readInputText, readJsonlRows, writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../../store/files';
 import { CORPUS_FILE, DATA_DIR, DEV_FILE, HELDOUT_FILE, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_FORMAT, WORLD_MANIFEST, type WorldManifest } from '../../core/protocol/folders';
 
 export const WORLD_SEED = 0;

@@ -16,7 +16,7 @@ import { type LoadedCheckpoint, latestCheckpoint, loadCheckpoint, saveCheckpoint
 import { TrainExample, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import { DataOrder, DataOrderState } from './dataOrder';
 import type { EvalSummary } from '../agent/eval';
-import { InputError, writeJsonAtomic } from '../run/files';
+import { InputError, writeJsonAtomic } from '../../store/files';
 import { type HfModelFolder, type OwnTokenizer, checkBaseFolder, loadHfFolder, withAddedRows } from '../hf/hfModel';
 import { LoraModel, LoraSpec, baseFiles, checkLoraRecord, parseLoraSpec } from '../model/lora';
 import { evaluateModel, loadTasks, trainingKeysOf } from '../run/jobEval';
@@ -37,8 +37,8 @@ import { Trainer } from '../model/optim';
 import { OWN_NAMES_SUFFIX, type PreparedRecord, type WorldSource, dataFiles, ensureRunData, loadTokenizer, readPreparedRecord, readTraceRows } from './prepare';
 import { Recipe, defaultRecipeName, getRecipe, phaseAt } from './recipes';
 import { DivergenceGuard, checkRunTokenizer, checkSftConfig, checkpointModelConfig, configModel, ignoredOnResume, resumeStateOf } from '../run/runGuards';
-import { type MetricsWriter } from '../run/runStore';
-import { WORLD_COPY, type WorldSplits, hasRunWorld, readWorldFolder, runSplits, worldRecord } from '../run/worldFolder';
+import { type MetricsWriter } from '../../store/runStore';
+import { WORLD_COPY, type WorldSplits, hasRunWorld, readWorldFolder, runSplits, worldRecord } from '../../store/worldFolder';
 import { CONFIG_FILE, DATA_DIR, HELDOUT_TRACES_FILE, PREPARED_FILE, RUN_WORLD_DIR, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE } from '../../core/protocol/folders';
 
 /** An SFT run's options: the SFT option table's (core/protocol/sftOptions.ts) and the code's own. */

@@ -11,7 +11,7 @@ import { AsyncTeacher, TeacherConfigError, TeacherError, canonicalStep } from '.
 import { AgentRuntime } from '../agent/agentRuntime';
 import { BackendAsk, initBackend } from '../model/backend';
 import { loadCheckpoint } from '../run/checkpoint';
-import { InputError } from '../run/files';
+import { InputError } from '../../store/files';
 import { StackModel } from '../model/model';
 import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from '../run/runGuards';
 import { modelPolicy, tokenizerCallMask } from '../agent/policy';

@@ -9,7 +9,7 @@
 // "Hardening (issue 11)").
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { parseJsonl } from '../../core/jsonl';
+import { parseJsonl } from '../core/jsonl';
 
 /**
  * A damaged, unreadable or unwritable input or output (not bad usage): the CLI prints its

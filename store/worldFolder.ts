@@ -5,19 +5,19 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TASK_SHAPES, type Passage, type Task, type TaskKind } from '../../core/types';
-import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../../core/world';
-import { deriveFacts } from '../../core/derivedWorlds';
-import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../../core/worldSource';
-import { templatesFor } from '../../core/worldTools';
-import { rowToPassage, rowToTask } from '../../core/worldRows';
-import { DEV_ENTITY_SEED, SEED_WORLD, WorldId, type WorldTask, assertPoolApart, loadedWorldId } from '../../core/worlds';
-import { drawDifferenceTasks, splitPairs } from '../../core/differenceTasks';
-import type { McpTool } from '../../core/tools/schemas';
-import { parseToolList } from '../../core/worldTools';
+import { TASK_SHAPES, type Passage, type Task, type TaskKind } from '../core/types';
+import { type Fact, makeTaskPool, passageToRow, taskToRow } from '../core/world';
+import { deriveFacts } from '../core/derivedWorlds';
+import { type FactWorldOptions, WorldFileError, buildFactWorld, checkTemplate, factWorldCorpus } from '../core/worldSource';
+import { templatesFor } from '../core/worldTools';
+import { rowToPassage, rowToTask } from '../core/worldRows';
+import { DEV_ENTITY_SEED, SEED_WORLD, WorldId, type WorldTask, assertPoolApart, loadedWorldId } from '../core/worlds';
+import { drawDifferenceTasks, splitPairs } from '../core/differenceTasks';
+import type { McpTool } from '../core/tools/schemas';
+import { parseToolList } from '../core/worldTools';
 import { INPUT_LIMITS, InputError, exists, processAlive, readInputBytes, readJsonlRows, writeFileAtomic as writeFileAtomicText, writeJsonAtomic, writeJsonlAtomic } from './files';
-import { CONFIG_FILE, CORPUS_FILE, DEV_FILE, FACTS_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOOLS_FILE, TRAIN_FILE, WORLD_FILES, WORLD_FORMAT, WORLD_MANIFEST, type FreshName, type FreshSpec, type RunConfigView, type WorldManifest } from '../../core/protocol/folders';
-import { isObj } from '../../core/protocol/isObj';
+import { CONFIG_FILE, CORPUS_FILE, DEV_FILE, FACTS_FILE, HELDOUT_FILE, RUN_WORLD_DIR, TOOLS_FILE, TRAIN_FILE, WORLD_FILES, WORLD_FORMAT, WORLD_MANIFEST, type FreshName, type FreshSpec, type RunConfigView, type WorldManifest } from '../core/protocol/folders';
+import { isObj } from '../core/protocol/isObj';
 
 /** A world read back from a folder, registered as a custom world of this thread. */
 export interface LoadedWorld {

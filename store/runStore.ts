@@ -5,11 +5,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InputError, checkWritableTarget, ensureDir, errnoText, exists, processAlive, readInputText } from './files';
-import { RUN_LOCK_FILE } from '../../core/protocol/folders';
+import { RUN_LOCK_FILE } from '../core/protocol/folders';
 
 // The line types and the tolerant parsing are shared with the panels (no Node there).
-import { MetricRecord, MetricsLine, latestRecords, parseMetricsText } from '../../core/protocol/metrics';
-export type { MetricRecord, MetricsLine, Phase, ResumeEvent } from '../../core/protocol/metrics';
+import { MetricRecord, MetricsLine, latestRecords, parseMetricsText } from '../core/protocol/metrics';
+export type { MetricRecord, MetricsLine, Phase, ResumeEvent } from '../core/protocol/metrics';
 export { latestRecords };
 /** Parses metrics text; a last line without its newline that does not parse is ignored. */
 export const parseMetrics = parseMetricsText;
