@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { SftJobSpec } from '../core/protocol/worker';
-import { TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
+import { TOKENIZER_FILE } from '../core/protocol/folders';
 import { PRESETS, PRESET_NAMES, type PresetName } from '../trainer/model/modelConfig';
 
 /** The LoRA the editor offers: PEFT's common r 8, alpha 16 on every target (`--lora 8,16`). */
@@ -148,10 +148,3 @@ export function sftModelFields(choice: ModelChoice): Pick<SftJobSpec, 'preset' |
   return { base: path.resolve(choice.base), ...(choice.lora !== undefined ? { lora: choice.lora } : {}) };
 }
 
-/**
- * A run prepared for a model's own tokenizer: the tokenizer the editor just trained for the
- * fresh run folder goes (data/ stays), so the trainer writes the base's, its specials added.
- */
-export function dropPreparedTokenizer(runDir: string): void {
-  for (const f of [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE]) fs.rmSync(path.join(runDir, f), { force: true });
-}

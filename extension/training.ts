@@ -3,14 +3,14 @@
 // that speaks core/protocol/worker.ts. Progress shows in a cancellable notification and a
 // status-bar item, in steps and minutes; the worker's log goes to the "Agent Lab" output
 // channel. The steps pass the data along: Train (SFT) trains on trajectories the user
-// distilled (extension/sftData.ts prepares the run folder), each job ends with a message
+// distilled (the worker makes the run folder from them: trainer/sft/tracesRun.ts), each job ends with a message
 // whose buttons start the next step, and a cancelled run can be resumed.
 import { ChildProcess, fork } from 'node:child_process';
 import * as fs from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { type EvalSplit, FromWorker, JobResult, JobSpec, ToWorker, parseFromWorker } from '../core/protocol/worker';
+import { type EvalSplit, FromWorker, JobResult, JobSpec, type PreparedTraces, ToWorker, parseFromWorker } from '../core/protocol/worker';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
@@ -23,11 +23,10 @@ import { type PreflightAction, preflightActionLabel } from '../core/protocol/pan
 import { CurvesPanel } from './panels/curves';
 import { RunStatus, datasetsIn, heldoutShort, isResumable, listRunFolders, listWorlds, readJson, readRun } from './runFolders';
 import { evaluateFinishMessage, trainingFinishMessage } from '../core/figures';
-import { PreparedSftData, prepareSftRunData } from './sftData';
 import { configuredWorldFolder, userWorldFolders } from './worldPicker';
 import { type EvalChoice, evaluateChoices } from './evalChooser';
 import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
-import { type ModelChoice, baseFolderVerdict, dropPreparedTokenizer, editorRefusal, modelPickItems, sftModelFields, trainModeItems } from './baseModel';
+import { type ModelChoice, baseFolderVerdict, editorRefusal, modelPickItems, sftModelFields, trainModeItems } from './baseModel';
 import { runCli } from './cliProcess';
 import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 
@@ -53,7 +52,7 @@ export interface JobReport {
   message?: string;
   actions?: string[];
   /** How the run's data was prepared, for an SFT run trained on distilled trajectories. */
-  prepared?: PreparedSftData;
+  prepared?: PreparedTraces;
 }
 
 const jobs = new Set<ActiveJob>();
@@ -328,29 +327,6 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
   }
   if (!budget) return undefined;
   const runDir = await uniqueRunDir(folder, args.runName ?? `sft-${timestamp()}`);
-  let prepared: PreparedSftData | undefined;
-  if ('traces' in data) {
-    const traces = data.traces;
-    try {
-      prepared = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'Agent Lab: preparing the run (copying the trajectories, training the tokenizer)' },
-        async () => {
-          await new Promise((r) => setImmediate(r));
-          return prepareSftRunData(runDir, traces);
-        },
-      );
-    } catch (err) {
-      reportError(`cannot train on ${vscode.workspace.asRelativePath(traces, false)}`, err);
-      return undefined;
-    }
-    log.info(
-      `prepared ${runDir}: ${prepared.trainRows} trajectories from ${traces}` +
-        (prepared.excluded ? `, ${prepared.excluded} left out (their task overlaps the held-out split)` : '') +
-        `, held-out references from the ${prepared.heldoutSource}, tokenizer of ${prepared.vocabSize} tokens`,
-    );
-    // A model's own tokenizer becomes the run's (the trainer writes it): the one just trained goes, data/ stays.
-    if ('base' in model) dropPreparedTokenizer(runDir);
-  }
   const spec: JobSpec = {
     kind: 'sft',
     runDir,
@@ -359,14 +335,18 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     ...budget,
     evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
     ...('world' in data ? { world: data.world } : {}),
+    // The worker makes the run folder from the file (trainer/sft/tracesRun.ts); the extension host trains nothing.
+    ...('traces' in data ? { traces: data.traces } : {}),
   };
-  const on = prepared
-    ? `Training (SFT) on ${prepared.trainRows} trajectories`
-    : 'world' in data
+  const on =
+    'traces' in data
+      ? `Training (SFT) on the trajectories of ${path.basename(data.traces)}`
+      : 'world' in data
       ? `Training (SFT) on the world ${path.basename(data.world)}`
       : 'Training (SFT) on the default world';
   const title = 'base' in model ? `${on} from ${path.basename(model.base)}${model.lora !== undefined ? ' (LoRA)' : ''}` : on;
   const result = await runWithProgress(context, spec, title);
+  const prepared = result.done?.kind === 'sft' ? result.done.summary.prepared : undefined;
   if (prepared) result.prepared = prepared;
   return closeJob(result, spec);
 }

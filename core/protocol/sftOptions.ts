@@ -74,8 +74,12 @@ export const SFT_OPTION_TABLE = {
     usageText: '[--world DIR [--traces FILE]]',
     usageNote: '(--world: a world folder, docs/worlds.md; --traces: trajectories distilled from it elsewhere)',
   },
-  /** With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. */
-  traces: { kind: 'string', flag: 'traces', path: true, usageLine: 4, usageText: '' },
+  /**
+   * With `world`: trajectories distilled elsewhere (e.g. an HTTP teacher) to train on. A job
+   * spec may give it alone: the worker prepares a new run folder from it first
+   * (trainer/sft/tracesRun.ts; the editor's Train (SFT) on a distilled file).
+   */
+  traces: { kind: 'string', flag: 'traces', path: true, job: true, usageLine: 4, usageText: '' },
   /**
    * Start from a Hugging Face model folder's weights and config (trainer/hf/hfModel.ts); its own
    * tokenizer becomes the run's, a lab tokenizer must be the run's. The optimiser settings

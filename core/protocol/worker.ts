@@ -89,6 +89,25 @@ export interface SftSummary {
   span_accuracy?: Record<string, number>;
   curve: AccuracyPoint[];
   dev_curve: AccuracyPoint[];
+  /** A job given `traces` alone: how its run folder was made from that file before training. */
+  prepared?: PreparedTraces;
+}
+
+/** A new SFT run folder made from a trajectories file (trainer/sft/tracesRun.ts), as the worker reports it. */
+export interface PreparedTraces {
+  runDir: string;
+  tracesFile: string;
+  /** Rows written to data/train.traces.jsonl. */
+  trainRows: number;
+  /** Rows left out because their task overlaps the held-out split. */
+  excluded: number;
+  /** Rows whose question is in no task list of the world (kept; not checked for overlap). */
+  unknownTasks: number;
+  heldoutRows: number;
+  /** Where the world came from: the traces file's folder, or the default world (seed 0). */
+  world: 'folder' | 'default';
+  heldoutSource: 'folder' | 'stub teacher';
+  vocabSize: number;
 }
 
 /** `train grpo`'s summary (trainer/grpo/grpo.ts). */
@@ -205,6 +224,8 @@ export function checkJobSpec(v: unknown): string | null {
     // As `train sft --from`: the run it continues gives the weights, the data and the world.
     if (v['from'] !== undefined && v['base'] !== undefined) return 'job.base and job.from both give the starting weights: give one of them';
     if (v['from'] !== undefined && v['world'] !== undefined) return "job.from continues on that run's data and world: drop job.world";
+    if (v['traces'] === '') return 'job.traces must be a trajectories file, not empty';
+    if (v['traces'] !== undefined && (v['from'] !== undefined || v['resume'] === true)) return 'job.traces makes a new run from that file: drop job.from and job.resume';
     return null;
   }
   if (v['kind'] === 'grpo') {

@@ -22,13 +22,12 @@ const MAY_IMPORT = {
 };
 
 /**
- * The extension's imports of trainer/ made before the rule, each allowed from the file that
- * makes it and no other (issue 31 moves this work behind the job protocol): the preset table
- * (the base-model quick pick) and what preparing an SFT run folder in the extension host uses.
+ * The extension's imports of trainer/, each allowed from the file that makes it and no other:
+ * the preset table (the base-model quick pick), plain data. Everything that trains, the
+ * tokenizer included, runs behind the job protocol (issue 31).
  */
 export const EXTENSION_TRAINER_IMPORTS = {
   'extension/baseModel.ts': ['trainer/model/modelConfig'],
-  'extension/sftData.ts': ['trainer/sft/prepare', 'trainer/sft/recipes'],
 };
 
 /** The top-level folder of a repository path ('' for files at the root). */

@@ -15,7 +15,6 @@ import { checkJobSpec, type SftJobSpec } from '../../core/protocol/worker';
 import {
   EDITOR_LORA_SPEC,
   baseFolderVerdict,
-  dropPreparedTokenizer,
   editorRefusal,
   modelPickItems,
   sftModelFields,
@@ -23,7 +22,6 @@ import {
   type BaseFolderInfo,
 } from '../../extension/baseModel';
 import { describeRun, readRun, runModelLabel } from '../../extension/runFolders';
-import { prepareSftRunData } from '../../extension/sftData';
 import { initBackend } from '../../trainer/model/backend';
 import { writeHfFolder } from '../../trainer/hf/hfExport';
 import { type JobHooks, runJob } from '../../trainer/run/jobs';
@@ -184,19 +182,36 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
     assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', lora: '8,16' }) ?? '', /job\.lora .*job\.base is needed/);
     assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', base: 3 }) ?? '', /job\.base must be a string/);
     assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', base: '' }) ?? '', /job\.base must be a folder path/);
+    // A traces file alone makes a new run in the worker: not with a run to continue or resume, not empty.
+    assert.equal(checkJobSpec({ kind: 'sft', runDir: '/r', traces: '/w/train.traces.jsonl', base: '/m' }), null);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', traces: '' }) ?? '', /job\.traces must be a trajectories file/);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', traces: 3 }) ?? '', /job\.traces must be a string/);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', traces: '/t', from: '/s' }) ?? '', /job\.traces makes a new run .*drop job\.from and job\.resume/);
+    assert.match(checkJobSpec({ kind: 'sft', runDir: '/r', traces: '/t', resume: true }) ?? '', /job\.traces makes a new run/);
   });
 
-  it("the editor's road: a traces file prepared, its tokenizer dropped, the worker's job trains from the folder fully and with LoRA", async () => {
+  it("the editor's road: the worker's job makes the run from a traces file (its prepared tokenizer dropped) and trains from the folder fully and with LoRA", async () => {
     const traces = path.join(repoRoot, 'samples', 'train.traces.jsonl');
+    // A preset's run: the worker trains the tokenizer on the file (the editor prepares nothing).
+    const preset = path.join(tmp, 'run-preset');
+    const p = await runJob({ kind: 'sft', runDir: preset, traces, backend: 'wasm', steps: 1, evalLimit: 0 }, quietHooks());
+    assert.equal(p.summary.steps, 1);
+    assert.equal(p.summary.prepared?.trainRows, fs.readFileSync(path.join(preset, 'data', 'train.traces.jsonl'), 'utf8').trim().split('\n').length);
+    assert.equal(p.summary.prepared?.world, 'default');
+    // The lab's BPE (no kind recorded), trained on the file's transcripts in the worker.
+    assert.equal((JSON.parse(fs.readFileSync(path.join(preset, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>)['tokenizer']!['kind'], undefined);
+    assert.ok(fs.existsSync(path.join(preset, 'tokenizer.json')));
+    // A new run only: the same folder again is refused as bad input, and nothing in it is touched.
+    const before = fs.readFileSync(path.join(preset, 'data', 'train.traces.jsonl'), 'utf8');
+    await assert.rejects(runJob({ kind: 'sft', runDir: preset, traces, backend: 'wasm', steps: 1 }, quietHooks()), /cannot train on .*already exists and is not empty/);
+    assert.equal(fs.readFileSync(path.join(preset, 'data', 'train.traces.jsonl'), 'utf8'), before);
     // Full fine-tuning: the model's own tokenizer becomes the run's, its specials added.
     const full = path.join(tmp, 'run-full');
-    prepareSftRunData(full, traces);
-    assert.ok(fs.existsSync(path.join(full, 'tokenizer.json')), 'the editor trains a tokenizer for a preset run');
-    dropPreparedTokenizer(full);
-    assert.ok(!fs.existsSync(path.join(full, 'tokenizer.json')) && fs.existsSync(path.join(full, 'data', 'train.traces.jsonl')));
     const logs: string[] = [];
-    const r = await runJob({ kind: 'sft', runDir: full, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf }) }, quietHooks(logs));
+    const r = await runJob({ kind: 'sft', runDir: full, traces, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf }) }, quietHooks(logs));
     assert.equal(r.summary.steps, 2, logs.join('\n'));
+    assert.ok(logs.some((l) => /prepared .*run-full: \d+ trajectories from .*train\.traces\.jsonl/.test(l)), logs.join('\n'));
+    assert.ok(fs.existsSync(path.join(full, 'data', 'train.traces.jsonl')));
     const config = JSON.parse(fs.readFileSync(path.join(full, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     assert.equal(config['tokenizer']!['kind'], 'hf');
     assert.equal(config['tokenizer']!['base'], path.join(hf, 'tokenizer.json'));
@@ -212,9 +227,7 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
 
     // LoRA on the folder whose tokenizer holds the specials: the adapters are what trains.
     const lora = path.join(tmp, 'run-lora');
-    prepareSftRunData(lora, traces);
-    dropPreparedTokenizer(lora);
-    const rl = await runJob({ kind: 'sft', runDir: lora, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hfSpecials, lora: EDITOR_LORA_SPEC }) }, quietHooks());
+    const rl = await runJob({ kind: 'sft', runDir: lora, traces, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hfSpecials, lora: EDITOR_LORA_SPEC }) }, quietHooks());
     assert.equal(rl.summary.steps, 2);
     const lconfig = JSON.parse(fs.readFileSync(path.join(lora, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     assert.equal(lconfig['lora']!['r'], 8);
@@ -227,9 +240,7 @@ describe('Train (SFT) from a Hugging Face model folder (extension/baseModel.ts)'
 
     // LoRA where the tokenizer gains rows: the nine added rows train beside the adapters, recorded by id.
     const withRows = path.join(tmp, 'run-lora-rows');
-    prepareSftRunData(withRows, traces);
-    dropPreparedTokenizer(withRows);
-    const rr = await runJob({ kind: 'sft', runDir: withRows, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf, lora: EDITOR_LORA_SPEC }) }, quietHooks());
+    const rr = await runJob({ kind: 'sft', runDir: withRows, traces, backend: 'wasm', steps: 2, evalLimit: 0, ...sftModelFields({ base: hf, lora: EDITOR_LORA_SPEC }) }, quietHooks());
     assert.equal(rr.summary.steps, 2);
     const rconfig = JSON.parse(fs.readFileSync(path.join(withRows, 'config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     assert.deepEqual(rconfig['lora']!['trainedRows'], Array.from({ length: 9 }, (_, k) => cfg.vocab + k));

@@ -30,7 +30,7 @@ describe('lint: the import boundaries', () => {
         { filename: at('bench/lsp.ts'), code: "import { LspClient } from '../test/lsp/client';" },
         // extension/ -> trainer/: only today's imports, each from the file that makes it.
         { filename: at('extension/baseModel.ts'), code: "import { PRESETS } from '../trainer/model/modelConfig';" },
-        { filename: at('extension/sftData.ts'), code: "import { prepareWorldRunData } from '../trainer/sft/prepare'; import { readWorldFolder } from '../store/worldFolder.ts';" },
+        { filename: at('extension/training.ts'), code: "import { readWorldFolder } from '../store/worldFolder.ts';" },
         { filename: at('extension/training.ts'), code: "import { parseFromWorker } from '../core/protocol/worker';" },
         // store/: the world and run folders on disk, for every Node-side reader and writer.
         { filename: at('language-server/tokenizers.ts'), code: "import { readWorldFolder } from '../store/worldFolder';" },
@@ -58,6 +58,8 @@ describe('lint: the import boundaries', () => {
         bad('extension/training.ts', "import { runSft } from '../trainer/sft/sft';", /extension\/ reaches trainer\/ through the job protocol \(core\/protocol\/worker\.ts\), not by importing trainer\/sft\/sft/),
         bad('extension/panels/curves.ts', "import { checkSftConfig } from '../../trainer/run/runGuards';", /not by importing trainer\/run\/runGuards/),
         bad('extension/sftData.ts', "import { runGrpo } from '../trainer/grpo/grpo';", /not by importing trainer\/grpo\/grpo/),
+        // The tokenizer and the held-out references of a traces run are the worker's now (trainer/sft/tracesRun.ts).
+        bad('extension/training.ts', "import { prepareSftRunData } from '../trainer/sft/tracesRun';", /not by importing trainer\/sft\/tracesRun/),
         bad('extension/baseModel.ts', "const { prepareWorldRunData } = await import('../trainer/sft/prepare');", /not by importing trainer\/sft\/prepare/),
       ],
     });

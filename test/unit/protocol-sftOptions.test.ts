@@ -141,7 +141,7 @@ describe('core/protocol/sftOptions: one table for the SFT options', () => {
     const jobRows = rows.filter(([, r]) => r.job);
     assert.deepEqual(
       jobRows.map(([k]) => k),
-      ['preset', 'recipe', 'backend', 'steps', 'minutes', 'resume', 'evalLimit', 'world', 'base', 'lora', 'from'],
+      ['preset', 'recipe', 'backend', 'steps', 'minutes', 'resume', 'evalLimit', 'world', 'traces', 'base', 'lora', 'from'],
     );
     for (const [key, r] of jobRows) {
       const bad = r.kind === 'string' ? 3 : r.kind === 'flag' ? 'yes' : -1;

@@ -1,4 +1,4 @@
-// Preparing an SFT run folder from the trajectories a user distilled (extension/sftData.ts):
+// Preparing an SFT run folder from the trajectories a user distilled (trainer/sft/tracesRun.ts, the worker runs it for an SFT job given `traces`):
 // the run trains on exactly those rows (less the held-out overlaps, counted), nothing the
 // user owns is written over, and bad rows are refused naming the file, the line and the field.
 import * as assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { overlapKey } from '../../core/overlap';
 import { tokenizerFromJsonText } from '../../core/tokenizer';
 import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../../core/world';
 import { dataFiles } from '../../trainer/sft/prepare';
-import { prepareSftRunData, readTraceRows } from '../../extension/sftData';
+import { prepareSftRunData, readTraceRows } from '../../trainer/sft/tracesRun';
 
 const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 

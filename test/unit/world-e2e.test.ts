@@ -21,7 +21,7 @@ import { TEMPLATES, checkCall } from '../../core/grammar';
 import { AGENT_TOOLS } from '../../core/tools/schemas';
 import { parseTasksFile } from '../../core/worldSource';
 import { runSplits } from '../../store/worldFolder';
-import { prepareSftRunData } from '../../extension/sftData';
+import { prepareSftRunData } from '../../trainer/sft/tracesRun';
 import { capture } from '../support/capture';
 import { canonicalTokenizerJson, trainBpe } from '../../core/tokenizer';
 import { RUN_VOCAB_CAP, TOKENIZER_DATA } from '../../trainer/sft/prepare';
@@ -320,7 +320,7 @@ describe('a documents+questions world with the HTTP teacher (a loopback test dou
   });
 });
 
-describe("the editor's Train (SFT) on a user's world (extension/sftData.ts)", () => {
+describe("the editor's Train (SFT) on a user's world (the worker prepares its run: trainer/sft/tracesRun.ts)", () => {
   it("a traces file inside a world folder with world.json makes a run of that world, evaluated on the world's held-out split", async () => {
     const world = path.join(tmp, 'world-elements');
     const quiet = (args: string[]) => capture(() => main(args));

@@ -1,7 +1,7 @@
 // The jobs the worker process (and the CLI, in-process) runs: SFT, GRPO and evaluation.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { EvalJobSpec, EvalJobSummary, EvalSplit, GrpoJobSpec, JobResult, JobSpec, SftJobSpec, SplitManifest } from '../../core/protocol/worker';
+import type { EvalJobSpec, EvalJobSummary, EvalSplit, GrpoJobSpec, JobResult, JobSpec, PreparedTraces, SftJobSpec, SplitManifest } from '../../core/protocol/worker';
 import { rollout } from '../../core/distill';
 import { makeStubTeacher } from '../../core/stubTeacher';
 import { WorldTask, loadedWorlds, splitManifest, worldEnv } from '../../core/worlds';
@@ -19,6 +19,7 @@ import { MetricsWriter } from '../../store/runStore';
 import { type JobHooks, UserError } from './jobRun';
 import { evaluateModel, loadWorldTasks, splitTasks, trainingKeysOf } from './jobEval';
 import { runSft } from '../sft/sft';
+import { dropPreparedTokenizer, prepareSftRunData, preparedLine } from '../sft/tracesRun';
 import { runGrpo } from '../grpo/grpo';
 import { freshSpecOf, readWorldFolder, runSplits, splitsOfWorld, worldRecord } from '../../store/worldFolder';
 import { CONFIG_FILE, EVAL_DIR, evalRowsFile, evalSummaryFile, METRICS_FILE } from '../../core/protocol/folders';
@@ -32,13 +33,36 @@ export async function runJob(spec: GrpoJobSpec, hooks: JobHooks): Promise<JobRes
 export async function runJob(spec: EvalJobSpec, hooks: JobHooks): Promise<JobResult<'eval'>>;
 export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>;
 export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult> {
-  // Only the SFT table's job fields reach the trainer (a spec's other fields are not SFT options).
-  if (spec.kind === 'sft') return runSft({ runDir: spec.runDir, ...sftOptionsFromJob(spec) }, hooks);
+  if (spec.kind === 'sft') return runSftJob(spec, hooks);
   if (spec.kind === 'grpo') {
     const { kind: _kind, ...options } = spec;
     return runGrpo(options, hooks);
   }
   return runEval(spec.runDir, spec.split, spec.checkpoint ?? 'latest', spec.backend ?? 'auto', spec.limit, hooks, spec.world, spec.copyBias, spec.copyStop, spec.copyValues);
+}
+
+/**
+ * An SFT job. Given `traces` alone (the editor's Train (SFT) on a distilled file), the run
+ * folder is made from that file first, here in the worker (the extension host trains
+ * nothing: not the tokenizer, not the held-out references), and the summary says how.
+ */
+async function runSftJob(spec: SftJobSpec, hooks: JobHooks): Promise<JobResult<'sft'>> {
+  // Only the SFT table's job fields reach the trainer (a spec's other fields are not SFT options).
+  const options = sftOptionsFromJob(spec);
+  if (spec.traces === undefined || spec.world !== undefined) return runSft({ runDir: spec.runDir, ...options }, hooks);
+  hooks.log('info', `preparing ${spec.runDir} from ${spec.traces} (the trajectories copied, the tokenizer trained)`);
+  let prepared: PreparedTraces;
+  try {
+    prepared = prepareSftRunData(spec.runDir, spec.traces);
+  } catch (err) {
+    throw new UserError(`cannot train on ${spec.traces}: ${(err as Error).message}`);
+  }
+  hooks.log('info', preparedLine(prepared));
+  // A model's own tokenizer becomes the run's (the trainer writes it): the one just trained goes, data/ stays.
+  if (spec.base !== undefined) dropPreparedTokenizer(spec.runDir);
+  const { traces: _traces, ...rest } = options;
+  const result = await runSft({ runDir: spec.runDir, ...rest }, hooks);
+  return { ...result, summary: { ...result.summary, prepared } };
 }
 
 /**

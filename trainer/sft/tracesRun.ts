@@ -7,40 +7,29 @@
 // tokenizer.json, tokenizer_config.json, plus data/source.json naming the file the rows
 // came from. The user's file is only read; the run folder must be new (never written over).
 // Rows whose task overlaps the held-out split the trainer evaluates on (same kind, same
-// facts) are left out and counted, as the trainer's own preparation does. No vscode here.
+// facts) are left out and counted, as the trainer's own preparation does. The worker runs it
+// for an SFT job given `traces` alone (trainer/run/jobs.ts): the editor prepares nothing itself.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { TraceRow, ToolEnv, distill, makeStubTeacher } from '../core/distill';
-import { overlapKey } from '../core/overlap';
-import { canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../core/tokenizer';
-import { TASK_KINDS, type Passage, type Task, type TaskKind } from '../core/types';
-import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { rowToPassage, rowToTask } from '../core/worldRows';
-import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../store/files';
-import { prepareWorldRunData } from '../trainer/sft/prepare';
-import { DEFAULT_WORLD_RECIPE, RECIPES } from '../trainer/sft/recipes';
-import { readWorldFolder } from '../store/worldFolder';
-import { CORPUS_FILE, DATA_DIR, HELDOUT_FILE, HELDOUT_TRACES_FILE, RUN_WORLD_DIR, SOURCE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
+import { TraceRow, ToolEnv, distill, makeStubTeacher } from '../../core/distill';
+import { overlapKey } from '../../core/overlap';
+import { canonicalTokenizerJson, tokenizerConfig, trainBpe } from '../../core/tokenizer';
+import { TASK_KINDS, type Passage, type Task, type TaskKind } from '../../core/types';
+import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../../core/world';
+import { rowToPassage, rowToTask } from '../../core/worldRows';
+import { writeFileAtomic, writeJsonAtomic, writeJsonlAtomic } from '../../store/files';
+import { prepareWorldRunData } from './prepare';
+import { DEFAULT_WORLD_RECIPE, RECIPES } from './recipes';
+import { readWorldFolder } from '../../store/worldFolder';
+import type { PreparedTraces } from '../../core/protocol/worker';
+import { CORPUS_FILE, DATA_DIR, HELDOUT_FILE, HELDOUT_TRACES_FILE, RUN_WORLD_DIR, SOURCE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE, TRAIN_FILE, TRAIN_TASKS_FILE, TRAIN_TRACES_FILE, WORLD_MANIFEST } from '../../core/protocol/folders';
 
 /** Samples per held-out task when the held-out reference transcripts are distilled here. */
 const HELDOUT_SAMPLES = 4;
 const KINDS: readonly string[] = TASK_KINDS;
 
-export interface PreparedSftData {
-  runDir: string;
-  tracesFile: string;
-  /** Rows written to data/train.traces.jsonl. */
-  trainRows: number;
-  /** Rows left out because their task overlaps the held-out split. */
-  excluded: number;
-  /** Rows whose question is in no task list of the world (kept; not checked for overlap). */
-  unknownTasks: number;
-  heldoutRows: number;
-  /** Where the world came from: the traces file's folder, or the default world (seed 0). */
-  world: 'folder' | 'default';
-  heldoutSource: 'folder' | 'stub teacher';
-  vocabSize: number;
-}
+/** How the run folder was made (core/protocol/worker.ts: the SFT job's summary carries it). */
+export type PreparedSftData = PreparedTraces;
 
 /** Parses a traces file; a bad line is an error naming the file, the line and the field. */
 export function readTraceRows(file: string): TraceRow[] {
@@ -214,4 +203,18 @@ export function prepareSftRunData(runDir: string, tracesFile: string): PreparedS
     heldoutSource: useFolderHeldout ? 'folder' : 'stub teacher',
     vocabSize: tokenizer.vocabSize,
   };
+}
+
+/** A base model's run uses the model's own tokenizer (the trainer writes it): the one prepared here goes, data/ stays. */
+export function dropPreparedTokenizer(runDir: string): void {
+  for (const f of [TOKENIZER_FILE, TOKENIZER_CONFIG_FILE]) fs.rmSync(path.join(runDir, f), { force: true });
+}
+
+/** The log line of a prepared run folder. */
+export function preparedLine(p: PreparedTraces): string {
+  return (
+    `prepared ${p.runDir}: ${p.trainRows} trajectories from ${p.tracesFile}` +
+    (p.excluded ? `, ${p.excluded} left out (their task overlaps the held-out split)` : '') +
+    `, held-out references from the ${p.heldoutSource}, tokenizer of ${p.vocabSize} tokens`
+  );
 }
