@@ -7,8 +7,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG_FILE, TOKENIZER_FILE } from '../core/protocol/folders';
+import type { SettingKey } from './settingsTable';
 
-export const CHAT_TEMPLATE_SETTING = 'chatTemplate';
+export const CHAT_TEMPLATE_SETTING = 'chatTemplate' satisfies SettingKey;
 /** The file names findFiles looks for: a folder holding one of them may be a template folder. */
 export const TEMPLATE_FOLDER_GLOB = `**/{${TOKENIZER_CONFIG_FILE},${CHAT_TEMPLATE_FILE}}`;
 /** tokenizer_config.json files are read whole; larger ones (a vocabulary written in) are refused unread. */

@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 import { log, reportError } from './log';
 import { CHAT_TEMPLATE_SETTING, TEMPLATE_FOLDER_GLOB, browseProblem, pickRows, settingFolder, settingValueFor, templateFoldersOf } from './chatTemplateFolders';
+import { setting, updateSetting } from './settings';
 
 const MAX_FILES = 2000;
 
@@ -20,7 +21,7 @@ export async function chooseChatTemplate(): Promise<string | undefined> {
   const root = firstRoot();
   const files = await vscode.workspace.findFiles(TEMPLATE_FOLDER_GLOB, '{**/node_modules/**,**/.git/**}', MAX_FILES);
   const folders = templateFoldersOf(files.filter((u) => u.scheme === 'file').map((u) => u.fsPath));
-  const current = settingFolder(root, vscode.workspace.getConfiguration('agentLab').get<string>(CHAT_TEMPLATE_SETTING));
+  const current = settingFolder(root, setting(CHAT_TEMPLATE_SETTING));
   const items: Item[] = pickRows(folders, root, current).map((r) => ({ label: r.label, description: r.description, detail: r.detail, dir: r.dir }));
   items.push({ label: 'Browse…', description: 'a tokenizer folder elsewhere', browse: true });
   const pick = await vscode.window.showQuickPick(items, {
@@ -49,7 +50,7 @@ export async function chooseChatTemplate(): Promise<string | undefined> {
   }
   if (!dir) return undefined;
   const value = settingValueFor(root, dir);
-  await vscode.workspace.getConfiguration('agentLab').update(CHAT_TEMPLATE_SETTING, value, vscode.ConfigurationTarget.Workspace);
+  await updateSetting(CHAT_TEMPLATE_SETTING, value, vscode.ConfigurationTarget.Workspace);
   log.info(`agentLab.chatTemplate = ${JSON.stringify(value)}`);
   void vscode.window.showInformationMessage(`Agent Lab: TRL datasets now render with the chat template in ${value}.`);
   return dir;

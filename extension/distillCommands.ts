@@ -20,6 +20,7 @@ import { SPLITS, Split, readCorpus, readTasks } from './worldFiles';
 import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
 import { CHECKPOINTS_DIR, CORPUS_FILE, TOOLS_FILE } from '../core/protocol/folders';
+import { setting } from './settings';
 
 export const SAMPLES_PER_TASK = 4;
 /** Tasks per synchronous chunk: the notification repaints and cancellation is checked between chunks. */
@@ -185,17 +186,16 @@ interface TeacherSettings {
 }
 
 function teacherSettings(folder: vscode.Uri): TeacherSettings {
-  const c = vscode.workspace.getConfiguration('agentLab.teacher', folder);
-  const kind = c.get<string>('kind') ?? 'stub';
+  const kind = setting('teacher.kind', folder);
   if (kind !== 'stub' && kind !== 'http' && kind !== 'student') throw new Error(`agentLab.teacher.kind must be stub, http or student (got "${kind}")`);
   return {
     kind,
-    baseUrl: c.get<string>('baseUrl') ?? '',
-    model: c.get<string>('model') ?? '',
-    temperature: c.get<number>('temperature') ?? 0.7,
-    maxTokens: c.get<number>('maxTokens') ?? 512,
-    timeoutMs: c.get<number>('timeoutMs') ?? 30000,
-    retries: c.get<number>('retries') ?? 2,
+    baseUrl: setting('teacher.baseUrl', folder),
+    model: setting('teacher.model', folder),
+    temperature: setting('teacher.temperature', folder),
+    maxTokens: setting('teacher.maxTokens', folder),
+    timeoutMs: setting('teacher.timeoutMs', folder),
+    retries: setting('teacher.retries', folder),
   };
 }
 

@@ -15,6 +15,7 @@ import {
   isLossMaskResult,
 } from '../core/protocol/lsp';
 import { log } from './log';
+import { setting } from './settings';
 
 let client: LanguageClient | undefined;
 
@@ -38,8 +39,7 @@ export function activateLanguageClient(context: vscode.ExtensionContext): void {
     debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6009'] } },
   };
   const settings = (): Record<string, unknown> => {
-    const c = vscode.workspace.getConfiguration('agentLab');
-    return { datasetGlobs: c.get<string[]>('datasetGlobs'), tokenizerPath: c.get<string>('tokenizerPath') ?? '' };
+    return { datasetGlobs: setting('datasetGlobs'), tokenizerPath: setting('tokenizerPath') };
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [

@@ -12,6 +12,7 @@ import { log, reportError } from './log';
 import { listRunFolders, readRun } from './runFolders';
 import { askedEvalRow, checkAnswer, checkText, questionToAsk } from './askQuestion';
 import { pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
+import { setting } from './settings';
 
 interface RunArg {
   runDir?: string;
@@ -72,7 +73,7 @@ async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): P
       validateInput: (v) => (v.trim() === '' ? 'a question' : null),
     }));
   if (!question) return undefined;
-  const backend = vscode.workspace.getConfiguration('agentLab').get<string>('backend') ?? 'auto';
+  const backend = setting('backend');
   const r = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: the student of ${path.basename(runDir)} is answering`, cancellable: true },
     (_p, token) => runCli(context, ['run', '--run', runDir, '--backend', backend, '--json', '--', question], { cwd: path.dirname(runDir), token }),
@@ -142,7 +143,7 @@ async function exportTrl(context: vscode.ExtensionContext, arg: RunArg & { forma
 }
 
 async function auditRewardCommand(arg: { reward?: string } = {}): Promise<{ ok: boolean; report: string } | undefined> {
-  const configured = vscode.workspace.getConfiguration('agentLab').get<string>('grpo.reward') || DEFAULT_REWARD_TEXT;
+  const configured = setting('grpo.reward') || DEFAULT_REWARD_TEXT;
   const text =
     arg.reward ??
     (await vscode.window.showInputBox({

@@ -29,6 +29,7 @@ import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspa
 import { type ModelChoice, baseFolderVerdict, editorRefusal, modelPickItems, sftModelFields, trainModeItems } from './baseModel';
 import { runCli } from './cliProcess';
 import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
+import { setting, settingsReader } from './settings';
 
 interface ActiveJob {
   spec: JobSpec;
@@ -207,7 +208,7 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
  * fully or with LoRA.
  */
 async function pickModel(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder): Promise<ModelChoice | undefined> {
-  const configured = vscode.workspace.getConfiguration('agentLab', folder.uri).get<string>('preset') ?? 'tiny';
+  const configured = setting('preset', folder.uri);
   const items = modelPickItems(configured, context.workspaceState.get<string>(LAST_BASE_KEY));
   const pick = await vscode.window.showQuickPick(items, { placeHolder: 'The model to train: a preset, or a Hugging Face model folder', ignoreFocusOut: true });
   if (!pick) return undefined;
@@ -250,11 +251,10 @@ type Budget = { steps: number } | { minutes: number };
 
 /** The SFT budget: the settings, or (agentLab.sft.askBudget) a prompt offering them first. */
 async function pickBudget(folder: vscode.WorkspaceFolder): Promise<Budget | undefined> {
-  const config = vscode.workspace.getConfiguration('agentLab.sft', folder.uri);
-  const steps = config.get<number>('steps') ?? 0;
-  const minutes = config.get<number>('minutes') ?? 3;
+  const steps = setting('sft.steps', folder.uri);
+  const minutes = setting('sft.minutes', folder.uri);
   const fromSettings: Budget = steps > 0 ? { steps } : { minutes };
-  if (!config.get<boolean>('askBudget', true)) return fromSettings;
+  if (!setting('sft.askBudget', folder.uri)) return fromSettings;
   type Item = vscode.QuickPickItem & { budget?: Budget; ask?: 'minutes' | 'steps' };
   const label = (b: Budget) => ('steps' in b ? `${b.steps} steps` : `${b.minutes} minutes`);
   const items: Item[] = [
@@ -300,7 +300,6 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
     return undefined;
   }
-  const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
   if (args.from !== undefined) return trainSftMore(context, folder, args.from, args);
   let data: DataChoice | undefined;
   try {
@@ -316,14 +315,14 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
       ? { base: args.base, ...(args.lora !== undefined ? { lora: args.lora } : {}) }
       : interactive
         ? await pickModel(context, folder)
-        : { preset: config.get<string>('preset') ?? 'tiny' };
+        : { preset: setting('preset', folder.uri) };
   if (!model) return undefined;
   let budget: Budget | undefined =
     args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : undefined;
   if (!budget && interactive) budget = await pickBudget(folder);
   else if (!budget) {
-    const steps = config.get<number>('sft.steps') ?? 0;
-    budget = steps > 0 ? { steps } : { minutes: config.get<number>('sft.minutes') ?? 3 };
+    const steps = setting('sft.steps', folder.uri);
+    budget = steps > 0 ? { steps } : { minutes: setting('sft.minutes', folder.uri) };
   }
   if (!budget) return undefined;
   const runDir = await uniqueRunDir(folder, args.runName ?? `sft-${timestamp()}`);
@@ -331,9 +330,9 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     kind: 'sft',
     runDir,
     ...sftModelFields(model),
-    backend: config.get<string>('backend') ?? 'auto',
+    backend: setting('backend', folder.uri),
     ...budget,
-    evalLimit: args.evalLimit ?? config.get<number>('sft.heldoutTasks') ?? 50,
+    evalLimit: args.evalLimit ?? setting('sft.heldoutTasks', folder.uri),
     ...('world' in data ? { world: data.world } : {}),
     // The worker makes the run folder from the file (trainer/sft/tracesRun.ts); the extension host trains nothing.
     ...('traces' in data ? { traces: data.traces } : {}),
@@ -362,11 +361,10 @@ async function trainSftMore(context: vscode.ExtensionContext, folder: vscode.Wor
     void vscode.window.showErrorMessage(`Agent Lab: cannot continue ${path.basename(from)}: it is not an SFT run with a checkpoint.`);
     return undefined;
   }
-  const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
   const budget: Budget | undefined = args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : await pickBudget(folder);
   if (!budget) return undefined;
   const runDir = await uniqueRunDir(folder, args.runName ?? `sft-more-${timestamp()}`);
-  const spec: JobSpec = sftMoreJobSpec(from, runDir, budget, (setting) => config.get(setting), args.evalLimit);
+  const spec: JobSpec = sftMoreJobSpec(from, runDir, budget, settingsReader(folder.uri), args.evalLimit);
   const result = await runWithProgress(context, spec, `Training (SFT) more from ${path.basename(from)}`);
   return closeJob(result, spec);
 }
@@ -402,9 +400,8 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     if (!pick) return undefined;
     from = pick.dir;
   }
-  const config = vscode.workspace.getConfiguration('agentLab', folder.uri);
   const runDir = await uniqueRunDir(folder, args.runName ?? `grpo-${timestamp()}`);
-  const spec: JobSpec = grpoJobSpec(args, (setting) => config.get(setting), runDir, from);
+  const spec: JobSpec = grpoJobSpec(args, settingsReader(folder.uri), runDir, from);
   const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
   // The pre-screen refused (the error holds its prediction, cause and next step): a button for
   // each next step the verdict names (config.json's actions; an older trainer's text: its pool), and Train Anyway.
@@ -456,7 +453,7 @@ async function resume(context: vscode.ExtensionContext, ref?: RunRef): Promise<J
     void vscode.window.showErrorMessage(`Agent Lab: ${path.basename(runDir)} is not an SFT or GRPO run (kind ${run.kind}).`);
     return undefined;
   }
-  const backend = vscode.workspace.getConfiguration('agentLab').get<string>('backend') ?? 'auto';
+  const backend = setting('backend');
   const spec: JobSpec = { kind: run.kind, runDir, resume: true, backend };
   const result = await runWithProgress(context, spec, `Resuming ${run.kind.toUpperCase()} ${path.basename(runDir)} at step ${run.step ?? 0}`);
   return closeJob(result, spec);
@@ -499,7 +496,7 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
         other = null; // an unbuilt or broken setting: the runs' own worlds, as without one
       }
     }
-    const limitNow = args.limit ?? vscode.workspace.getConfiguration('agentLab').get<number>('evaluate.tasks') ?? 0;
+    const limitNow = args.limit ?? setting('evaluate.tasks');
     const rows = evaluateChoices(runs, other, limitNow);
     // A run's line (name, kind, step, figure) is its first row's detail, and runs are parted by a
     // bare line: a labelled separator is drawn over the first row's label (the tour's item 7).
@@ -524,14 +521,13 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
   if (!runDir) return undefined;
   split ??= 'heldout';
   // From a button or code (a run and a split given): the run's own world unless `world` says another.
-  const config = vscode.workspace.getConfiguration('agentLab');
-  const limit = args.limit ?? config.get<number>('evaluate.tasks') ?? 0;
+  const limit = args.limit ?? setting('evaluate.tasks');
   const spec: JobSpec = {
     kind: 'eval',
     runDir,
     // A documents world has no fresh splits: the worker refuses them with the reason.
     split: split as EvalSplit,
-    backend: config.get<string>('backend') ?? 'auto',
+    backend: setting('backend'),
     ...(limit > 0 ? { limit } : {}),
     ...(world !== undefined ? { world } : {}),
   };

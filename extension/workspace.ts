@@ -2,6 +2,8 @@
 // JSONL there. Goes through vscode.workspace.fs so remote workspaces work too.
 import * as vscode from 'vscode';
 import { parseJsonl } from '../core/jsonl';
+import { setting } from './settings';
+import { SETTING_DEFAULTS } from './settingsTable';
 
 export const WORLD_PREFIX = 'world-';
 
@@ -15,7 +17,7 @@ export async function pickWorkspaceFolder(): Promise<vscode.WorkspaceFolder | un
 
 /** `<workspace>/<agentLab.runsFolder>`. */
 export function runsFolderUri(folder: vscode.WorkspaceFolder): vscode.Uri {
-  const configured = vscode.workspace.getConfiguration('agentLab', folder.uri).get<string>('runsFolder') || 'runs';
+  const configured = setting('runsFolder', folder.uri) || SETTING_DEFAULTS.runsFolder;
   const parts = configured.split(/[\\/]+/).filter((p) => p !== '' && p !== '.');
   if (parts.includes('..')) throw new Error(`agentLab.runsFolder must stay inside the workspace (got "${configured}")`);
   return vscode.Uri.joinPath(folder.uri, ...parts);

@@ -12,15 +12,17 @@ import { listWorlds } from './runFolders';
 import { TASKS_SOURCE_FILE, WORLD_MANIFEST } from '../core/protocol/folders';
 import { WorldRef, classifyWorldPath, foldersBuiltFrom, looksLikeFactTable, worldName } from './worldSources';
 import { runsFolderUri } from './workspace';
+import { setting, updateSetting } from './settings';
+import type { SettingKey } from './settingsTable';
 
-export const WORLD_SETTING = 'world';
+export const WORLD_SETTING = 'world' satisfies SettingKey;
 
 /** The world a command works on: a user's world, or the textbook's (the default). */
 export type WorldChoice = WorldRef | { kind: 'textbook' };
 
 /** `agentLab.world` resolved against the workspace folder; undefined when unset. Throws naming the setting when it names no world. */
 export function configuredWorld(ws: vscode.WorkspaceFolder): WorldRef | undefined {
-  const value = (vscode.workspace.getConfiguration('agentLab', ws.uri).get<string>(WORLD_SETTING) ?? '').trim();
+  const value = setting(WORLD_SETTING, ws.uri).trim();
   if (value === '') return undefined;
   const abs = path.isAbsolute(value) ? value : path.join(ws.uri.fsPath, ...value.split(/[\\/]+/));
   try {
@@ -122,7 +124,7 @@ export async function saveWorldSetting(ws: vscode.WorkspaceFolder, choice: World
   const rel = abs === '' ? undefined : path.relative(ws.uri.fsPath, abs).split(path.sep).join('/');
   const value = rel === undefined || rel.startsWith('..') ? abs || undefined : rel;
   const target = (vscode.workspace.workspaceFolders?.length ?? 0) > 1 ? vscode.ConfigurationTarget.WorkspaceFolder : vscode.ConfigurationTarget.Workspace;
-  await vscode.workspace.getConfiguration('agentLab', ws.uri).update(WORLD_SETTING, value, target);
+  await updateSetting(WORLD_SETTING, value, target, ws.uri);
   log.info(`agentLab.world = ${value === undefined ? '(unset: the textbook world)' : JSON.stringify(value)}`);
 }
 

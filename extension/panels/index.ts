@@ -17,6 +17,7 @@ import { LossMaskPanel } from './lossMask';
 import { maskTarget } from './lossMaskTarget';
 import { isAgentDoc, isTranscriptDoc, rowLineAt } from './sources';
 import { isObj } from '../../core/protocol/isObj';
+import { setting } from '../settings';
 
 
 export function activatePanels(context: vscode.ExtensionContext): void {
@@ -135,7 +136,7 @@ class TranscriptLenses implements vscode.CodeLensProvider, vscode.Disposable {
   }
 
   provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
-    if (!vscode.workspace.getConfiguration('agentLab', doc.uri).get<boolean>('codeLens', true)) return [];
+    if (!setting('codeLens', doc.uri)) return [];
     const top = new vscode.Range(0, 0, 0, 0);
     const lenses = [
       new vscode.CodeLens(top, { title: '$(eye) Loss mask', command: 'agentLab.showLossMask', arguments: [doc.uri], tooltip: 'Show the supervised and masked tokens' }),
