@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { log, reportError } from './log';
 import { CHAT_TEMPLATE_SETTING, TEMPLATE_FOLDER_GLOB, browseProblem, pickRows, settingFolder, settingValueFor, templateFoldersOf } from './chatTemplateFolders';
 import { setting, updateSetting } from './settings';
+import { registerCommand } from './commands';
 
 const MAX_FILES = 2000;
 
@@ -58,7 +59,7 @@ export async function chooseChatTemplate(): Promise<string | undefined> {
 
 export function activateChatTemplatePicker(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
-    vscode.commands.registerCommand('agentLab.chooseChatTemplate', async (): Promise<string | undefined> => {
+    registerCommand('agentLab.chooseChatTemplate', async (): Promise<string | undefined> => {
       if (!vscode.workspace.workspaceFolders?.length) {
         void vscode.window.showWarningMessage('Agent Lab: open a folder first; the chat template is a workspace setting.');
         return undefined;

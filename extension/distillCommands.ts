@@ -21,6 +21,7 @@ import { builtFolderOf, configuredWorld, describeWorld } from './worldPicker';
 import { exists, listWorldFolders, pickWorkspaceFolder, runsFolderUri, toJsonl, writeText, yieldToUi } from './workspace';
 import { CHECKPOINTS_DIR, CORPUS_FILE, TOOLS_FILE } from '../core/protocol/folders';
 import { setting } from './settings';
+import { registerCommand } from './commands';
 
 export const SAMPLES_PER_TASK = 4;
 /** Tasks per synchronous chunk: the notification repaints and cancellation is checked between chunks. */
@@ -35,7 +36,7 @@ export interface DistillResult {
 
 export function activateDistillCommands(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
-    vscode.commands.registerCommand(
+    registerCommand(
       'agentLab.distill',
       // Arguments for scripted use (tests, the "Distill" button after a build): a world
       // folder (Uri or path), a split, and for the student teacher its run folder; without

@@ -14,6 +14,8 @@ import { liveRunDirs, onRunsChanged, runOutcome } from './training';
 import { runsFolderUri } from './workspace';
 import { diffTargets, isRunsViewFile, targetKey, watchTargets } from './runsWatch';
 import { CHECKPOINTS_DIR } from '../core/protocol/folders';
+import { registerCommand } from './commands';
+import type { CommandId } from './commandIds';
 
 type Node =
   | { type: 'group'; group: 'worlds' | 'runs'; root: string }
@@ -313,8 +315,8 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
     }
   }, undefined, context.subscriptions);
   syncWatchers();
-  const cmd = (id: string, fn: (node: Node) => unknown) =>
-    vscode.commands.registerCommand(id, async (node: Node) => {
+  const cmd = (id: CommandId, fn: (node: Node) => unknown) =>
+    registerCommand(id, async (node: Node) => {
       try {
         await fn(node);
       } catch (err) {
@@ -332,7 +334,7 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidChangeWorkspaceFolders(refreshAll),
     vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentLab.runsFolder') && refreshAll()),
     { dispose: () => timer && clearTimeout(timer) },
-    vscode.commands.registerCommand('agentLab.runs.refresh', refreshAll),
+    registerCommand('agentLab.runs.refresh', refreshAll),
     cmd('agentLab.runs.trainOnDataset', (n) => n.type === 'dataset' && vscode.commands.executeCommand('agentLab.trainSft', vscode.Uri.file(n.dataset.file))),
     cmd('agentLab.runs.distill', (n) => n.type === 'world' && vscode.commands.executeCommand('agentLab.distill', vscode.Uri.file(n.world.dir))),
     cmd('agentLab.runs.evaluate', (n) => vscode.commands.executeCommand('agentLab.evaluate', { runDir: runDirOfArg(n), askSplit: true })),

@@ -1,5 +1,5 @@
 // The agentLab.* settings package.json declares (contributes.configuration), typed once: their
-// keys, value types and defaults. test/unit/settingsTable.test.ts checks them against
+// keys, value types and defaults. test/unit/editorTables.test.ts checks them against
 // package.json, so a setting added there and not here (or the other way) fails the tests.
 // No `vscode` here; extension/settings.ts reads them.
 

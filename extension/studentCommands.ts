@@ -13,6 +13,7 @@ import { listRunFolders, readRun } from './runFolders';
 import { askedEvalRow, checkAnswer, checkText, questionToAsk } from './askQuestion';
 import { pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
 import { setting } from './settings';
+import { registerCommand } from './commands';
 
 interface RunArg {
   runDir?: string;
@@ -234,10 +235,10 @@ export function activateStudentCommands(context: vscode.ExtensionContext): void 
       }
     };
   context.subscriptions.push(
-    vscode.commands.registerCommand('agentLab.askStudent', wrap('asking the student failed', (a?: RunArg) => askStudent(context, a ?? {}))),
-    vscode.commands.registerCommand('agentLab.exportTrl', wrap('the export failed', (a?: RunArg & { format?: string }) => exportTrl(context, a ?? {}))),
-    vscode.commands.registerCommand('agentLab.auditReward', wrap('the reward audit failed', (a?: { reward?: string }) => auditRewardCommand(a ?? {}))),
-    vscode.commands.registerCommand('agentLab.runDemo', wrap('the demo failed', (a?: { minutes?: number }) => runDemo(context, a ?? {}))),
-    vscode.commands.registerCommand('agentLab.openSamples', wrap('opening the samples failed', (a?: { target?: string; file?: string }) => openSamples(context, a ?? {}))),
+    registerCommand('agentLab.askStudent', wrap('asking the student failed', (a?: RunArg) => askStudent(context, a ?? {}))),
+    registerCommand('agentLab.exportTrl', wrap('the export failed', (a?: RunArg & { format?: string }) => exportTrl(context, a ?? {}))),
+    registerCommand('agentLab.auditReward', wrap('the reward audit failed', (a?: { reward?: string }) => auditRewardCommand(a ?? {}))),
+    registerCommand('agentLab.runDemo', wrap('the demo failed', (a?: { minutes?: number }) => runDemo(context, a ?? {}))),
+    registerCommand('agentLab.openSamples', wrap('opening the samples failed', (a?: { target?: string; file?: string }) => openSamples(context, a ?? {}))),
   );
 }

@@ -30,6 +30,7 @@ import { type ModelChoice, baseFolderVerdict, editorRefusal, modelPickItems, sft
 import { runCli } from './cliProcess';
 import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
 import { setting, settingsReader } from './settings';
+import { registerCommand } from './commands';
 
 interface ActiveJob {
   spec: JobSpec;
@@ -92,13 +93,13 @@ export function activateTraining(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     statusItem,
     runsChanged,
-    vscode.commands.registerCommand('agentLab.trainSft', (args?: TrainArgs | vscode.Uri | RunRef) => trainSftCommand(context, args)),
-    vscode.commands.registerCommand('agentLab.trainGrpo', (args?: GrpoArgs | RunRef) =>
+    registerCommand('agentLab.trainSft', (args?: TrainArgs | vscode.Uri | RunRef) => trainSftCommand(context, args)),
+    registerCommand('agentLab.trainGrpo', (args?: GrpoArgs | RunRef) =>
       trainGrpo(context, isRunRef(args) ? { fromRunDir: args.runDir } : args ?? {}),
     ),
-    vscode.commands.registerCommand('agentLab.evaluate', (args?: EvalArgs | RunRef) => evaluate(context, args ?? {})),
-    vscode.commands.registerCommand('agentLab.resumeTraining', (args?: RunRef) => resume(context, args)),
-    vscode.commands.registerCommand('agentLab.cancelTraining', () => cancelAll()),
+    registerCommand('agentLab.evaluate', (args?: EvalArgs | RunRef) => evaluate(context, args ?? {})),
+    registerCommand('agentLab.resumeTraining', (args?: RunRef) => resume(context, args)),
+    registerCommand('agentLab.cancelTraining', () => cancelAll()),
     { dispose: () => cancelAll() },
   );
 }

@@ -16,6 +16,7 @@ import { WorldChoice, configuredWorld, describeWorld, pickWorld, saveWorldSettin
 import { NewWorldKind, WorldRef, builtCounts, existingTemplateFiles, worldName, worldTemplate } from './worldSources';
 import { WORLD_PREFIX, exists, pickWorkspaceFolder, runsFolderUri, timestamp, toJsonl, writeText, yieldToUi } from './workspace';
 import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE } from '../core/protocol/folders';
+import { registerCommand } from './commands';
 
 export interface BuildWorldResult {
   folder: vscode.Uri;
@@ -43,12 +44,12 @@ export function activateWorldCommands(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     // The world formats' guide ships in the .vsix (docs/worlds.md): what the template, the
     // New World picker and the fact table's diagnostics cite, openable from a packed extension.
-    vscode.commands.registerCommand('agentLab.openWorldGuide', async (): Promise<vscode.Uri> => {
+    registerCommand('agentLab.openWorldGuide', async (): Promise<vscode.Uri> => {
       const guide = vscode.Uri.joinPath(context.extensionUri, 'docs', 'worlds.md');
       await vscode.commands.executeCommand('markdown.showPreview', guide);
       return guide;
     }),
-    vscode.commands.registerCommand('agentLab.buildWorld', async (): Promise<BuildWorldResult | undefined> => {
+    registerCommand('agentLab.buildWorld', async (): Promise<BuildWorldResult | undefined> => {
       try {
         return await buildWorldCommand(context);
       } catch (err) {
@@ -56,7 +57,7 @@ export function activateWorldCommands(context: vscode.ExtensionContext): void {
         return undefined;
       }
     }),
-    vscode.commands.registerCommand('agentLab.newWorld', async (args?: NewWorldArgs): Promise<NewWorldResult | undefined> => {
+    registerCommand('agentLab.newWorld', async (args?: NewWorldArgs): Promise<NewWorldResult | undefined> => {
       try {
         return await newWorldCommand(args ?? {});
       } catch (err) {
@@ -64,7 +65,7 @@ export function activateWorldCommands(context: vscode.ExtensionContext): void {
         return undefined;
       }
     }),
-    vscode.commands.registerCommand('agentLab.pickWorld', async (): Promise<WorldChoice | undefined> => {
+    registerCommand('agentLab.pickWorld', async (): Promise<WorldChoice | undefined> => {
       try {
         const ws = await pickWorkspaceFolder();
         if (!ws) {

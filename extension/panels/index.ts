@@ -18,17 +18,18 @@ import { maskTarget } from './lossMaskTarget';
 import { isAgentDoc, isTranscriptDoc, rowLineAt } from './sources';
 import { isObj } from '../../core/protocol/isObj';
 import { setting } from '../settings';
+import { registerCommand } from '../commands';
 
 
 export function activatePanels(context: vscode.ExtensionContext): void {
   const ext = context.extensionUri;
   setCurvesMemento(context.workspaceState);
   context.subscriptions.push(
-    vscode.commands.registerCommand('agentLab.inspectTrajectories', async (arg?: unknown) => {
+    registerCommand('agentLab.inspectTrajectories', async (arg?: unknown) => {
       const uri = await pickTrajectorySource(arg);
       if (uri) InspectorPanel.open(ext, uri, requestedOutcome(arg));
     }),
-    vscode.commands.registerCommand('agentLab.showLossMask', async (arg?: unknown) => {
+    registerCommand('agentLab.showLossMask', async (arg?: unknown) => {
       let target: { uri: vscode.Uri; row: number | null } | null = null;
       const uri = arg instanceof vscode.Uri ? arg : isObj(arg) && typeof arg['uri'] === 'string' ? vscode.Uri.parse(arg['uri']) : undefined;
       if (uri) {
@@ -42,7 +43,7 @@ export function activatePanels(context: vscode.ExtensionContext): void {
       }
       LossMaskPanel.open(ext, target);
     }),
-    vscode.commands.registerCommand('agentLab.showCurves', async (arg?: unknown) => {
+    registerCommand('agentLab.showCurves', async (arg?: unknown) => {
       let dirs: string[] = [];
       if (arg instanceof vscode.Uri) {
         const d = runDirOf(arg.fsPath);
@@ -62,10 +63,10 @@ export function activatePanels(context: vscode.ExtensionContext): void {
       }
       CurvesPanel.open(ext, dirs);
     }),
-    vscode.commands.registerCommand('agentLab.compareRuns', () => {
+    registerCommand('agentLab.compareRuns', () => {
       ComparePanel.open(ext);
     }),
-    vscode.commands.registerCommand('agentLab.debugToolCall', async (arg?: unknown) => {
+    registerCommand('agentLab.debugToolCall', async (arg?: unknown) => {
       if (isObj(arg) && typeof arg['text'] === 'string') {
         GrammarPanel.open(ext, { text: arg['text'] });
         return;

@@ -1,0 +1,40 @@
+// The commands package.json contributes, by id: the one list the extension registers from
+// (extension/commands.ts takes only these ids, so a misspelt one does not compile), checked
+// against package.json by test/unit/editorTables.test.ts. No `vscode` here.
+export const COMMAND_IDS = [
+  'agentLab.newWorld',
+  'agentLab.openWorldGuide',
+  'agentLab.pickWorld',
+  'agentLab.buildWorld',
+  'agentLab.distill',
+  'agentLab.trainSft',
+  'agentLab.trainGrpo',
+  'agentLab.evaluate',
+  'agentLab.cancelTraining',
+  'agentLab.inspectTrajectories',
+  'agentLab.showLossMask',
+  'agentLab.chooseChatTemplate',
+  'agentLab.showCurves',
+  'agentLab.compareRuns',
+  'agentLab.debugToolCall',
+  'agentLab.resumeTraining',
+  'agentLab.askStudent',
+  'agentLab.exportTrl',
+  'agentLab.auditReward',
+  'agentLab.runDemo',
+  'agentLab.openSamples',
+  'agentLab.runs.refresh',
+  'agentLab.runs.trainOnDataset',
+  'agentLab.runs.distill',
+  'agentLab.runs.evaluate',
+  'agentLab.runs.resume',
+  'agentLab.runs.curves',
+  'agentLab.runs.grpo',
+  'agentLab.runs.ask',
+  'agentLab.runs.export',
+  'agentLab.runs.inspect',
+  'agentLab.runs.reveal',
+  'agentLab.runs.delete',
+] as const;
+
+export type CommandId = (typeof COMMAND_IDS)[number];
