@@ -103,6 +103,9 @@ export interface Episode {
   record: StepRecord[];
 }
 
+/** One assistant turn generated after a prompt (continueTurn); `contextFull` when the prompt left no room. */
+type TurnResult = { text: string; truncated: boolean; contextFull: boolean };
+
 /** An episode of a batch: its task, options (its own random stream) and world's tools (default the runtime's). */
 type BatchItem = { task: EpisodeTask; options?: Partial<EpisodeOptions>; env?: ToolEnv };
 
@@ -331,42 +334,45 @@ export class AgentRuntime {
    * generated as `run` generates its turns: the student as a teacher. The text excludes
    * <|end|>; `contextFull` when the prompt leaves no room to generate.
    */
-  continueTurn(prompt: string, options: Partial<EpisodeOptions> = {}): { text: string; truncated: boolean; contextFull: boolean } {
-    const o = { ...DEFAULT_EPISODE, ...options };
-    const ids = this.tokenizer.encode(prompt);
-    if (ids.length + 2 > this.policy.maxContext) return { text: '', truncated: false, contextFull: true };
+  continueTurn(prompt: string, options: Partial<EpisodeOptions> = {}): TurnResult {
     const session = this.policy.newSession();
     try {
-      let logits = session.append(ids);
-      const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true, this.copyBiasFor(userTextOf(prompt)));
-      let r = gen.next();
-      while (!r.done) r = gen.next(session.append(r.value));
-      return { ...r.value, contextFull: false };
-    } catch (err) {
-      if (!(err instanceof ContextFull)) throw err;
-      return { text: '', truncated: false, contextFull: true };
+      const turn = this.turnAfter(prompt, options);
+      let r = turn.next();
+      while (!r.done) r = turn.next(session.append(r.value));
+      return r.value;
     } finally {
       session.dispose();
     }
   }
+
   /** continueTurn() with the policy's asynchronous decoding where it has one (webgpu). */
-  async continueTurnAsync(prompt: string, options: Partial<EpisodeOptions> = {}): Promise<{ text: string; truncated: boolean; contextFull: boolean }> {
+  async continueTurnAsync(prompt: string, options: Partial<EpisodeOptions> = {}): Promise<TurnResult> {
+    const session = this.policy.newSession();
+    try {
+      const turn = this.turnAfter(prompt, options);
+      let r = turn.next();
+      while (!r.done) r = turn.next(await (session.appendAsync ? session.appendAsync(r.value) : session.append(r.value)));
+      return r.value;
+    } finally {
+      session.dispose();
+    }
+  }
+
+  /** continueTurn's one body for both: it yields the ids to append and receives the logits after them. */
+  private *turnAfter(prompt: string, options: Partial<EpisodeOptions>): Generator<Append, TurnResult, Float32Array> {
     const o = { ...DEFAULT_EPISODE, ...options };
     const ids = this.tokenizer.encode(prompt);
     if (ids.length + 2 > this.policy.maxContext) return { text: '', truncated: false, contextFull: true };
-    const session = this.policy.newSession();
     try {
-      const append = async (x: readonly number[]): Promise<Float32Array> => (session.appendAsync ? session.appendAsync(x) : session.append(x));
-      let logits = await append(ids);
+      let logits = yield ids;
       const gen = this.generateTurn(() => logits, (l) => (logits = l), [...ids], [], o, true, this.copyBiasFor(userTextOf(prompt)));
       let r = gen.next();
-      while (!r.done) r = gen.next(await append(r.value));
+      while (!r.done) r = gen.next(yield r.value);
       return { ...r.value, contextFull: false };
     } catch (err) {
       if (!(err instanceof ContextFull)) throw err;
       return { text: '', truncated: false, contextFull: true };
-    } finally {
-      session.dispose();
     }
   }
 
