@@ -176,7 +176,6 @@ export class StackModel extends ModelTraining {
    * (length vocab; with a padded vocabulary the caller masks ids past the tokenizer's).
    */
   prefill(ids: readonly number[], cache: KvCache): Float32Array {
-    if (ids.length === 0) throw new Error('prefill: no tokens');
     const { heads: H, kvHeads: K, layers: L } = this.config;
     const hd = this.headDim;
     const c = ids.length;
@@ -237,6 +236,7 @@ export class StackModel extends ModelTraining {
 
   /** What prefill and prefillAsync refuse (more than the context, an id outside the vocabulary); then room in the cache. */
   private checkPrefill(ids: readonly number[], cache: KvCache): void {
+    if (ids.length === 0) throw new Error('prefill: no tokens');
     const c = ids.length;
     const p = cache.length;
     if (p + c > this.config.maxSeq) throw new Error(`prefill: ${p + c} tokens exceed the model's context ${this.config.maxSeq}`);
@@ -286,7 +286,6 @@ export class StackModel extends ModelTraining {
    */
   async prefillAsync(ids: readonly number[], cache: KvCache): Promise<Float32Array> {
     if (canReadSync()) return this.prefill(ids, cache);
-    if (ids.length === 0) throw new Error('prefill: no tokens');
     const { heads: H, kvHeads: K, layers: L } = this.config;
     const hd = this.headDim;
     const c = ids.length;
