@@ -9,6 +9,7 @@
 // --seed, whose specs are the GRPO table's rows (`grpo`).
 // Types, the table and pure helpers only: no Node, no DOM.
 
+import { isObj } from './isObj';
 import { type ParsedFlags, type UsageRow, jobFields, optionsFromFlags, rowDefaults, usageFromRows } from './optionRows';
 
 /**
@@ -45,6 +46,13 @@ interface SftOptionRow extends UsageRow {
   setting?: string;
   /** The run's default when neither the options nor a resumed run's config.json give it; absent: none, or computed by the run. */
   default?: string | number | boolean | readonly number[];
+  /**
+   * Where a run's config.json records it, checked when the run is resumed (sftConfigProblem):
+   * a top-level key always there or maybe there, or a field of its `budget` object.
+   */
+  config?: 'required' | 'optional' | 'budget';
+  /** What a recorded value must be, as the resume's refusal says it (`"preset" must be ...`). */
+  configMust?: string;
 }
 
 /**
@@ -53,17 +61,17 @@ interface SftOptionRow extends UsageRow {
  */
 export const SFT_OPTION_TABLE = {
   /** The model preset (trainer/model/model.ts PRESETS); a resumed or continued run keeps its own. */
-  preset: { kind: 'string', flag: 'preset', choicesFrom: 'presets', job: true, setting: 'preset', default: 'tiny', usageLine: 1, usageOrder: 1, metavar: 'P' },
+  preset: { kind: 'string', flag: 'preset', choicesFrom: 'presets', job: true, setting: 'preset', default: 'tiny', config: 'required', configMust: 'a preset name', usageLine: 1, usageOrder: 1, metavar: 'P' },
   /** The recipe (trainer/sft/recipes.ts); default: the textbook's, or the one for a user's world. */
   recipe: { kind: 'string', flag: 'recipe', choicesFrom: 'recipes', job: true, usageLine: 1, usageOrder: 2, metavar: 'R' },
   backend: { kind: 'string', flag: 'backend', choicesFrom: 'backends', job: true, setting: 'backend', default: 'auto', usageLine: 1, usageOrder: 3, metavar: 'B' },
   /** The budget in optimiser steps (default: the preset's; the setting's 0 means "use the minutes"). */
-  steps: { kind: 'int', flag: 'steps', min: 1, max: 100000000, job: true, setting: 'sft.steps', usageLine: 1, usageOrder: 4, usageText: '' },
+  steps: { kind: 'int', flag: 'steps', min: 1, max: 100000000, job: true, setting: 'sft.steps', config: 'budget', usageLine: 1, usageOrder: 4, usageText: '' },
   /** The budget in optimiser minutes (evaluations are not counted). */
-  minutes: { kind: 'number', flag: 'minutes', min: 0.05, max: 100000, job: true, setting: 'sft.minutes', usageLine: 1, usageOrder: 4, usageText: '[--minutes M | --steps N]' },
+  minutes: { kind: 'number', flag: 'minutes', min: 0.05, max: 100000, job: true, setting: 'sft.minutes', config: 'budget', usageLine: 1, usageOrder: 4, usageText: '[--minutes M | --steps N]' },
   resume: { kind: 'flag', flag: 'resume', job: true, usageLine: 1, usageOrder: 8 },
   /** Held-out tasks per accuracy point (default all; 0: no accuracy points). */
-  evalLimit: { kind: 'int', flag: 'eval-limit', min: 0, max: 100000, job: true, setting: 'sft.heldoutTasks', usageLine: 1, usageOrder: 9, metavar: 'N' },
+  evalLimit: { kind: 'int', flag: 'eval-limit', min: 0, max: 100000, job: true, setting: 'sft.heldoutTasks', config: 'optional', configMust: 'a non-negative integer', usageLine: 1, usageOrder: 9, metavar: 'N' },
   /** A user's world folder (docs/worlds.md) to build the run from; the run keeps a copy. */
   world: {
     kind: 'string',
@@ -123,7 +131,7 @@ export const SFT_OPTION_TABLE = {
     usageNote: "(--from: continued SFT from that run's latest checkpoint)",
   },
   /** Model initialisation and data order. */
-  seed: { kind: 'int', flag: 'seed', grpo: true, default: 0, usageLine: 1, usageOrder: 5, usageText: '[--seed N] [--threads N]' },
+  seed: { kind: 'int', flag: 'seed', grpo: true, default: 0, config: 'optional', configMust: 'an integer', usageLine: 1, usageOrder: 5, usageText: '[--seed N] [--threads N]' },
   /** Seconds between checkpoints (default 120; 0: after every step). */
   checkpointEverySeconds: { kind: 'int', flag: 'checkpoint-every', min: 0, max: 100000, usageLine: 5, metavar: 'SECONDS' },
   /** Complete checkpoints kept (default 5; 0: all); latest and those an eval used are never pruned. */
@@ -203,6 +211,38 @@ export function sftFlags(lists: SftChoiceLists): Record<string, SftFlagSpec> {
  */
 export function sftOptionsFromFlags(flags: ParsedFlags): SftTableOptions {
   return optionsFromFlags(ROWS, flags) as SftTableOptions;
+}
+
+/** Whether a recorded value is of its row's kind (an int within its lower bound). */
+function recordedValueOk(r: SftOptionRow, v: unknown): boolean {
+  if (r.kind === 'string') return typeof v === 'string';
+  if (r.kind === 'int') return Number.isSafeInteger(v) && (r.min === undefined || (v as number) >= r.min);
+  if (r.kind === 'number') return typeof v === 'number' && Number.isFinite(v);
+  return typeof v === 'boolean';
+}
+
+/**
+ * What is wrong with the options a resumed SFT run's config.json records, by the rows that
+ * say where they are kept (`config`), or null. The budget is one object: steps, minutes or
+ * both, each positive (a job may have asked for fewer minutes than the CLI's lower bound).
+ * The composite records (the recipe, the backend) have no row: trainer/run/runGuards.ts
+ * checks their shapes.
+ */
+export function sftConfigProblem(c: Readonly<Record<string, unknown>>): string | null {
+  for (const [key, r] of ROWS) {
+    if (r.config !== 'required' && r.config !== 'optional') continue;
+    const v = c[key];
+    if (v === undefined && r.config === 'optional') continue;
+    if (!recordedValueOk(r, v)) return `"${key}" must be ${r.configMust ?? `a ${r.kind}`}`;
+  }
+  const budget = c['budget'];
+  if (budget === undefined) return null;
+  const shape = '"budget" must be {"steps": N} or {"minutes": M}';
+  if (!isObj(budget)) return shape;
+  const inBudget = ROWS.filter(([, r]) => r.config === 'budget');
+  const positive = inBudget.every(([key, r]) => budget[key] === undefined || (recordedValueOk(r, budget[key]) && (budget[key] as number) > 0));
+  const some = inBudget.some(([key]) => budget[key] !== undefined);
+  return positive && some ? null : `${shape} with N, M > 0`;
 }
 
 /** The trainer's options a job spec gives: its table fields that are set, in table order. */

@@ -6,7 +6,8 @@ import { COMMANDS } from '../../cli/commands';
 import { GRPO_OPTIONS, SFT_OPTIONS } from '../../cli/train';
 import { GRPO_OPTION_TABLE } from '../../core/protocol/grpoOptions';
 import { type UsageRow, usageFromRows } from '../../core/protocol/optionRows';
-import { SFT_OPTION_DEFAULTS, SFT_OPTION_TABLE, sftOptionsFromFlags, sftOptionsFromJob, sftUsage } from '../../core/protocol/sftOptions';
+import { SFT_OPTION_DEFAULTS, SFT_OPTION_TABLE, sftConfigProblem, sftOptionsFromFlags, sftOptionsFromJob, sftUsage } from '../../core/protocol/sftOptions';
+import { checkSftConfig } from '../../trainer/run/runGuards';
 import { checkJobSpec } from '../../core/protocol/worker';
 import { BACKEND_CHOICES } from '../../trainer/model/backend';
 import { PRESET_NAMES } from '../../trainer/model/model';
@@ -151,5 +152,47 @@ describe('core/protocol/sftOptions: one table for the SFT options', () => {
       assert.equal(checkJobSpec({ ...base, ...(key === 'lora' ? { base: '/hf' } : {}), [key]: good }), null, key);
     }
     assert.match(checkJobSpec({ ...base, resume: 'yes' }) ?? '', /^job\.resume must be a boolean$/);
+  });
+
+  describe("a resumed run's config.json, checked by the rows that say where it is kept", () => {
+    const good = { preset: 'tiny', recipe: { name: 'default', curriculum: [{ until: 1 }] }, seed: 3, budget: { steps: 40 }, backend: { asked: 'auto', used: 'wasm' }, evalLimit: 5 };
+
+    it('the rows marked config are the options a run records: preset, seed and the held-out limit at the top, steps and minutes in the budget', () => {
+      const marked = rows.filter(([, r]) => (r as { config?: string }).config !== undefined).map(([k, r]) => `${k}:${(r as { config?: string }).config}`);
+      assert.deepEqual(marked.sort(), ['evalLimit:optional', 'minutes:budget', 'preset:required', 'seed:optional', 'steps:budget']);
+    });
+
+    it("a run's own config passes, a job's small minutes budget too; optional records may be absent", () => {
+      assert.equal(sftConfigProblem(good), null);
+      assert.equal(sftConfigProblem({ ...good, budget: { minutes: 0.02 } }), null, 'a job may ask for fewer minutes than the CLI bound');
+      assert.equal(sftConfigProblem({ ...good, budget: { steps: 4, minutes: 1 } }), null);
+      const { seed: _s, evalLimit: _e, budget: _b, ...bare } = good;
+      assert.equal(sftConfigProblem(bare), null);
+      assert.doesNotThrow(() => checkSftConfig({ ...good }, 'config.json'));
+    });
+
+    it('each bad record is named, with what it must be', () => {
+      const cases: [Record<string, unknown>, string][] = [
+        [{ preset: 7 }, '"preset" must be a preset name'],
+        [{ preset: undefined }, '"preset" must be a preset name'],
+        [{ seed: 1.5 }, '"seed" must be an integer'],
+        [{ evalLimit: -1 }, '"evalLimit" must be a non-negative integer'],
+        [{ evalLimit: '5' }, '"evalLimit" must be a non-negative integer'],
+        [{ budget: 5 }, '"budget" must be {"steps": N} or {"minutes": M}'],
+        [{ budget: {} }, '"budget" must be {"steps": N} or {"minutes": M} with N, M > 0'],
+        [{ budget: { steps: 0 } }, '"budget" must be {"steps": N} or {"minutes": M} with N, M > 0'],
+        [{ budget: { steps: 2.5 } }, '"budget" must be {"steps": N} or {"minutes": M} with N, M > 0'],
+        [{ budget: { minutes: -1 } }, '"budget" must be {"steps": N} or {"minutes": M} with N, M > 0'],
+      ];
+      for (const [change, message] of cases) {
+        assert.equal(sftConfigProblem({ ...good, ...change }), message, JSON.stringify(change));
+        assert.throws(() => checkSftConfig({ ...good, ...change }, '/r/config.json'), (err: Error) => err.message === `/r/config.json: ${message}`);
+      }
+    });
+
+    it('the composite records without a row keep their own checks', () => {
+      assert.throws(() => checkSftConfig({ ...good, recipe: { name: 'x', curriculum: [] } }, 'c.json'), /"recipe" must be a recipe object/);
+      assert.throws(() => checkSftConfig({ ...good, backend: 'wasm' }, 'c.json'), /"backend" must be \{"asked"/);
+    });
   });
 });

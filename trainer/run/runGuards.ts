@@ -12,6 +12,7 @@ import { ModelConfig, StackModel, validateConfig } from '../model/model';
 import { parseMetrics } from '../../store/runStore';
 import { isObj } from '../../core/protocol/isObj';
 import { grpoConfigProblem } from '../../core/protocol/grpoOptions';
+import { sftConfigProblem } from '../../core/protocol/sftOptions';
 import { CONFIG_FILE, METRICS_FILE, TOKENIZER_FILE } from '../../core/protocol/folders';
 
 /** Consecutive steps with a non-finite loss or gradient after which a run stops. */
@@ -63,28 +64,19 @@ export function configModel(config: Record<string, unknown>, file: string): Mode
   return m as unknown as ModelConfig;
 }
 
-/** Checks the fields a resumed SFT run reads back from its config.json. */
+/** Checks the fields a resumed SFT run reads back from its config.json: the table's options by their rows, the composite records here. */
 export function checkSftConfig(c: Record<string, unknown>, file: string): void {
   const fail = (what: string): never => {
     throw new InputError(`${file}: ${what}`);
   };
-  if (typeof c['preset'] !== 'string') fail('"preset" must be a preset name');
+  const problem = sftConfigProblem(c);
+  if (problem) fail(problem);
   const recipe = c['recipe'];
   if (!isObj(recipe) || typeof recipe['name'] !== 'string' || !Array.isArray(recipe['curriculum']) || recipe['curriculum'].length === 0) {
     fail('"recipe" must be a recipe object with a name and a curriculum');
   }
-  if (c['seed'] !== undefined && !Number.isSafeInteger(c['seed'])) fail('"seed" must be an integer');
-  const budget = c['budget'];
-  if (budget !== undefined) {
-    if (!isObj(budget)) fail('"budget" must be {"steps": N} or {"minutes": M}');
-    const b = budget as Record<string, unknown>;
-    const okSteps = b['steps'] === undefined || (Number.isSafeInteger(b['steps']) && (b['steps'] as number) > 0);
-    const okMinutes = b['minutes'] === undefined || (typeof b['minutes'] === 'number' && Number.isFinite(b['minutes']) && (b['minutes'] as number) > 0);
-    if (!okSteps || !okMinutes || (b['steps'] === undefined && b['minutes'] === undefined)) fail('"budget" must be {"steps": N} or {"minutes": M} with N, M > 0');
-  }
   const backend = c['backend'];
   if (backend !== undefined && (!isObj(backend) || typeof backend['asked'] !== 'string')) fail('"backend" must be {"asked": ..., "used": ...}');
-  if (c['evalLimit'] !== undefined && !(Number.isSafeInteger(c['evalLimit']) && (c['evalLimit'] as number) >= 0)) fail('"evalLimit" must be a non-negative integer');
 }
 
 /** Checks the fields a resumed GRPO run reads back from its config.json. */
