@@ -1,23 +1,16 @@
-// `agent-lab train sft` and `agent-lab eval`: the worker's jobs, run in-process with the
-// progress on stderr. Ctrl-C (or SIGTERM) stops after the current step with a checkpoint;
+// `agent-lab train sft|grpo`, `agent-lab eval` and `agent-lab run` (asking the student): the
+// worker's jobs, run in-process with the progress on stderr. Ctrl-C (or SIGTERM) stops after the current step with a checkpoint;
 // before the first step (a world's data preparation, GRPO's pre-screen) it stops at once,
 // leaving nothing half-written, and exits 130 (143). A second one exits at once; the last
 // complete checkpoint is still there.
 import { constants } from 'node:os';
 import * as path from 'node:path';
 import { BadInputError, CliError, OptionSpec, ParsedArgs, UsageError } from './args';
-import { ToolEnv } from '../core/env';
-import { buildCorpus } from '../core/world';
-import { AgentRuntime } from '../trainer/agent/agentRuntime';
-import { BACKEND_CHOICES, BackendAsk, initBackend } from '../trainer/model/backend';
-import { loadCheckpoint } from '../trainer/run/checkpoint';
-import { renderPrompt } from '../core/distill';
+import { BACKEND_CHOICES } from '../trainer/model/backend';
 import { InputError } from '../store/files';
-import { PRESET_NAMES, StackModel } from '../trainer/model/model';
+import { PRESET_NAMES } from '../trainer/model/model';
 import { RECIPE_NAMES } from '../trainer/sft/recipes';
-import { checkRunTokenizer, checkpointModelConfig, configModel, readRunConfig } from '../trainer/run/runGuards';
-import { modelPolicy, tokenizerCallMask } from '../trainer/agent/policy';
-import { Stopped, dataFiles, loadTokenizer } from '../trainer/sft/prepare';
+import { Stopped, dataFiles } from '../trainer/sft/prepare';
 import { checkBaseFolder } from '../trainer/hf/hfModel';
 import { parseLoraSpec } from '../trainer/model/lora';
 import { runJob, type JobHooks } from '../trainer/run/jobs';
@@ -26,12 +19,10 @@ import { runSft } from '../trainer/sft/sft';
 import { PreflightRefusal, runGrpo } from '../trainer/grpo/grpo';
 import { grpoOnlyFlags, grpoOptionsFromFlags } from '../core/protocol/grpoOptions';
 import { SFT_FLAG_NAMES, sftFlags, sftOptionsFromFlags } from '../core/protocol/sftOptions';
-import type { EvalSplit } from '../core/protocol/worker';
+import type { AskJobSpec, AskJobSummary, EvalSplit } from '../core/protocol/worker';
+import { QuestionTooLong } from '../trainer/agent/askJob';
 import { failureMeaning } from '../core/protocol/panels';
 import { evaluateFigure, figureText, rlBaselineLines, shapeLine, trainingFigure } from '../core/figures';
-import { worldEnv, worldTemplates } from '../core/worlds';
-import { readWorldFolder, runWorld } from '../store/worldFolder';
-import { CONFIG_FILE } from '../core/protocol/folders';
 
 type Options = Record<string, string | number | boolean | undefined>;
 
@@ -203,51 +194,37 @@ export async function runEvalCommand(o: Options): Promise<void> {
   );
 }
 
-/** `agent-lab run --run DIR QUESTION`: the student answers one question through the real loop. */
+/** `agent-lab run --run DIR QUESTION`: the student answers one question through the real loop (the ask job, in-process). */
 export async function runAskCommand(o: Options, question: string): Promise<void> {
-  const runDir = path.resolve(o['run'] as string);
-  const configFile = path.join(runDir, CONFIG_FILE);
-  const run = readRunConfig(runDir);
-  if (!run) throw new UsageError(`${runDir} is not a run folder (no config.json)`);
-  const configured = configModel(run.config, configFile);
-  if (!configured) throw new UsageError(`${runDir} holds no trained model; train one with agent-lab train sft --run ${runDir}`);
-  const which = (o['checkpoint'] as string | undefined) ?? 'latest';
-  if (which !== 'latest' && !/^step-\d+$/.test(which)) throw new UsageError(`--checkpoint must be 'latest' or 'step-N' (got '${which}')`);
-  const ck = loadCheckpoint(runDir, which); // damaged or NaN: an InputError naming the file
-  const tokenizer = loadTokenizer(runDir);
-  checkRunTokenizer(run.config, configFile, tokenizer);
-  const cfg = checkpointModelConfig(ck, { model: configured, what: configFile }, tokenizer);
+  // Quiet: `agent-lab run` prints the trajectory and nothing else (not even the backend).
+  const hooks: JobHooks = { ...trainJobHooks(true), started: () => {} };
+  let s: AskJobSummary;
   try {
-    await initBackend(((o['backend'] as string | undefined) ?? 'auto') as BackendAsk);
+    const spec: AskJobSpec = {
+      kind: 'ask',
+      runDir: o['run'] as string,
+      question,
+      ...(o['world'] !== undefined ? { world: o['world'] as string } : {}),
+      ...(o['checkpoint'] !== undefined ? { checkpoint: o['checkpoint'] as string } : {}),
+      ...(o['backend'] !== undefined ? { backend: o['backend'] as string } : {}),
+    };
+    s = (await runJob(spec, hooks)).summary;
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    if (err instanceof UserError) throw new UsageError(err.message);
+    if (err instanceof QuestionTooLong) throw new CliError(err.message);
+    throw err; // InputError and WorldFileError: main() reports them as it always has
   }
-  const model = StackModel.fromWeights(cfg, ck.weights);
-  try {
-    // The tools search the run's own world (or the folder --world names); the textbook's by default.
-    const world = o['world'] !== undefined ? readWorldFolder(o['world'] as string) : runWorld(runDir);
-    const env = world ? worldEnv(world.id) : new ToolEnv(buildCorpus());
-    const context = model.config.maxSeq;
-    const promptTokens = tokenizer.encode(renderPrompt(question, env.systemPrompt)).length;
-    if (promptTokens + 2 > context) {
-      throw new CliError(`the question does not fit the student's context: the prompt is ${promptTokens} tokens, the context ${context} (shorten the question)`);
-    }
-    const runtime = new AgentRuntime(modelPolicy(model, tokenizer.vocabSize), tokenizer, env, tokenizerCallMask(tokenizer, world ? worldTemplates(world.id) : undefined));
-    const ep = await runtime.runAsync({ question });
-    if (o['json']) {
-      console.log(JSON.stringify({ question, answer: ep.answer, steps: ep.steps, outOfSteps: ep.outOfSteps, contextFull: ep.contextFull, text: ep.text }));
-      return;
-    }
-    for (const step of ep.record) {
-      console.log(`--- step (${step.kind}${step.guard ? `, ${step.guard}` : ''}${step.truncated ? ', cut' : ''})`);
-      console.log(step.text);
-      if (step.observation !== undefined) console.log(`>>> ${step.observation}`);
-    }
-    const why = ep.contextFull ? `, the trajectory outgrew the student's context of ${context} tokens` : ep.outOfSteps ? ', out of steps' : '';
-    console.log(`answer: ${ep.answer ?? '(none)'}  (${ep.steps} steps${why}, checkpoint ${ck.name})`);
-  } finally {
-    model.dispose();
+  if (o['json']) {
+    console.log(JSON.stringify({ question, answer: s.answer, steps: s.steps, outOfSteps: s.outOfSteps, contextFull: s.contextFull, text: s.text }));
+    return;
   }
+  for (const step of s.record) {
+    console.log(`--- step (${step.kind}${step.guard ? `, ${step.guard}` : ''}${step.truncated ? ', cut' : ''})`);
+    console.log(step.text);
+    if (step.observation !== undefined) console.log(`>>> ${step.observation}`);
+  }
+  const why = s.contextFull ? `, the trajectory outgrew the student's context of ${s.context} tokens` : s.outOfSteps ? ', out of steps' : '';
+  console.log(`answer: ${s.answer ?? '(none)'}  (${s.steps} steps${why}, checkpoint ${s.checkpoint})`);
 }
 
 /** `train sft|grpo`: which options belong to which training, and what a resume may not change. */

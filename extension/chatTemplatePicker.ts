@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { log, reportError } from './log';
 import { CHAT_TEMPLATE_SETTING, TEMPLATE_FOLDER_GLOB, browseProblem, pickRows, settingFolder, settingValueFor, templateFoldersOf } from './chatTemplateFolders';
 import { setting, updateSetting } from './settings';
-import { registerCommand } from './commands';
+import type { CommandMap } from './commands';
 
 const MAX_FILES = 2000;
 
@@ -57,9 +57,9 @@ export async function chooseChatTemplate(): Promise<string | undefined> {
   return dir;
 }
 
-export function activateChatTemplatePicker(context: vscode.ExtensionContext): void {
-  context.subscriptions.push(
-    registerCommand('agentLab.chooseChatTemplate', async (): Promise<string | undefined> => {
+export function activateChatTemplatePicker() {
+  return {
+    'agentLab.chooseChatTemplate': async (): Promise<string | undefined> => {
       if (!vscode.workspace.workspaceFolders?.length) {
         void vscode.window.showWarningMessage('Agent Lab: open a folder first; the chat template is a workspace setting.');
         return undefined;
@@ -70,6 +70,6 @@ export function activateChatTemplatePicker(context: vscode.ExtensionContext): vo
         reportError('choosing the chat template failed', err);
         return undefined;
       }
-    }),
-  );
+    },
+  } satisfies CommandMap;
 }

@@ -1,7 +1,8 @@
 // Runs the bundled CLI (bin/agent-lab → dist/cli.js, shipped in the .vsix) in a child
-// process, for the commands that need tfjs (asking the student, the demo) or that the CLI
-// already does completely (export to TRL, the reward audit): tfjs never loads in the
-// extension host. Its stderr goes to the "Agent Lab" output channel line by line.
+// process, for what is not a job of the worker (extension/workerProcess.ts) and that the
+// CLI already does completely: the demo (a tour of the whole pipeline), the export to TRL
+// and Hugging Face, a model folder's inspection. tfjs never loads in the extension host.
+// Its stderr goes to the "Agent Lab" output channel line by line.
 import { fork } from 'node:child_process';
 import * as path from 'node:path';
 import type * as vscode from 'vscode';

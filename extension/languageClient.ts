@@ -15,31 +15,25 @@ import {
   isLossMaskResult,
 } from '../core/protocol/lsp';
 import { log } from './log';
-import { setting } from './settings';
+import type { Lab } from './lab';
 
-let client: LanguageClient | undefined;
-
-/** The running client (for features that send custom requests, e.g. the loss-mask panel). */
-export function languageClient(): LanguageClient | undefined {
-  return client;
-}
-
-/** agentLab/lossMask through the running client; the result is validated. */
-export async function requestLossMask(params: LossMaskParams): Promise<LossMaskResult> {
+/** agentLab/lossMask through the lab's running client; the result is validated. */
+export async function requestLossMask(lab: Pick<Lab, 'client'>, params: LossMaskParams): Promise<LossMaskResult> {
+  const client = lab.client;
   if (!client) throw new Error('the Agent Lab language server is not running');
   const result: unknown = await client.sendRequest(LossMaskRequest.method, params);
   if (!isLossMaskResult(result)) throw new Error(`${LossMaskRequest.method}: the server answered with an unexpected shape`);
   return result;
 }
 
-export function activateLanguageClient(context: vscode.ExtensionContext): void {
-  const module = context.asAbsolutePath('dist/server.js');
+export function activateLanguageClient(lab: Lab): void {
+  const module = lab.extension.asAbsolutePath('dist/server.js');
   const serverOptions: ServerOptions = {
     run: { module, transport: TransportKind.ipc },
     debug: { module, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6009'] } },
   };
   const settings = (): Record<string, unknown> => {
-    return { datasetGlobs: setting('datasetGlobs'), tokenizerPath: setting('tokenizerPath') };
+    return { datasetGlobs: lab.config.get('datasetGlobs'), tokenizerPath: lab.config.get('tokenizerPath') };
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
@@ -54,18 +48,18 @@ export function activateLanguageClient(context: vscode.ExtensionContext): void {
     synchronize: { configurationSection: 'agentLab' },
     outputChannelName: 'Agent Lab Language Server',
   };
-  client = new LanguageClient('agentLab', 'Agent Lab Language Server', serverOptions, clientOptions);
-  const c = client;
-  context.subscriptions.push({
+  const c = new LanguageClient('agentLab', 'Agent Lab Language Server', serverOptions, clientOptions);
+  lab.client = c;
+  lab.own({
     dispose: () => {
-      client = undefined;
+      lab.client = undefined;
       void c.stop().catch(() => undefined);
     },
   });
   c.start().then(
     () => {
       log.info('language server started');
-      context.subscriptions.push(
+      lab.own(
         c.onNotification(DatasetRecognizedNotification.method, async (p: unknown) => {
           if (!isDatasetRecognizedParams(p)) return;
           const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === p.uri);

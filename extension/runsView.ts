@@ -14,7 +14,8 @@ import { liveRunDirs, onRunsChanged, runOutcome } from './training';
 import { runsFolderUri } from './workspace';
 import { diffTargets, isRunsViewFile, targetKey, watchTargets } from './runsWatch';
 import { CHECKPOINTS_DIR } from '../core/protocol/folders';
-import { registerCommand } from './commands';
+import type { CommandMap } from './commands';
+import type { Lab } from './lab';
 import type { CommandId } from './commandIds';
 
 type Node =
@@ -256,7 +257,7 @@ function pathOfNode(n: Node): string | undefined {
   return undefined;
 }
 
-export function activateRunsView(context: vscode.ExtensionContext): void {
+export function activateRunsView(lab: Lab) {
   const tree = new RunsTree();
   const view = vscode.window.createTreeView('agentLab.runs', { treeDataProvider: tree, showCollapseAll: true });
   let timer: NodeJS.Timeout | undefined;
@@ -313,47 +314,49 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
       stale = false;
       refreshNow();
     }
-  }, undefined, context.subscriptions);
+  }, undefined, lab.extension.subscriptions);
   syncWatchers();
-  const cmd = (id: CommandId, fn: (node: Node) => unknown) =>
-    registerCommand(id, async (node: Node) => {
-      try {
-        await fn(node);
-      } catch (err) {
-        reportError(`${id} failed`, err);
-      }
-    });
+  // A context-menu command's failure is reported, never a silent rejection.
+  const cmd = (id: CommandId, fn: (node: Node) => unknown) => async (node: Node) => {
+    try {
+      await fn(node);
+    } catch (err) {
+      reportError(`${id} failed`, err);
+    }
+  };
   const refreshAll = () => {
     syncWatchers();
     tree.refreshAll();
   };
-  context.subscriptions.push(
+  lab.own(
     view,
     { dispose: () => watchers.forEach((w) => w.dispose()) },
     onRunsChanged(refreshSoon),
     vscode.workspace.onDidChangeWorkspaceFolders(refreshAll),
     vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentLab.runsFolder') && refreshAll()),
     { dispose: () => timer && clearTimeout(timer) },
-    registerCommand('agentLab.runs.refresh', refreshAll),
-    cmd('agentLab.runs.trainOnDataset', (n) => n.type === 'dataset' && vscode.commands.executeCommand('agentLab.trainSft', vscode.Uri.file(n.dataset.file))),
-    cmd('agentLab.runs.distill', (n) => n.type === 'world' && vscode.commands.executeCommand('agentLab.distill', vscode.Uri.file(n.world.dir))),
-    cmd('agentLab.runs.evaluate', (n) => vscode.commands.executeCommand('agentLab.evaluate', { runDir: runDirOfArg(n), askSplit: true })),
-    cmd('agentLab.runs.resume', (n) => vscode.commands.executeCommand('agentLab.resumeTraining', { runDir: runDirOfArg(n) })),
-    cmd('agentLab.runs.curves', (n) => vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [runDirOfArg(n)] })),
-    cmd('agentLab.runs.grpo', (n) => vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: runDirOfArg(n) })),
-    cmd('agentLab.runs.ask', (n) => vscode.commands.executeCommand('agentLab.askStudent', { runDir: runDirOfArg(n) })),
-    cmd('agentLab.runs.export', (n) => vscode.commands.executeCommand('agentLab.exportTrl', { runDir: runDirOfArg(n) })),
-    cmd('agentLab.runs.inspect', (n) => {
+  );
+  return {
+    'agentLab.runs.refresh': refreshAll,
+    'agentLab.runs.trainOnDataset': cmd('agentLab.runs.trainOnDataset', (n) => n.type === 'dataset' && vscode.commands.executeCommand('agentLab.trainSft', vscode.Uri.file(n.dataset.file))),
+    'agentLab.runs.distill': cmd('agentLab.runs.distill', (n) => n.type === 'world' && vscode.commands.executeCommand('agentLab.distill', vscode.Uri.file(n.world.dir))),
+    'agentLab.runs.evaluate': cmd('agentLab.runs.evaluate', (n) => vscode.commands.executeCommand('agentLab.evaluate', { runDir: runDirOfArg(n), askSplit: true })),
+    'agentLab.runs.resume': cmd('agentLab.runs.resume', (n) => vscode.commands.executeCommand('agentLab.resumeTraining', { runDir: runDirOfArg(n) })),
+    'agentLab.runs.curves': cmd('agentLab.runs.curves', (n) => vscode.commands.executeCommand('agentLab.showCurves', { runDirs: [runDirOfArg(n)] })),
+    'agentLab.runs.grpo': cmd('agentLab.runs.grpo', (n) => vscode.commands.executeCommand('agentLab.trainGrpo', { fromRunDir: runDirOfArg(n) })),
+    'agentLab.runs.ask': cmd('agentLab.runs.ask', (n) => vscode.commands.executeCommand('agentLab.askStudent', { runDir: runDirOfArg(n) })),
+    'agentLab.runs.export': cmd('agentLab.runs.export', (n) => vscode.commands.executeCommand('agentLab.exportTrl', { runDir: runDirOfArg(n) })),
+    'agentLab.runs.inspect': cmd('agentLab.runs.inspect', (n) => {
       const p = pathOfNode(n);
       if (p) return vscode.commands.executeCommand('agentLab.inspectTrajectories', vscode.Uri.file(p));
       return undefined;
     }),
-    cmd('agentLab.runs.reveal', (n) => {
+    'agentLab.runs.reveal': cmd('agentLab.runs.reveal', (n) => {
       const p = pathOfNode(n);
       if (p) return vscode.commands.executeCommand('revealInExplorer', vscode.Uri.file(p));
       return undefined;
     }),
-    cmd('agentLab.runs.delete', async (n) => {
+    'agentLab.runs.delete': cmd('agentLab.runs.delete', async (n) => {
       const p = n.type === 'run' ? n.run.dir : n.type === 'world' ? n.world.dir : undefined;
       if (!p) return;
       if (liveRunDirs().has(p)) {
@@ -376,5 +379,5 @@ export function activateRunsView(context: vscode.ExtensionContext): void {
       log.info(`deleted ${p}`);
       tree.refresh();
     }),
-  );
+  } satisfies CommandMap;
 }

@@ -1,8 +1,9 @@
-// The commands around a trained student and its data: Ask the Student (`agent-lab run`: the
-// trajectory opens in the Trajectory Inspector), Export to TRL (`agent-lab export`), Audit
-// Reward (core/reward.ts, in-process: no tfjs), Run the Demo (`agent-lab demo`), and Open the
-// Samples (a copy of the bundled samples/ to try the language features on). The CLI runs in a
-// child process (extension/cliProcess.ts); what it writes goes to new files only.
+// The commands around a trained student and its data: Ask the Student (the ask job in the
+// worker process, extension/workerProcess.ts: the trajectory opens in the Trajectory
+// Inspector), Export to TRL (`agent-lab export`), Audit Reward (core/reward.ts, in-process: no
+// tfjs), Run the Demo (`agent-lab demo`), and Open the Samples (a copy of the bundled samples/
+// to try the language features on). The CLI runs in a child process (extension/cliProcess.ts);
+// what is written goes to new files only.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -12,8 +13,8 @@ import { log, reportError } from './log';
 import { listRunFolders, readRun } from './runFolders';
 import { askedEvalRow, checkAnswer, checkText, questionToAsk } from './askQuestion';
 import { pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
-import { setting } from './settings';
-import { registerCommand } from './commands';
+import type { CommandMap } from './commands';
+import type { Lab } from './lab';
 
 interface RunArg {
   runDir?: string;
@@ -60,7 +61,7 @@ function freshPath(dir: string, base: string, ext = ''): string {
   return p;
 }
 
-async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): Promise<AskResult | undefined> {
+async function askStudent(lab: Lab, arg: RunArg = {}): Promise<AskResult | undefined> {
   const runDir = arg.runDir ?? (await pickTrainedRun('Student to ask'));
   if (!runDir) return undefined;
   const question =
@@ -74,15 +75,19 @@ async function askStudent(context: vscode.ExtensionContext, arg: RunArg = {}): P
       validateInput: (v) => (v.trim() === '' ? 'a question' : null),
     }));
   if (!question) return undefined;
-  const backend = setting('backend');
-  const r = await vscode.window.withProgress(
+  const backend = lab.config.get('backend');
+  const { outcome, cancelled } = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: the student of ${path.basename(runDir)} is answering`, cancellable: true },
-    (_p, token) => runCli(context, ['run', '--run', runDir, '--backend', backend, '--json', '--', question], { cwd: path.dirname(runDir), token }),
+    async (_p, token) => {
+      // One episode has no step boundary to stop at: a cancelled question is killed after a moment.
+      const done = await lab.runToolJob({ kind: 'ask', runDir, question, backend }, { cwd: path.dirname(runDir), token, killAfterMs: 3000 });
+      return { outcome: done, cancelled: token.isCancellationRequested };
+    },
   );
-  if (r.cancelled) return undefined;
-  if (r.code !== 0) throw new Error(cliError(r));
-  const line = r.stdout.trim().split('\n').pop() ?? '';
-  const out = JSON.parse(line) as { answer: string | null; steps: number; text: string };
+  // A cancelled question is dropped, answered or not (as before: nothing written, nothing shown).
+  if (cancelled || (outcome.ok && outcome.result.cancelled)) return undefined;
+  if (!outcome.ok) throw new Error(outcome.error);
+  const out = outcome.result.summary;
   // The trajectory as a .transcript beside the run's other outputs, then in the inspector.
   const dir = path.join(runDir, 'asked');
   fs.mkdirSync(dir, { recursive: true });
@@ -114,7 +119,7 @@ function shortAnswer(answer: string | null): string {
   return q.length > 90 ? `${q.slice(0, 87)}…"` : q;
 }
 
-async function exportTrl(context: vscode.ExtensionContext, arg: RunArg & { format?: string; split?: string } = {}): Promise<string | undefined> {
+async function exportTrl(lab: Lab, arg: RunArg & { format?: string; split?: string } = {}): Promise<string | undefined> {
   const runDir = arg.runDir ?? (await pickTrainedRun('Run whose data to export to Hugging Face TRL'));
   if (!runDir) return undefined;
   const format =
@@ -132,7 +137,7 @@ async function exportTrl(context: vscode.ExtensionContext, arg: RunArg & { forma
   const split = arg.split ?? 'train';
   const out = freshPath(runDir, `export-${format}-${split}`);
   const r = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Agent Lab: exporting ${path.basename(runDir)} (${format})` }, () =>
-    runCli(context, ['export', '--format', format, '--run', runDir, '--split', split, '--out', out], { cwd: path.dirname(runDir) }),
+    runCli(lab.extension, ['export', '--format', format, '--run', runDir, '--split', split, '--out', out], { cwd: path.dirname(runDir) }),
   );
   if (r.code !== 0) throw new Error(cliError(r));
   log.info(r.stdout.trim());
@@ -143,8 +148,8 @@ async function exportTrl(context: vscode.ExtensionContext, arg: RunArg & { forma
   return out;
 }
 
-async function auditRewardCommand(arg: { reward?: string } = {}): Promise<{ ok: boolean; report: string } | undefined> {
-  const configured = setting('grpo.reward') || DEFAULT_REWARD_TEXT;
+async function auditRewardCommand(lab: Lab, arg: { reward?: string } = {}): Promise<{ ok: boolean; report: string } | undefined> {
+  const configured = lab.config.get('grpo.reward') || DEFAULT_REWARD_TEXT;
   const text =
     arg.reward ??
     (await vscode.window.showInputBox({
@@ -171,7 +176,7 @@ async function auditRewardCommand(arg: { reward?: string } = {}): Promise<{ ok: 
   return { ok: audit.ok, report };
 }
 
-async function runDemo(context: vscode.ExtensionContext, arg: { minutes?: number } = {}): Promise<string | undefined> {
+async function runDemo(lab: Lab, arg: { minutes?: number } = {}): Promise<string | undefined> {
   const ws = await pickWorkspaceFolder();
   if (!ws) {
     void vscode.window.showWarningMessage('Agent Lab: open a folder first; the demo writes a run folder into the workspace.');
@@ -185,7 +190,7 @@ async function runDemo(context: vscode.ExtensionContext, arg: { minutes?: number
   const r = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: the demo (${minutes} minutes of training)`, cancellable: true },
     (progress, token) =>
-      runCli(context, ['demo', '--minutes', String(minutes), '--run', runDir], {
+      runCli(lab.extension, ['demo', '--minutes', String(minutes), '--run', runDir], {
         cwd: runs,
         token,
         onStderrLine: (line) => progress.report({ message: line.replace(/^\[agent-lab\]\s*/, '').slice(0, 120) }),
@@ -201,7 +206,7 @@ async function runDemo(context: vscode.ExtensionContext, arg: { minutes?: number
 }
 
 /** Copies the bundled samples into the extension's storage (once) and opens them as a folder. */
-async function openSamples(context: vscode.ExtensionContext, arg: { target?: string; newWindow?: boolean; file?: string } = {}): Promise<string> {
+async function openSamples(lab: Lab, arg: { target?: string; newWindow?: boolean; file?: string } = {}): Promise<string> {
   // A workspace that already holds the samples (the repository's samples/, or the copy): open the file there.
   const file = arg.file ?? 'broken-call.transcript';
   for (const f of vscode.workspace.workspaceFolders ?? []) {
@@ -211,10 +216,10 @@ async function openSamples(context: vscode.ExtensionContext, arg: { target?: str
       return f.uri.fsPath;
     }
   }
-  const target = arg.target ?? path.join(context.globalStorageUri.fsPath, 'samples');
+  const target = arg.target ?? path.join(lab.extension.globalStorageUri.fsPath, 'samples');
   if (!fs.existsSync(target)) {
     fs.mkdirSync(path.dirname(target), { recursive: true });
-    fs.cpSync(path.join(context.extensionPath, 'samples'), target, { recursive: true, errorOnExist: true, force: false });
+    fs.cpSync(path.join(lab.extension.extensionPath, 'samples'), target, { recursive: true, errorOnExist: true, force: false });
     log.info(`copied the samples into ${target}`);
   }
   const open = vscode.workspace.workspaceFolders?.some((f) => f.uri.fsPath === target);
@@ -223,7 +228,7 @@ async function openSamples(context: vscode.ExtensionContext, arg: { target?: str
   return target;
 }
 
-export function activateStudentCommands(context: vscode.ExtensionContext): void {
+export function activateStudentCommands(lab: Lab) {
   const wrap =
     <A, R>(what: string, fn: (a: A) => Promise<R>) =>
     async (a: A): Promise<R | undefined> => {
@@ -234,11 +239,11 @@ export function activateStudentCommands(context: vscode.ExtensionContext): void 
         return undefined;
       }
     };
-  context.subscriptions.push(
-    registerCommand('agentLab.askStudent', wrap('asking the student failed', (a?: RunArg) => askStudent(context, a ?? {}))),
-    registerCommand('agentLab.exportTrl', wrap('the export failed', (a?: RunArg & { format?: string }) => exportTrl(context, a ?? {}))),
-    registerCommand('agentLab.auditReward', wrap('the reward audit failed', (a?: { reward?: string }) => auditRewardCommand(a ?? {}))),
-    registerCommand('agentLab.runDemo', wrap('the demo failed', (a?: { minutes?: number }) => runDemo(context, a ?? {}))),
-    registerCommand('agentLab.openSamples', wrap('opening the samples failed', (a?: { target?: string; file?: string }) => openSamples(context, a ?? {}))),
-  );
+  return {
+    'agentLab.askStudent': wrap('asking the student failed', (a?: RunArg) => askStudent(lab, a ?? {})),
+    'agentLab.exportTrl': wrap('the export failed', (a?: RunArg & { format?: string }) => exportTrl(lab, a ?? {})),
+    'agentLab.auditReward': wrap('the reward audit failed', (a?: { reward?: string }) => auditRewardCommand(lab, a ?? {})),
+    'agentLab.runDemo': wrap('the demo failed', (a?: { minutes?: number }) => runDemo(lab, a ?? {})),
+    'agentLab.openSamples': wrap('opening the samples failed', (a?: { target?: string; file?: string }) => openSamples(lab, a ?? {})),
+  } satisfies CommandMap;
 }

@@ -5,12 +5,13 @@
 // channel. The steps pass the data along: Train (SFT) trains on trajectories the user
 // distilled (the worker makes the run folder from them: trainer/sft/tracesRun.ts), each job ends with a message
 // whose buttons start the next step, and a cancelled run can be resumed.
-import { ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { type EvalSplit, FromWorker, JobResult, JobSpec, type PreparedTraces, ToWorker, parseFromWorker } from '../core/protocol/worker';
+import { type EvalSplit, FromWorker, JobResult, JobSpec, type PreparedTraces, type RunJobKind, ToWorker, isRunJobResult } from '../core/protocol/worker';
+import { forkWorker, onWorkerMessage } from './workerProcess';
 import { log, reportError } from './log';
 // ---- live metrics for the Training Curves panel (extension/panels/liveMetrics.ts) ----
 import { publishJobEnded, publishLiveMetrics } from './panels/liveMetrics';
@@ -29,8 +30,8 @@ import { exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspa
 import { type ModelChoice, baseFolderVerdict, editorRefusal, modelPickItems, sftModelFields, trainModeItems } from './baseModel';
 import { runCli } from './cliProcess';
 import { CONFIG_FILE, CORPUS_FILE, DATA_DIR, EVAL_DIR, evalRowsFile, TRAIN_TRACES_FILE } from '../core/protocol/folders';
-import { setting, settingsReader } from './settings';
-import { registerCommand } from './commands';
+import type { CommandMap } from './commands';
+import type { Lab } from './lab';
 
 interface ActiveJob {
   spec: JobSpec;
@@ -43,10 +44,10 @@ export interface JobReport {
   ok: boolean;
   runDir: string;
   /** The worker's `done` (core/protocol/worker.ts: the summary typed per job kind); null when it never said done. */
-  done: JobResult | null;
+  done: JobResult<RunJobKind> | null;
   /** done's `cancelled` and `summary`, flat for scripted callers (empty when it never said done). */
   cancelled: boolean;
-  summary: JobResult['summary'] | Record<string, never>;
+  summary: JobResult<RunJobKind>['summary'] | Record<string, never>;
   checkpoints: number[];
   progressEvents: number;
   error?: string;
@@ -85,23 +86,19 @@ function rememberOutcome(runDir: string, status: RunStatus): void {
   void outcomes?.update(OUTCOMES_KEY, all);
 }
 
-export function activateTraining(context: vscode.ExtensionContext): void {
-  outcomes = context.workspaceState;
+export function activateTraining(lab: Lab) {
+  outcomes = lab.extension.workspaceState;
   statusItem = vscode.window.createStatusBarItem('agentLab.training', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Agent Lab training';
   statusItem.command = 'agentLab.cancelTraining';
-  context.subscriptions.push(
-    statusItem,
-    runsChanged,
-    registerCommand('agentLab.trainSft', (args?: TrainArgs | vscode.Uri | RunRef) => trainSftCommand(context, args)),
-    registerCommand('agentLab.trainGrpo', (args?: GrpoArgs | RunRef) =>
-      trainGrpo(context, isRunRef(args) ? { fromRunDir: args.runDir } : args ?? {}),
-    ),
-    registerCommand('agentLab.evaluate', (args?: EvalArgs | RunRef) => evaluate(context, args ?? {})),
-    registerCommand('agentLab.resumeTraining', (args?: RunRef) => resume(context, args)),
-    registerCommand('agentLab.cancelTraining', () => cancelAll()),
-    { dispose: () => cancelAll() },
-  );
+  lab.own(statusItem, runsChanged, { dispose: () => cancelAll() });
+  return {
+    'agentLab.trainSft': (args?: TrainArgs | vscode.Uri | RunRef) => trainSftCommand(lab, args),
+    'agentLab.trainGrpo': (args?: GrpoArgs | RunRef) => trainGrpo(lab, isRunRef(args) ? { fromRunDir: args.runDir } : args ?? {}),
+    'agentLab.evaluate': (args?: EvalArgs | RunRef) => evaluate(lab, args ?? {}),
+    'agentLab.resumeTraining': (args?: RunRef) => resume(lab, args),
+    'agentLab.cancelTraining': () => cancelAll(),
+  } satisfies CommandMap;
 }
 
 /** A run folder, as the Runs view's items and the message buttons pass it. */
@@ -153,7 +150,7 @@ type DataChoice = { traces: string } | { world: string } | { defaultWorld: true 
  * the workspace (not a run's own data/ or eval/), the last choice first; the default world
  * only when there is none (or the user picks it).
  */
-async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder): Promise<DataChoice | undefined> {
+async function pickTrainingData(lab: Lab, folder: vscode.WorkspaceFolder): Promise<DataChoice | undefined> {
   const runs = runsFolderUri(folder).fsPath;
   const found = new Map<string, number>();
   for (const w of listWorlds(runs)) for (const d of w.datasets) found.set(d.file, d.rows);
@@ -172,7 +169,7 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
     log.info('Train (SFT): no distilled trajectories in the workspace; training on the default world (stub teacher)');
     return { defaultWorld: true };
   }
-  const last = context.workspaceState.get<string>(LAST_DATA_KEY);
+  const last = lab.extension.workspaceState.get<string>(LAST_DATA_KEY);
   files.sort(([a], [b]) => (a === last ? -1 : b === last ? 1 : b.localeCompare(a)));
   type Item = vscode.QuickPickItem & { choice: DataChoice };
   const items: Item[] = files.map(([file, rows]) => ({
@@ -198,8 +195,8 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
   if (last === 'default') items.unshift(items.pop()!);
   const pick = await vscode.window.showQuickPick(items, { placeHolder: 'Trajectories to train the student on', ignoreFocusOut: true });
   if (!pick) return undefined;
-  if ('traces' in pick.choice) await context.workspaceState.update(LAST_DATA_KEY, pick.choice.traces);
-  else if ('defaultWorld' in pick.choice) await context.workspaceState.update(LAST_DATA_KEY, 'default');
+  if ('traces' in pick.choice) await lab.extension.workspaceState.update(LAST_DATA_KEY, pick.choice.traces);
+  else if ('defaultWorld' in pick.choice) await lab.extension.workspaceState.update(LAST_DATA_KEY, 'default');
   return pick.choice;
 }
 
@@ -208,16 +205,16 @@ async function pickTrainingData(context: vscode.ExtensionContext, folder: vscode
  * first), checked by the loader's own inspection before anything is written, then trained
  * fully or with LoRA.
  */
-async function pickModel(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder): Promise<ModelChoice | undefined> {
-  const configured = setting('preset', folder.uri);
-  const items = modelPickItems(configured, context.workspaceState.get<string>(LAST_BASE_KEY));
+async function pickModel(lab: Lab, folder: vscode.WorkspaceFolder): Promise<ModelChoice | undefined> {
+  const configured = lab.config.get('preset', folder.uri);
+  const items = modelPickItems(configured, lab.extension.workspaceState.get<string>(LAST_BASE_KEY));
   const pick = await vscode.window.showQuickPick(items, { placeHolder: 'The model to train: a preset, or a Hugging Face model folder', ignoreFocusOut: true });
   if (!pick) return undefined;
   if ('preset' in pick.pick) return { preset: pick.pick.preset };
   let dir: string;
   if ('folder' in pick.pick) dir = pick.pick.folder;
   else {
-    const last = context.workspaceState.get<string>(LAST_BASE_KEY);
+    const last = lab.extension.workspaceState.get<string>(LAST_BASE_KEY);
     const chosen = await vscode.window.showOpenDialog({
       canSelectFolders: true,
       canSelectFiles: false,
@@ -231,7 +228,7 @@ async function pickModel(context: vscode.ExtensionContext, folder: vscode.Worksp
   }
   const inspected = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: checking ${path.basename(dir)}` },
-    () => runCli(context, ['model', 'inspect', '--base', dir, '--json'], { cwd: folder.uri.fsPath }),
+    () => runCli(lab.extension, ['model', 'inspect', '--base', dir, '--json'], { cwd: folder.uri.fsPath }),
   );
   const verdict = baseFolderVerdict(dir, inspected);
   const refusal = verdict.ok ? editorRefusal(verdict.info) : verdict.message;
@@ -241,7 +238,7 @@ async function pickModel(context: vscode.ExtensionContext, folder: vscode.Worksp
     void vscode.window.showErrorMessage(refusal ?? dir);
     return undefined;
   }
-  await context.workspaceState.update(LAST_BASE_KEY, dir);
+  await lab.extension.workspaceState.update(LAST_BASE_KEY, dir);
   log.info(`Train (SFT): ${dir}: ${verdict.info.architecture}, ${verdict.info.parameters} parameters`);
   const mode = await vscode.window.showQuickPick(trainModeItems(verdict.info), { placeHolder: `How to train ${path.basename(dir)}`, ignoreFocusOut: true });
   if (!mode) return undefined;
@@ -251,11 +248,11 @@ async function pickModel(context: vscode.ExtensionContext, folder: vscode.Worksp
 type Budget = { steps: number } | { minutes: number };
 
 /** The SFT budget: the settings, or (agentLab.sft.askBudget) a prompt offering them first. */
-async function pickBudget(folder: vscode.WorkspaceFolder): Promise<Budget | undefined> {
-  const steps = setting('sft.steps', folder.uri);
-  const minutes = setting('sft.minutes', folder.uri);
+async function pickBudget(lab: Lab, folder: vscode.WorkspaceFolder): Promise<Budget | undefined> {
+  const steps = lab.config.get('sft.steps', folder.uri);
+  const minutes = lab.config.get('sft.minutes', folder.uri);
   const fromSettings: Budget = steps > 0 ? { steps } : { minutes };
-  if (!setting('sft.askBudget', folder.uri)) return fromSettings;
+  if (!lab.config.get('sft.askBudget', folder.uri)) return fromSettings;
   type Item = vscode.QuickPickItem & { budget?: Budget; ask?: 'minutes' | 'steps' };
   const label = (b: Budget) => ('steps' in b ? `${b.steps} steps` : `${b.minutes} minutes`);
   const items: Item[] = [
@@ -280,7 +277,7 @@ async function pickBudget(folder: vscode.WorkspaceFolder): Promise<Budget | unde
   return pick.ask === 'minutes' ? { minutes: Number(value) } : { steps: Math.round(Number(value)) };
 }
 
-async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs | vscode.Uri | RunRef): Promise<JobReport | undefined> {
+async function trainSftCommand(lab: Lab, arg?: TrainArgs | vscode.Uri | RunRef): Promise<JobReport | undefined> {
   // From the Explorer or the Runs view: a traces file (or a world folder with one).
   if (arg instanceof vscode.Uri) {
     const file = fs.statSync(arg.fsPath).isDirectory() ? path.join(arg.fsPath, TRAIN_TRACES_FILE) : arg.fsPath;
@@ -289,23 +286,23 @@ async function trainSftCommand(context: vscode.ExtensionContext, arg?: TrainArgs
       if (choice === 'Distill') void vscode.commands.executeCommand('agentLab.distill', arg, 'train');
       return undefined;
     }
-    return trainSft(context, { traces: file }, true);
+    return trainSft(lab, { traces: file }, true);
   }
-  if (isRunRef(arg)) return resume(context, arg);
-  return trainSft(context, arg ?? {}, arg === undefined);
+  if (isRunRef(arg)) return resume(lab, arg);
+  return trainSft(lab, arg ?? {}, arg === undefined);
 }
 
-async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, interactive: boolean): Promise<JobReport | undefined> {
+async function trainSft(lab: Lab, args: TrainArgs, interactive: boolean): Promise<JobReport | undefined> {
   const folder = await pickWorkspaceFolder();
   if (!folder) {
     void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
     return undefined;
   }
-  if (args.from !== undefined) return trainSftMore(context, folder, args.from, args);
+  if (args.from !== undefined) return trainSftMore(lab, folder, args.from, args);
   let data: DataChoice | undefined;
   try {
     const world = args.world ?? (interactive || args.traces ? undefined : configuredWorldFolder(folder));
-    data = world ? { world } : args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(context, folder) : { defaultWorld: true };
+    data = world ? { world } : args.traces ? { traces: args.traces } : interactive ? await pickTrainingData(lab, folder) : { defaultWorld: true };
   } catch (err) {
     reportError('Train (SFT)', err);
     return undefined;
@@ -315,15 +312,15 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     args.base !== undefined
       ? { base: args.base, ...(args.lora !== undefined ? { lora: args.lora } : {}) }
       : interactive
-        ? await pickModel(context, folder)
-        : { preset: setting('preset', folder.uri) };
+        ? await pickModel(lab, folder)
+        : { preset: lab.config.get('preset', folder.uri) };
   if (!model) return undefined;
   let budget: Budget | undefined =
     args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : undefined;
-  if (!budget && interactive) budget = await pickBudget(folder);
+  if (!budget && interactive) budget = await pickBudget(lab, folder);
   else if (!budget) {
-    const steps = setting('sft.steps', folder.uri);
-    budget = steps > 0 ? { steps } : { minutes: setting('sft.minutes', folder.uri) };
+    const steps = lab.config.get('sft.steps', folder.uri);
+    budget = steps > 0 ? { steps } : { minutes: lab.config.get('sft.minutes', folder.uri) };
   }
   if (!budget) return undefined;
   const runDir = await uniqueRunDir(folder, args.runName ?? `sft-${timestamp()}`);
@@ -331,9 +328,9 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
     kind: 'sft',
     runDir,
     ...sftModelFields(model),
-    backend: setting('backend', folder.uri),
+    backend: lab.config.get('backend', folder.uri),
     ...budget,
-    evalLimit: args.evalLimit ?? setting('sft.heldoutTasks', folder.uri),
+    evalLimit: args.evalLimit ?? lab.config.get('sft.heldoutTasks', folder.uri),
     ...('world' in data ? { world: data.world } : {}),
     // The worker makes the run folder from the file (trainer/sft/tracesRun.ts); the extension host trains nothing.
     ...('traces' in data ? { traces: data.traces } : {}),
@@ -345,7 +342,7 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
       ? `Training (SFT) on the world ${path.basename(data.world)}`
       : 'Training (SFT) on the default world';
   const title = 'base' in model ? `${on} from ${path.basename(model.base)}${model.lora !== undefined ? ' (LoRA)' : ''}` : on;
-  const result = await runWithProgress(context, spec, title);
+  const result = await runWithProgress(lab, spec, title);
   const prepared = result.done?.kind === 'sft' ? result.done.summary.prepared : undefined;
   if (prepared) result.prepared = prepared;
   return closeJob(result, spec);
@@ -356,17 +353,17 @@ async function trainSft(context: vscode.ExtensionContext, args: TrainArgs, inter
  * data, tokenizer and world go on in a new run for the budget Train (SFT) asks; its finish
  * message says to start GRPO from the new run.
  */
-async function trainSftMore(context: vscode.ExtensionContext, folder: vscode.WorkspaceFolder, from: string, args: TrainArgs): Promise<JobReport | undefined> {
+async function trainSftMore(lab: Lab, folder: vscode.WorkspaceFolder, from: string, args: TrainArgs): Promise<JobReport | undefined> {
   const r = readRun(from);
   if (r.kind !== 'sft' || r.checkpoints.length === 0) {
     void vscode.window.showErrorMessage(`Agent Lab: cannot continue ${path.basename(from)}: it is not an SFT run with a checkpoint.`);
     return undefined;
   }
-  const budget: Budget | undefined = args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : await pickBudget(folder);
+  const budget: Budget | undefined = args.steps !== undefined ? { steps: args.steps } : args.minutes !== undefined ? { minutes: args.minutes } : await pickBudget(lab, folder);
   if (!budget) return undefined;
   const runDir = await uniqueRunDir(folder, args.runName ?? `sft-more-${timestamp()}`);
-  const spec: JobSpec = sftMoreJobSpec(from, runDir, budget, settingsReader(folder.uri), args.evalLimit);
-  const result = await runWithProgress(context, spec, `Training (SFT) more from ${path.basename(from)}`);
+  const spec: JobSpec = sftMoreJobSpec(from, runDir, budget, lab.config.reader(folder.uri), args.evalLimit);
+  const result = await runWithProgress(lab, spec, `Training (SFT) more from ${path.basename(from)}`);
   return closeJob(result, spec);
 }
 
@@ -378,7 +375,7 @@ async function sftRuns(folder: vscode.WorkspaceFolder): Promise<string[]> {
   });
 }
 
-async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Promise<JobReport | undefined> {
+async function trainGrpo(lab: Lab, args: GrpoArgs): Promise<JobReport | undefined> {
   const folder = await pickWorkspaceFolder();
   if (!folder) {
     void vscode.window.showErrorMessage('Agent Lab: open a folder first; runs are written into the workspace.');
@@ -402,8 +399,8 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
     from = pick.dir;
   }
   const runDir = await uniqueRunDir(folder, args.runName ?? `grpo-${timestamp()}`);
-  const spec: JobSpec = grpoJobSpec(args, settingsReader(folder.uri), runDir, from);
-  const result = await runWithProgress(context, spec, `Training (GRPO) from ${path.basename(from)}`);
+  const spec: JobSpec = grpoJobSpec(args, lab.config.reader(folder.uri), runDir, from);
+  const result = await runWithProgress(lab, spec, `Training (GRPO) from ${path.basename(from)}`);
   // The pre-screen refused (the error holds its prediction, cause and next step): a button for
   // each next step the verdict names (config.json's actions; an older trainer's text: its pool), and Train Anyway.
   const verdict = result.error ? prescreenRefusal(result.error) : null;
@@ -426,7 +423,7 @@ async function trainGrpo(context: vscode.ExtensionContext, args: GrpoArgs): Prom
 }
 
 /** Resume: continues an unfinished SFT or GRPO run from its last checkpoint, with its own budget. */
-async function resume(context: vscode.ExtensionContext, ref?: RunRef): Promise<JobReport | undefined> {
+async function resume(lab: Lab, ref?: RunRef): Promise<JobReport | undefined> {
   let runDir = ref?.runDir;
   if (!runDir) {
     const folder = await pickWorkspaceFolder();
@@ -454,9 +451,9 @@ async function resume(context: vscode.ExtensionContext, ref?: RunRef): Promise<J
     void vscode.window.showErrorMessage(`Agent Lab: ${path.basename(runDir)} is not an SFT or GRPO run (kind ${run.kind}).`);
     return undefined;
   }
-  const backend = setting('backend');
+  const backend = lab.config.get('backend');
   const spec: JobSpec = { kind: run.kind, runDir, resume: true, backend };
-  const result = await runWithProgress(context, spec, `Resuming ${run.kind.toUpperCase()} ${path.basename(runDir)} at step ${run.step ?? 0}`);
+  const result = await runWithProgress(lab, spec, `Resuming ${run.kind.toUpperCase()} ${path.basename(runDir)} at step ${run.step ?? 0}`);
   return closeJob(result, spec);
 }
 
@@ -470,7 +467,7 @@ interface EvalArgs {
   world?: string;
 }
 
-async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promise<JobReport | undefined> {
+async function evaluate(lab: Lab, args: EvalArgs): Promise<JobReport | undefined> {
   let runDir = args.runDir;
   let split = args.split;
   let world = args.world;
@@ -497,7 +494,7 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
         other = null; // an unbuilt or broken setting: the runs' own worlds, as without one
       }
     }
-    const limitNow = args.limit ?? setting('evaluate.tasks');
+    const limitNow = args.limit ?? lab.config.get('evaluate.tasks');
     const rows = evaluateChoices(runs, other, limitNow);
     // A run's line (name, kind, step, figure) is its first row's detail, and runs are parted by a
     // bare line: a labelled separator is drawn over the first row's label (the tour's item 7).
@@ -522,17 +519,17 @@ async function evaluate(context: vscode.ExtensionContext, args: EvalArgs): Promi
   if (!runDir) return undefined;
   split ??= 'heldout';
   // From a button or code (a run and a split given): the run's own world unless `world` says another.
-  const limit = args.limit ?? setting('evaluate.tasks');
+  const limit = args.limit ?? lab.config.get('evaluate.tasks');
   const spec: JobSpec = {
     kind: 'eval',
     runDir,
     // A documents world has no fresh splits: the worker refuses them with the reason.
     split: split as EvalSplit,
-    backend: setting('backend'),
+    backend: lab.config.get('backend'),
     ...(limit > 0 ? { limit } : {}),
     ...(world !== undefined ? { world } : {}),
   };
-  const result = await runWithProgress(context, spec, `Evaluating ${path.basename(runDir)} on ${split}${world !== undefined ? ` of ${path.basename(world)}` : ''}`);
+  const result = await runWithProgress(lab, spec, `Evaluating ${path.basename(runDir)} on ${split}${world !== undefined ? ` of ${path.basename(world)}` : ''}`);
   return closeJob(result, spec);
 }
 
@@ -585,7 +582,7 @@ function closeJob(result: JobReport, spec: JobSpec): JobReport {
   return result;
 }
 
-function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title: string): Thenable<JobReport> {
+function runWithProgress(lab: Lab, spec: JobSpec, title: string): Thenable<JobReport> {
   return vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lab: ${title}`, cancellable: true },
     (progress, token) => {
@@ -593,7 +590,7 @@ function runWithProgress(context: vscode.ExtensionContext, spec: JobSpec, title:
       let reported = 0; // percent of the bar filled so far
       let lastFraction = 0;
       const memo: ProgressMemo = {};
-      const job = startWorker(context, spec, (msg) => {
+      const job = startWorker(lab, spec, (msg) => {
         // The pre-screen's verdict is in config.json once logged: shown before step 1 (issue 33).
         if (msg.type === 'log' && spec.kind === 'grpo' && msg.message.startsWith('pre-screen verdict:')) showPreflight(spec.runDir, msg.level, (m) => progress.report({ message: m }));
         if (msg.type !== 'progress') return;
@@ -648,10 +645,9 @@ function setStatus(text: string | null): void {
 }
 
 /** Forks the worker and supervises it: a crash or a hang is reported, never silent. */
-export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onMessage: (m: FromWorker) => void): ActiveJob {
-  const workerPath = path.join(context.extensionPath, 'dist', 'worker.js');
+export function startWorker(lab: Lab, spec: JobSpec, onMessage: (m: FromWorker) => void): ActiveJob {
   mkdirSync(path.dirname(spec.runDir), { recursive: true });
-  const child = fork(workerPath, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], cwd: path.dirname(spec.runDir) });
+  const child = forkWorker(lab.extension, spec, path.dirname(spec.runDir));
   const result: JobReport = { ok: false, runDir: spec.runDir, done: null, cancelled: false, summary: {}, checkpoints: [], progressEvents: 0 };
   let killTimer: NodeJS.Timeout | undefined;
   const job: ActiveJob = {
@@ -663,15 +659,7 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
       killTimer ??= setTimeout(() => child.kill('SIGKILL'), 60_000);
     },
     done: new Promise<JobReport>((resolve) => {
-      child.stdout?.on('data', (d: Buffer) => log.info(`[worker] ${d.toString().trimEnd()}`));
-      child.stderr?.on('data', (d: Buffer) => log.warn(`[worker] ${d.toString().trimEnd()}`));
-      child.on('message', (raw: unknown) => {
-        const parsed = parseFromWorker(raw);
-        if (!parsed.ok) {
-          log.warn(`worker sent a bad message: ${parsed.error}`);
-          return;
-        }
-        const msg = parsed.message;
+      onWorkerMessage(child, (msg) => {
         switch (msg.type) {
           case 'started':
             log.info(`${spec.kind} started in ${spec.runDir} (backend ${msg.backend}, pid ${msg.pid})`);
@@ -690,6 +678,7 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
             break;
           case 'done': {
             const { type: _type, ...done } = msg;
+            if (!isRunJobResult(done)) break;
             result.ok = true;
             result.done = done;
             result.cancelled = done.cancelled;
@@ -721,7 +710,6 @@ export function startWorker(context: vscode.ExtensionContext, spec: JobSpec, onM
     }),
   };
   jobs.add(job);
-  child.send({ type: 'start', job: spec } satisfies ToWorker);
   setStatus(`${spec.kind} starting`);
   return job;
 }

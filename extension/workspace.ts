@@ -39,14 +39,6 @@ export async function exists(uri: vscode.Uri): Promise<boolean> {
 }
 
 /** One JSON object per line, "\n" after each (the same bytes as the CLI writes). */
-export function toJsonl(rows: readonly unknown[]): string {
-  return rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '');
-}
-
-export async function writeText(uri: vscode.Uri, text: string): Promise<void> {
-  await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(text));
-}
-
 /** Parses a JSONL file (core/jsonl.ts); blank lines are skipped, a bad line is an error naming its number. */
 export async function readJsonl(uri: vscode.Uri): Promise<unknown[]> {
   const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
@@ -67,9 +59,4 @@ export async function listWorldFolders(runs: vscode.Uri): Promise<vscode.Uri[]> 
     .sort()
     .reverse()
     .map((name) => vscode.Uri.joinPath(runs, name));
-}
-
-/** Lets the progress notification repaint between synchronous chunks of work. */
-export function yieldToUi(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }

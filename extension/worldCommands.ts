@@ -1,22 +1,22 @@
 // "Agent Lab: Build World": the world of `agentLab.world` (extension/worldPicker.ts) built
-// into a new folder <workspace>/<agentLab.runsFolder>/world-<name>-<timestamp>/ by the
-// bundled CLI (`agent-lab world --facts|--docs`, docs/worlds.md: the same checks, the same
-// files); without one, the textbook world (seed 0: 268 passages, 200 train + 50 held-out
-// tasks) written as JSONL into world-<timestamp>/. "Agent Lab: New World…" scaffolds a
-// world source from a template (never over an existing file); "Agent Lab: Pick World…"
-// sets agentLab.world.
+// into a new folder <workspace>/<agentLab.runsFolder>/world-<name>-<timestamp>/ (docs/worlds.md:
+// the checks and files of `agent-lab world --facts|--docs`); without one, the textbook world
+// (seed 0: 268 passages, 200 train + 50 held-out tasks) written as JSONL into
+// world-<timestamp>/. Both are world jobs run by the worker (extension/workerProcess.ts), as
+// the CLI runs them in-process. "Agent Lab: New World…" scaffolds a world source from a
+// template (never over an existing file); "Agent Lab: Pick World…" sets agentLab.world.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { buildCorpus, makeTaskPool, passageToRow, taskToRow } from '../core/world';
-import { cliError, runCli } from './cliProcess';
+import type { WorldJobSpec, WorldJobSummary } from '../core/protocol/worker';
 import { log, reportError } from './log';
 import { notifyRunsChanged } from './training';
 import { WorldChoice, configuredWorld, describeWorld, pickWorld, saveWorldSetting, worldToUse } from './worldPicker';
 import { NewWorldKind, WorldRef, builtCounts, existingTemplateFiles, worldName, worldTemplate } from './worldSources';
-import { WORLD_PREFIX, exists, pickWorkspaceFolder, runsFolderUri, timestamp, toJsonl, writeText, yieldToUi } from './workspace';
-import { CORPUS_FILE, HELDOUT_FILE, TRAIN_FILE } from '../core/protocol/folders';
-import { registerCommand } from './commands';
+import { WORLD_PREFIX, exists, pickWorkspaceFolder, runsFolderUri, timestamp } from './workspace';
+import { CORPUS_FILE } from '../core/protocol/folders';
+import type { CommandMap } from './commands';
+import type { Lab } from './lab';
 
 export interface BuildWorldResult {
   folder: vscode.Uri;
@@ -40,32 +40,32 @@ export interface NewWorldResult {
   selected: boolean;
 }
 
-export function activateWorldCommands(context: vscode.ExtensionContext): void {
-  context.subscriptions.push(
+export function activateWorldCommands(lab: Lab) {
+  return {
     // The world formats' guide ships in the .vsix (docs/worlds.md): what the template, the
     // New World picker and the fact table's diagnostics cite, openable from a packed extension.
-    registerCommand('agentLab.openWorldGuide', async (): Promise<vscode.Uri> => {
-      const guide = vscode.Uri.joinPath(context.extensionUri, 'docs', 'worlds.md');
+    'agentLab.openWorldGuide': async (): Promise<vscode.Uri> => {
+      const guide = vscode.Uri.joinPath(lab.extension.extensionUri, 'docs', 'worlds.md');
       await vscode.commands.executeCommand('markdown.showPreview', guide);
       return guide;
-    }),
-    registerCommand('agentLab.buildWorld', async (): Promise<BuildWorldResult | undefined> => {
+    },
+    'agentLab.buildWorld': async (): Promise<BuildWorldResult | undefined> => {
       try {
-        return await buildWorldCommand(context);
+        return await buildWorldCommand(lab);
       } catch (err) {
         reportError('building the world failed', err);
         return undefined;
       }
-    }),
-    registerCommand('agentLab.newWorld', async (args?: NewWorldArgs): Promise<NewWorldResult | undefined> => {
+    },
+    'agentLab.newWorld': async (args?: NewWorldArgs): Promise<NewWorldResult | undefined> => {
       try {
         return await newWorldCommand(args ?? {});
       } catch (err) {
         reportError('creating the world failed', err);
         return undefined;
       }
-    }),
-    registerCommand('agentLab.pickWorld', async (): Promise<WorldChoice | undefined> => {
+    },
+    'agentLab.pickWorld': async (): Promise<WorldChoice | undefined> => {
       try {
         const ws = await pickWorkspaceFolder();
         if (!ws) {
@@ -79,11 +79,11 @@ export function activateWorldCommands(context: vscode.ExtensionContext): void {
         reportError('picking the world failed', err);
         return undefined;
       }
-    }),
-  );
+    },
+  } satisfies CommandMap;
 }
 
-async function buildWorldCommand(context: vscode.ExtensionContext): Promise<BuildWorldResult | undefined> {
+async function buildWorldCommand(lab: Lab): Promise<BuildWorldResult | undefined> {
   const ws = await pickWorkspaceFolder();
   if (!ws) {
     void vscode.window.showWarningMessage('Agent Lab: open a folder first; the world is written into the workspace.');
@@ -96,59 +96,64 @@ async function buildWorldCommand(context: vscode.ExtensionContext): Promise<Buil
     void vscode.window.showInformationMessage(`Agent Lab: agentLab.world names ${describeWorld(world)}, which is built already; Distill and Train use it.`);
     return { folder: vscode.Uri.file(world.dir), passages: counts?.passages ?? 0, train: counts?.train ?? 0, heldout: counts?.heldout ?? 0 };
   }
-  if (world.kind !== 'textbook') return announce(await buildFromSource(context, ws, world));
+  if (world.kind !== 'textbook') return announce(await buildFromSource(lab, ws, world));
   const runs = runsFolderUri(ws);
   let folder = vscode.Uri.joinPath(runs, WORLD_PREFIX + timestamp());
   for (let n = 2; await exists(folder); n++) folder = vscode.Uri.joinPath(runs, `${WORLD_PREFIX}${timestamp()}-${n}`);
-
-  const result = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: 'Agent Lab: building the world', cancellable: true },
-    async (progress, token): Promise<BuildWorldResult | undefined> => {
-      const started = Date.now();
-      progress.report({ message: 'corpus', increment: 0 });
-      await yieldToUi();
-      const corpus = buildCorpus(0, 120);
-      if (token.isCancellationRequested) return undefined;
-      progress.report({ message: 'task pool', increment: 40 });
-      await yieldToUi();
-      const pool = makeTaskPool(0, 200, 50);
-      if (token.isCancellationRequested) return undefined;
-      progress.report({ message: 'writing files', increment: 40 });
-      await vscode.workspace.fs.createDirectory(folder);
-      await writeText(vscode.Uri.joinPath(folder, CORPUS_FILE), toJsonl(corpus.map(passageToRow)));
-      await writeText(vscode.Uri.joinPath(folder, TRAIN_FILE), toJsonl(pool.train.map(taskToRow)));
-      await writeText(vscode.Uri.joinPath(folder, HELDOUT_FILE), toJsonl(pool.heldout.map(taskToRow)));
-      progress.report({ increment: 20 });
-      log.info(
-        `built world in ${folder.fsPath}: ${corpus.length} passages, ${pool.train.length} train + ` +
-          `${pool.heldout.length} held-out tasks (${Date.now() - started} ms)`,
-      );
-      return { folder, passages: corpus.length, train: pool.train.length, heldout: pool.heldout.length };
-    },
-  );
-  return announce(result);
+  // `agent-lab world --out DIR`'s textbook world, its defaults spelled out.
+  const spec: WorldJobSpec = { kind: 'world', out: folder.fsPath, seed: 0, distractors: 120, train: 200, heldout: 50 };
+  const started = Date.now();
+  const built = await runWorldJob(lab, ws, spec, 'Agent Lab: building the world');
+  if (!built) return announce(undefined);
+  log.info(`built world in ${folder.fsPath}: ${built.passages} passages, ${built.train} train + ${built.heldout} held-out tasks (${Date.now() - started} ms)`);
+  return announce({ folder, passages: built.passages, train: built.train, heldout: built.heldout });
 }
 
-/** `agent-lab world` on a world source, into a new world-<name>-<timestamp> folder; a bad source fails naming file, line and field. */
-async function buildFromSource(context: vscode.ExtensionContext, ws: vscode.WorkspaceFolder, source: Exclude<WorldRef, { kind: 'folder' }>): Promise<BuildWorldResult | undefined> {
+/** A world source built into a new world-<name>-<timestamp> folder; a bad source fails naming file, line and field. */
+async function buildFromSource(lab: Lab, ws: vscode.WorkspaceFolder, source: Exclude<WorldRef, { kind: 'folder' }>): Promise<BuildWorldResult | undefined> {
   const runs = runsFolderUri(ws);
   const base = `${WORLD_PREFIX}${worldName(source)}-${timestamp()}`;
   let folder = vscode.Uri.joinPath(runs, base);
   for (let n = 2; await exists(folder); n++) folder = vscode.Uri.joinPath(runs, `${base}-${n}`);
-  const args =
+  const spec: WorldJobSpec =
     source.kind === 'facts'
-      ? ['world', '--facts', source.file, '--out', folder.fsPath]
-      : ['world', '--docs', source.docsDir, '--tasks', source.tasksFile, '--out', folder.fsPath];
-  const r = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `Agent Lab: building the world from ${describeWorld(source)}`, cancellable: true },
-    (_progress, token) => runCli(context, args, { cwd: ws.uri.fsPath, token }),
+      ? { kind: 'world', facts: source.file, out: folder.fsPath }
+      : { kind: 'world', docs: source.docsDir, tasks: source.tasksFile, out: folder.fsPath };
+  const built = await runWorldJob(lab, ws, spec, `Agent Lab: building the world from ${describeWorld(source)}`);
+  if (!built) return undefined;
+  log.info(built.lines.join('\n'));
+  return { folder, passages: built.passages, train: built.train, heldout: built.heldout, source };
+}
+
+/**
+ * Runs a world job in the worker under a cancellable progress notification. Undefined when
+ * cancelled: the job looks for the cancel before it writes, so a cancelled build has written
+ * nothing (a user's world is staged and renamed into place, so even a killed worker leaves
+ * no half-written world folder). A failure is thrown with the job's own message.
+ */
+async function runWorldJob(lab: Lab, ws: vscode.WorkspaceFolder, spec: WorldJobSpec, title: string): Promise<WorldJobSummary | undefined> {
+  const { outcome, cancelled } = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+    async (progress, token) => {
+      let shown = 0;
+      const onProgress = (done: number, total: number, message?: string) => {
+        const percent = total > 0 ? Math.min(100, Math.round((100 * done) / total)) : 0;
+        progress.report({ ...(message !== undefined ? { message } : {}), increment: Math.max(0, percent - shown) });
+        shown = Math.max(shown, percent);
+      };
+      const outcome = await lab.runToolJob(spec, { cwd: ws.uri.fsPath, token, onProgress });
+      return { outcome, cancelled: token.isCancellationRequested };
+    },
   );
-  if (r.cancelled) return undefined;
-  if (r.code !== 0) throw new Error(cliError(r).replace(/^agent-lab world: /, ''));
-  log.info(r.stdout.trim());
-  const counts = builtCounts(folder.fsPath);
-  if (!counts) throw new Error(`agent-lab world exited 0 but ${folder.fsPath} has no readable world.json`);
-  return { folder, passages: counts.passages, train: counts.train, heldout: counts.heldout, source };
+  if (!outcome.ok) {
+    // A worker that had to be killed after a cancel is a cancelled build, said in the log.
+    if (cancelled) {
+      log.warn(`the cancelled world build ended without its result: ${outcome.error}`);
+      return undefined;
+    }
+    throw new Error(outcome.error);
+  }
+  return outcome.result.cancelled ? undefined : outcome.result.summary;
 }
 
 function announce(result: BuildWorldResult | undefined): BuildWorldResult | undefined {

@@ -10,7 +10,7 @@ import { GRPO_JOB_FIELDS, type GrpoJobOptions } from './grpoOptions';
 import { SFT_JOB_FIELDS, type SftJobOptions } from './sftOptions';
 import { isMetricRecord, type MetricRecord } from './metrics';
 
-export type JobKind = 'sft' | 'grpo' | 'eval';
+export type JobKind = 'sft' | 'grpo' | 'eval' | 'world' | 'distill' | 'ask';
 
 /** SFT of the student (`train sft`): the options the SFT table marks `job` (./sftOptions.ts). */
 export interface SftJobSpec extends SftJobOptions {
@@ -51,7 +51,87 @@ export interface GrpoJobSpec extends GrpoJobOptions {
   kind: 'grpo';
   runDir: string;
 }
+/** A job on a run folder: training and evaluation (the Runs view and the curves follow it). */
 export type JobSpec = SftJobSpec | GrpoJobSpec | EvalJobSpec;
+export type RunJobKind = JobSpec['kind'];
+
+/**
+ * A world folder built (`agent-lab world`): from a fact table, from documents and a tasks
+ * file, or, given neither, the textbook's world (docs/worlds.md).
+ */
+export interface WorldJobSpec {
+  kind: 'world';
+  /** The new world folder; one that holds anything is refused, nothing written. */
+  out: string;
+  facts?: string;
+  docs?: string;
+  tasks?: string;
+  /** An MCP tool list narrowing search/calc (docs/worlds.md, "Tools"). */
+  tools?: string;
+  seed?: number;
+  /** The textbook's world: distractor passages, training and held-out task counts. */
+  distractors?: number;
+  train?: number;
+  heldout?: number;
+  /** A user's world: `train=N,heldout=N,dev=N` and the task shapes (`--split`, `--shapes`). */
+  split?: string;
+  shapes?: string;
+}
+
+/** The teachers a distillation can use: the stub, an OpenAI-compatible server, a run's student. */
+export const DISTILL_TEACHERS = ['stub', 'http', 'student'] as const;
+export type DistillTeacher = (typeof DISTILL_TEACHERS)[number];
+export const DISTILL_SPLITS = ['train', 'heldout', 'dev'] as const;
+export type DistillSplit = (typeof DISTILL_SPLITS)[number];
+
+/**
+ * Trajectories distilled from a teacher (`agent-lab distill`) into `out`, a file that must
+ * not exist yet (unless `overwrite`). The HTTP teacher's key is never part of a job: the worker reads it from
+ * its environment (core/teachers/http.ts API_KEY_ENV), as the CLI does.
+ */
+export interface DistillJobSpec {
+  kind: 'distill';
+  split: DistillSplit;
+  out: string;
+  /** A world folder; absent: the textbook's world of `seed` with `distractors`. */
+  world?: string;
+  seed?: number;
+  distractors?: number;
+  teacher?: DistillTeacher;
+  samples?: number;
+  /** Also the seed's role split (query writer and synthesizer files beside `out`). */
+  roles?: boolean;
+  /** Replace `out` (and the role files) when they are regular files: `agent-lab distill --out FILE`, where the user named the file. */
+  overwrite?: boolean;
+  /** The HTTP teacher. */
+  teacherUrl?: string;
+  teacherModel?: string;
+  temperature?: number;
+  maxTokens?: number;
+  timeoutMs?: number;
+  retries?: number;
+  concurrency?: number;
+  /** The student teacher: its run folder, checkpoint and backend. */
+  run?: string;
+  checkpoint?: string;
+  backend?: string;
+}
+
+/** One question put to a run's student through the real loop (`agent-lab run`). */
+export interface AskJobSpec {
+  kind: 'ask';
+  runDir: string;
+  question: string;
+  /** Search this world folder instead of the run's own world. */
+  world?: string;
+  checkpoint?: string;
+  backend?: string;
+}
+
+/** The jobs that make inputs or answer a question rather than train a run. */
+export type ToolJobSpec = WorldJobSpec | DistillJobSpec | AskJobSpec;
+/** Every job the worker runs: the editor's one road to the trainer. */
+export type WorkerJobSpec = JobSpec | ToolJobSpec;
 
 // ---- what a job reports when it ends (the `done` message; the CLI prints it as JSON) ----
 
@@ -177,11 +257,59 @@ export interface EvalJobSummary {
   copy_values?: boolean;
 }
 
+/** A built world folder: what it holds, and the lines `agent-lab world` prints. */
+export interface WorldJobSummary {
+  out: string;
+  passages: number;
+  train: number;
+  heldout: number;
+  /** A user's world's dev split (absent for the textbook's). */
+  dev?: number;
+  lines: string[];
+}
+
+/** A distillation: the file written, tasks finished, trajectories kept, and the lines `agent-lab distill` prints. */
+export interface DistillJobSummary {
+  out: string;
+  tasks: number;
+  kept: number;
+  /** Tasks with no kept trajectory, by reason (no_hints, wrong_answer, off_tools, a teacher's failure). */
+  unsolved: Record<string, number>;
+  lines: string[];
+}
+
+/** One step of an asked trajectory, as `agent-lab run` prints it. */
+export interface AskStep {
+  kind: string;
+  text: string;
+  guard?: string;
+  truncated?: boolean;
+  observation?: string;
+}
+
+/** The student's answer to one question and its trajectory. */
+export interface AskJobSummary {
+  question: string;
+  answer: string | null;
+  steps: number;
+  outOfSteps: boolean;
+  contextFull: boolean;
+  /** The whole transcript in the wire format. */
+  text: string;
+  record: AskStep[];
+  /** The checkpoint that answered (`step-N`) and the student's context in tokens. */
+  checkpoint: string;
+  context: number;
+}
+
 /** The summary each job kind ends with. */
 export interface JobSummaries {
   sft: SftSummary;
   grpo: GrpoSummary;
   eval: EvalJobSummary;
+  world: WorldJobSummary;
+  distill: DistillJobSummary;
+  ask: AskJobSummary;
 }
 export type JobSummary = JobSummaries[JobKind];
 
@@ -194,12 +322,15 @@ export type JobResult<K extends JobKind = JobKind> = {
   [P in K]: { kind: P; cancelled: boolean; summary: JobSummaries[P] };
 }[K];
 
+/** Whether a job's result is a run job's (training or evaluation). */
+export const isRunJobResult = (r: JobResult): r is JobResult<RunJobKind> => r.kind === 'sft' || r.kind === 'grpo' || r.kind === 'eval';
+
 /** extension → worker */
-export type ToWorker = { type: 'start'; job: JobSpec } | { type: 'cancel' };
+export type ToWorker = { type: 'start'; job: WorkerJobSpec } | { type: 'cancel' };
 
 /** worker → extension */
 export type FromWorker =
-  | { type: 'started'; job: JobSpec; backend: string; pid: number }
+  | { type: 'started'; job: WorkerJobSpec; backend: string; pid: number }
   | { type: 'progress'; phase: string; done: number; total: number; message?: string }
   | { type: 'metrics'; record: MetricRecord }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string }
@@ -213,6 +344,7 @@ const optStr = (v: unknown): boolean => v === undefined || typeof v === 'string'
 /** Validates a job spec; returns an error message naming the bad field, or null. */
 export function checkJobSpec(v: unknown): string | null {
   if (!isObj(v)) return 'job must be an object';
+  if (v['kind'] === 'world' || v['kind'] === 'distill' || v['kind'] === 'ask') return checkToolJobSpec(v);
   if (typeof v['runDir'] !== 'string' || v['runDir'] === '') return 'job.runDir must be a non-empty string';
   if (v['kind'] === 'sft') {
     for (const k of SFT_JOB_FIELDS.strings) if (!optStr(v[k])) return `job.${k} must be a string`;
@@ -244,7 +376,53 @@ export function checkJobSpec(v: unknown): string | null {
     if (v['copyValues'] !== undefined && typeof v['copyValues'] !== 'boolean') return 'job.copyValues must be true or false';
     return null;
   }
-  return `job.kind must be 'sft', 'grpo' or 'eval', got ${JSON.stringify(v['kind'])}`;
+  return `job.kind must be one of sft, grpo, eval, world, distill, ask; got ${JSON.stringify(v['kind'])}`;
+}
+
+/** The fields of a job given as [name, type]; the first one of the wrong type is named. */
+function fieldProblem(v: Record<string, unknown>, fields: Record<string, 'string' | 'number' | 'boolean'>, required: readonly string[]): string | null {
+  for (const k of required) if (v[k] === undefined || v[k] === '') return `job.${k} is required`;
+  for (const [k, type] of Object.entries(fields)) {
+    const x = v[k];
+    if (x === undefined) continue;
+    if (type === 'string' && (typeof x !== 'string' || x === '')) return `job.${k} must be a non-empty string`;
+    if (type === 'number' && !(typeof x === 'number' && Number.isFinite(x) && x >= 0)) return `job.${k} must be a non-negative number`;
+    if (type === 'boolean' && typeof x !== 'boolean') return `job.${k} must be a boolean`;
+  }
+  return null;
+}
+
+function checkToolJobSpec(v: Record<string, unknown>): string | null {
+  if (v['kind'] === 'world') {
+    const p = fieldProblem(
+      v,
+      { out: 'string', facts: 'string', docs: 'string', tasks: 'string', tools: 'string', seed: 'number', distractors: 'number', train: 'number', heldout: 'number', split: 'string', shapes: 'string' },
+      ['out'],
+    );
+    if (p) return p;
+    if (v['facts'] !== undefined && (v['docs'] !== undefined || v['tasks'] !== undefined)) return 'job.facts and job.docs/job.tasks are two sources: give one';
+    if ((v['docs'] === undefined) !== (v['tasks'] === undefined)) return 'job.docs and job.tasks go together (documents and their questions)';
+    return null;
+  }
+  if (v['kind'] === 'distill') {
+    // The key comes from the worker's environment; a job that carries one would put it in logs and messages.
+    for (const k of Object.keys(v)) if (/key|token|secret|authorization/i.test(k)) return `job.${k}: a job never carries a credential (the HTTP teacher's key is read from the environment)`;
+    const p = fieldProblem(
+      v,
+      {
+        out: 'string', world: 'string', seed: 'number', distractors: 'number', samples: 'number', roles: 'boolean', overwrite: 'boolean', teacherUrl: 'string', teacherModel: 'string',
+        temperature: 'number', maxTokens: 'number', timeoutMs: 'number', retries: 'number', concurrency: 'number', run: 'string', checkpoint: 'string', backend: 'string',
+      },
+      ['out'],
+    );
+    if (p) return p;
+    if (!DISTILL_SPLITS.includes(v['split'] as DistillSplit)) return `job.split must be one of ${DISTILL_SPLITS.join(', ')}`;
+    if (v['teacher'] !== undefined && !DISTILL_TEACHERS.includes(v['teacher'] as DistillTeacher)) return `job.teacher must be one of ${DISTILL_TEACHERS.join(', ')}`;
+    if (v['teacher'] === 'student' && v['run'] === undefined) return 'job.run (the run whose student is the teacher) is required with teacher student';
+    return null;
+  }
+  const p = fieldProblem(v, { runDir: 'string', question: 'string', world: 'string', checkpoint: 'string', backend: 'string' }, ['runDir', 'question']);
+  return p;
 }
 
 /** A validated message, or why it was refused. */
@@ -257,7 +435,7 @@ export function parseToWorker(v: unknown): Parsed<ToWorker> {
   if (v['type'] === 'cancel') return ok({ type: 'cancel' });
   if (v['type'] === 'start') {
     const err = checkJobSpec(v['job']);
-    return err ? bad(err) : ok({ type: 'start', job: v['job'] as JobSpec });
+    return err ? bad(err) : ok({ type: 'start', job: v['job'] as WorkerJobSpec });
   }
   return bad(`unknown message type ${JSON.stringify(v['type'])}`);
 }
@@ -299,6 +477,12 @@ export function isJobSummary(kind: unknown, v: unknown): v is JobSummary {
   }
   if (kind === 'eval') {
     return typeof v['split'] === 'string' && isNum(v['accuracy']) && isNum(v['n']) && isNum(v['step']) && typeof v['checkpoint'] === 'string' && isObj(v['by_kind']);
+  }
+  const isLines = (x: unknown): boolean => Array.isArray(x) && x.every((l) => typeof l === 'string');
+  if (kind === 'world') return typeof v['out'] === 'string' && isNum(v['passages']) && isNum(v['train']) && isNum(v['heldout']) && isLines(v['lines']);
+  if (kind === 'distill') return typeof v['out'] === 'string' && isNum(v['tasks']) && isNum(v['kept']) && isObj(v['unsolved']) && isLines(v['lines']);
+  if (kind === 'ask') {
+    return typeof v['question'] === 'string' && (v['answer'] === null || typeof v['answer'] === 'string') && isNum(v['steps']) && typeof v['text'] === 'string' && Array.isArray(v['record']) && typeof v['checkpoint'] === 'string';
   }
   return false;
 }

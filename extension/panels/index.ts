@@ -18,18 +18,33 @@ import { maskTarget } from './lossMaskTarget';
 import { isAgentDoc, isTranscriptDoc, rowLineAt } from './sources';
 import { isObj } from '../../core/protocol/isObj';
 import { setting } from '../settings';
-import { registerCommand } from '../commands';
+import type { CommandMap } from '../commands';
+import type { Lab } from '../lab';
+import { requestLossMask } from '../languageClient';
 
 
-export function activatePanels(context: vscode.ExtensionContext): void {
-  const ext = context.extensionUri;
-  setCurvesMemento(context.workspaceState);
-  context.subscriptions.push(
-    registerCommand('agentLab.inspectTrajectories', async (arg?: unknown) => {
+export function activatePanels(lab: Lab) {
+  const ext = lab.extension.extensionUri;
+  setCurvesMemento(lab.extension.workspaceState);
+  for (const kind of PANEL_KINDS) {
+    lab.own(
+      vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPES[kind], {
+        async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
+          revive(lab, kind, panel, state);
+        },
+      }),
+    );
+  }
+
+  const lenses = new TranscriptLenses();
+  lab.own(lenses, vscode.languages.registerCodeLensProvider({ language: 'agent-transcript' }, lenses));
+
+  return {
+    'agentLab.inspectTrajectories': async (arg?: unknown) => {
       const uri = await pickTrajectorySource(arg);
       if (uri) InspectorPanel.open(ext, uri, requestedOutcome(arg));
-    }),
-    registerCommand('agentLab.showLossMask', async (arg?: unknown) => {
+    },
+    'agentLab.showLossMask': async (arg?: unknown) => {
       let target: { uri: vscode.Uri; row: number | null } | null = null;
       const uri = arg instanceof vscode.Uri ? arg : isObj(arg) && typeof arg['uri'] === 'string' ? vscode.Uri.parse(arg['uri']) : undefined;
       if (uri) {
@@ -41,9 +56,9 @@ export function activatePanels(context: vscode.ExtensionContext): void {
         const editor = lastTextEditor((e) => isAgentDoc(e.document));
         if (editor) target = maskTarget(editor);
       }
-      LossMaskPanel.open(ext, target);
-    }),
-    registerCommand('agentLab.showCurves', async (arg?: unknown) => {
+      LossMaskPanel.open(ext, target, (params) => requestLossMask(lab, params));
+    },
+    'agentLab.showCurves': async (arg?: unknown) => {
       let dirs: string[] = [];
       if (arg instanceof vscode.Uri) {
         const d = runDirOf(arg.fsPath);
@@ -62,11 +77,11 @@ export function activatePanels(context: vscode.ExtensionContext): void {
         if (newest) dirs.push(newest);
       }
       CurvesPanel.open(ext, dirs);
-    }),
-    registerCommand('agentLab.compareRuns', () => {
+    },
+    'agentLab.compareRuns': () => {
       ComparePanel.open(ext);
-    }),
-    registerCommand('agentLab.debugToolCall', async (arg?: unknown) => {
+    },
+    'agentLab.debugToolCall': async (arg?: unknown) => {
       if (isObj(arg) && typeof arg['text'] === 'string') {
         GrammarPanel.open(ext, { text: arg['text'] });
         return;
@@ -79,24 +94,12 @@ export function activatePanels(context: vscode.ExtensionContext): void {
         return;
       }
       GrammarPanel.open(ext, {});
-    }),
-  );
-
-  for (const kind of PANEL_KINDS) {
-    context.subscriptions.push(
-      vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPES[kind], {
-        async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
-          revive(ext, kind, panel, state);
-        },
-      }),
-    );
-  }
-
-  const lenses = new TranscriptLenses();
-  context.subscriptions.push(lenses, vscode.languages.registerCodeLensProvider({ language: 'agent-transcript' }, lenses));
+    },
+  } satisfies CommandMap;
 }
 
-function revive(ext: vscode.Uri, kind: PanelKind, panel: vscode.WebviewPanel, raw: unknown): void {
+function revive(lab: Lab, kind: PanelKind, panel: vscode.WebviewPanel, raw: unknown): void {
+  const ext = lab.extension.extensionUri;
   const state = parsePanelState(kind, raw);
   if (raw !== undefined && raw !== null && state === null) log.warn(`${PANEL_VIEW_TYPES[kind]}: the saved state is not valid; starting afresh`);
   switch (kind) {
@@ -109,7 +112,7 @@ function revive(ext: vscode.Uri, kind: PanelKind, panel: vscode.WebviewPanel, ra
       InspectorPanel.revive(ext, panel, state as InspectorState);
       return;
     case 'lossMask':
-      LossMaskPanel.revive(ext, panel, state as LossMaskState | null);
+      LossMaskPanel.revive(ext, panel, state as LossMaskState | null, (params) => requestLossMask(lab, params));
       return;
     case 'curves':
       CurvesPanel.revive(ext, panel, state as CurvesState | null);

@@ -3,9 +3,8 @@
 // the cursor) as tokens, supervised and masked, from the language server's
 // agentLab/lossMask request. It follows the active editor and updates as the user types.
 import * as vscode from 'vscode';
-import type { LossMaskParams } from '../../core/protocol/lsp';
 import { FromWebview, LossMaskState, MaskView, ToWebview } from '../../core/protocol/panels';
-import { requestLossMask } from '../languageClient';
+import type { LossMaskParams, LossMaskResult } from '../../core/protocol/lsp';
 import { PanelController, PanelHost, createPanel, lastTextEditor, revealRange } from './host';
 import { maskTarget } from './lossMaskTarget';
 import { isAgentDoc, isTranscriptDoc, label, rangeOf, rowLineAt } from './sources';
@@ -15,6 +14,9 @@ interface Target {
   uri: vscode.Uri;
   row: number | null;
 }
+
+/** Where the panel gets a mask: the language server's agentLab/lossMask (extension/languageClient.ts). */
+export type LossMaskServer = (params: LossMaskParams) => Promise<LossMaskResult>;
 
 const TYPING_DEBOUNCE_MS = 150;
 const FILE_POLL_MS = 1000;
@@ -36,6 +38,7 @@ export class LossMaskPanel implements PanelController {
   private constructor(
     readonly host: PanelHost,
     initial: Target | null,
+    private readonly server: LossMaskServer,
   ) {
     host.attach(this);
     this.disposables.push(
@@ -66,7 +69,7 @@ export class LossMaskPanel implements PanelController {
     this.schedule(0);
   }
 
-  static open(extensionUri: vscode.Uri, target: Target | null): LossMaskPanel {
+  static open(extensionUri: vscode.Uri, target: Target | null, server: LossMaskServer): LossMaskPanel {
     const current = LossMaskPanel.current;
     if (current && !current.host.isDisposed) {
       current.host.panel.reveal(undefined, true);
@@ -74,10 +77,10 @@ export class LossMaskPanel implements PanelController {
       return current;
     }
     const panel = createPanel('lossMask', 'Loss Mask', extensionUri, true);
-    return (LossMaskPanel.current = new LossMaskPanel(new PanelHost('lossMask', panel, extensionUri, 'Loss Mask'), target));
+    return (LossMaskPanel.current = new LossMaskPanel(new PanelHost('lossMask', panel, extensionUri, 'Loss Mask'), target, server));
   }
 
-  static revive(extensionUri: vscode.Uri, panel: vscode.WebviewPanel, state: LossMaskState | null): LossMaskPanel {
+  static revive(extensionUri: vscode.Uri, panel: vscode.WebviewPanel, state: LossMaskState | null, server: LossMaskServer): LossMaskPanel {
     // A live panel of this kind already exists (background tabs are revived lazily, when shown): keep it, close the stale tab.
     const live = LossMaskPanel.current;
     if (live && !live.host.isDisposed) {
@@ -86,7 +89,7 @@ export class LossMaskPanel implements PanelController {
       return live;
     }
     const target = state?.uri ? { uri: vscode.Uri.parse(state.uri), row: state.row } : null;
-    return (LossMaskPanel.current = new LossMaskPanel(new PanelHost('lossMask', panel, extensionUri, panel.title), target));
+    return (LossMaskPanel.current = new LossMaskPanel(new PanelHost('lossMask', panel, extensionUri, panel.title), target, server));
   }
 
   private follow(editor: vscode.TextEditor): void {
@@ -119,7 +122,7 @@ export class LossMaskPanel implements PanelController {
     const seq = ++this.seq;
     const params: LossMaskParams = { textDocument: { uri: target.uri.toString() }, ...(target.row !== null ? { row: target.row } : {}) };
     try {
-      const mask = await requestLossMask(params);
+      const mask = await this.server(params);
       if (seq !== this.seq) return; // a newer request is on its way
       this.retries = 0;
       let row: unknown = null;

@@ -2,7 +2,7 @@
 // same keys, the same defaults, each value of the declared JSON type) and the commands
 // (extension/commandIds.ts: every contributed id, once).
 import * as assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { COMMAND_IDS } from '../../extension/commandIds';
 import { SETTING_DEFAULTS } from '../../extension/settingsTable';
@@ -25,5 +25,14 @@ describe("the editor's settings and commands, typed once", () => {
     const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { contributes: { commands: { command: string }[] } };
     assert.equal(new Set(COMMAND_IDS).size, COMMAND_IDS.length);
     assert.deepEqual([...COMMAND_IDS].sort(), pkg.contributes.commands.map((c) => c.command).sort());
+  });
+
+  it('commands are registered in one place: no area calls registerCommand, each returns its handlers for the one table', () => {
+    const extensionDir = path.join(repoRoot, 'extension');
+    const files = readdirSync(extensionDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    const registering = files.filter((f) => /\bregisterCommand\(/.test(readFileSync(path.join(extensionDir, f), 'utf8')));
+    assert.deepEqual(registering, ['commands.ts']);
+    // The table is typed with every contributed id (extension/commands.ts CommandTable); extension.ts builds it.
+    assert.match(readFileSync(path.join(extensionDir, 'extension.ts'), 'utf8'), /const table: CommandTable = /);
   });
 });

@@ -55,7 +55,10 @@ describe('core/protocol/worker: typed worker messages', () => {
     assert.match(checkJobSpec({ kind: 'grpo', runDir: '/g' }) ?? '', /job\.from/);
     assert.equal(checkJobSpec({ kind: 'grpo', runDir: '/g', resume: true }), null, 'a resume needs no --from');
     assert.match(checkJobSpec({ kind: 'eval', runDir: '/r', split: 'test' }) ?? '', /job\.split/);
-    assert.match(checkJobSpec({ kind: 'distill', runDir: '/r' }) ?? '', /job\.kind/);
+    assert.match(checkJobSpec({ kind: 'distill', split: 'train' }) ?? '', /job\.out is required/, 'a distillation writes a file');
+    assert.equal(checkJobSpec({ kind: 'distill', split: 'train', out: '/w/train.traces.jsonl' }), null);
+    assert.match(checkJobSpec({ kind: 'distill', split: 'train', out: '/w/t.jsonl', teacher: 'http', apiKey: 'sk-x' }) ?? '', /job\.apiKey: a job never carries a credential/);
+    assert.match(checkJobSpec({ kind: 'train', runDir: '/r' }) ?? '', /job\.kind/);
     const start = parseToWorker({ type: 'start', job: { kind: 'eval', runDir: '/r', split: 'dev', limit: 3 } });
     assert.ok(start.ok);
     assert.deepEqual(parseToWorker({ type: 'cancel' }), { ok: true, message: { type: 'cancel' } });

@@ -1,7 +1,24 @@
-// The jobs the worker process (and the CLI, in-process) runs: SFT, GRPO and evaluation.
+// The jobs the worker process (and the CLI, in-process) runs: SFT, GRPO and evaluation on a
+// run folder; building a world, distilling trajectories and asking the student one question.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { EvalJobSpec, EvalJobSummary, EvalSplit, GrpoJobSpec, JobResult, JobSpec, PreparedTraces, SftJobSpec, SplitManifest } from '../../core/protocol/worker';
+import type {
+  AskJobSpec,
+  DistillJobSpec,
+  EvalJobSpec,
+  EvalJobSummary,
+  EvalSplit,
+  GrpoJobSpec,
+  JobResult,
+  PreparedTraces,
+  SftJobSpec,
+  SplitManifest,
+  WorkerJobSpec,
+  WorldJobSpec,
+} from '../../core/protocol/worker';
+import { runWorldJob } from './worldJob';
+import { runDistillJob } from '../agent/distillJob';
+import { runAskJob } from '../agent/askJob';
 import { rollout } from '../../core/distill';
 import { makeStubTeacher } from '../../core/stubTeacher';
 import { WorldTask, loadedWorlds, splitManifest, worldEnv } from '../../core/worlds';
@@ -31,8 +48,14 @@ export type { JobResult } from '../../core/protocol/worker';
 export async function runJob(spec: SftJobSpec, hooks: JobHooks): Promise<JobResult<'sft'>>;
 export async function runJob(spec: GrpoJobSpec, hooks: JobHooks): Promise<JobResult<'grpo'>>;
 export async function runJob(spec: EvalJobSpec, hooks: JobHooks): Promise<JobResult<'eval'>>;
-export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult>;
-export async function runJob(spec: JobSpec, hooks: JobHooks): Promise<JobResult> {
+export async function runJob(spec: WorldJobSpec, hooks: JobHooks): Promise<JobResult<'world'>>;
+export async function runJob(spec: DistillJobSpec, hooks: JobHooks): Promise<JobResult<'distill'>>;
+export async function runJob(spec: AskJobSpec, hooks: JobHooks): Promise<JobResult<'ask'>>;
+export async function runJob(spec: WorkerJobSpec, hooks: JobHooks): Promise<JobResult>;
+export async function runJob(spec: WorkerJobSpec, hooks: JobHooks): Promise<JobResult> {
+  if (spec.kind === 'world') return runWorldJob(spec, hooks);
+  if (spec.kind === 'distill') return runDistillJob(spec, hooks);
+  if (spec.kind === 'ask') return runAskJob(spec, hooks);
   if (spec.kind === 'sft') return runSftJob(spec, hooks);
   if (spec.kind === 'grpo') {
     const { kind: _kind, ...options } = spec;

@@ -3,6 +3,7 @@
 // is cooperative: the job stops after its current step, checkpoints and reports done.
 import { FromWorker, parseToWorker } from '../../core/protocol/worker';
 import { runJob } from './jobs';
+import { isObj } from '../../core/protocol/isObj';
 
 let cancelled = false;
 let started = false;
@@ -15,6 +16,13 @@ process.on('message', (raw: unknown) => {
   const parsed = parseToWorker(raw);
   if (!parsed.ok) {
     send({ type: 'log', level: 'error', message: `worker: ignored a bad message: ${parsed.error}` });
+    // A refused start is the end of this worker: its parent must not wait for a job that never runs.
+    if (!started && isObj(raw) && raw['type'] === 'start') {
+      started = true;
+      send({ type: 'failed', error: `the job was refused: ${parsed.error}` });
+      process.exitCode = 1;
+      process.disconnect?.();
+    }
     return;
   }
   const msg = parsed.message;
