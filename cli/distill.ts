@@ -9,8 +9,6 @@ import { DistillFailure } from '../trainer/agent/distillJob';
 import { type JobHooks, UserError } from '../trainer/run/jobRun';
 import { runJob } from '../trainer/run/jobs';
 
-export { roleFiles, summaryLines, unsolvedLine } from '../trainer/agent/distillJob';
-
 type Options = Record<string, string | number | boolean | undefined>;
 
 export const DISTILL_USAGE =

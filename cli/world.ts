@@ -22,7 +22,7 @@ const TEXTS = ['facts', 'docs', 'tasks', 'tools', 'split', 'shapes'] as const;
 const COUNTS = ['seed', 'distractors', 'train', 'heldout'] as const;
 
 /** The job the options ask for (cli/commands.ts has checked each option's type). */
-export function worldSpecOf(o: Options): WorldJobSpec {
+function worldSpecOf(o: Options): WorldJobSpec {
   const spec: WorldJobSpec = { kind: 'world', out: o['out'] as string };
   for (const k of TEXTS) if (o[k] !== undefined) spec[k] = String(o[k]);
   for (const k of COUNTS) if (typeof o[k] === 'number') spec[k] = o[k];

@@ -184,7 +184,7 @@ function distillSpec(t: TeacherSettings, folder: vscode.Uri, split: Split, file:
   } else if (t.kind === 'student') {
     spec = { ...base, run: runDir!, temperature: t.temperature };
   }
-  // A settings value the job would refuse is told here, not as a worker that never starts.
+  // A settings value the job would refuse is named as a setting, before any worker starts.
   const problem = checkJobSpec(spec);
   if (problem) throw new Error(`the distillation's settings: ${problem}`);
   return spec;

@@ -1,7 +1,6 @@
-// Where the extension writes (the workspace's runs folder) and how it reads and writes
-// JSONL there. Goes through vscode.workspace.fs so remote workspaces work too.
+// Where the extension's runs and worlds live (the workspace's runs folder). Goes through
+// vscode.workspace.fs so remote workspaces work too.
 import * as vscode from 'vscode';
-import { parseJsonl } from '../core/jsonl';
 import { setting } from './settings';
 import { SETTING_DEFAULTS } from './settingsTable';
 
@@ -39,12 +38,6 @@ export async function exists(uri: vscode.Uri): Promise<boolean> {
 }
 
 /** One JSON object per line, "\n" after each (the same bytes as the CLI writes). */
-/** Parses a JSONL file (core/jsonl.ts); blank lines are skipped, a bad line is an error naming its number. */
-export async function readJsonl(uri: vscode.Uri): Promise<unknown[]> {
-  const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-  return parseJsonl(text, uri.fsPath).map((r) => r.value);
-}
-
 /** The world folders under the runs folder, newest first (names sort by time). */
 export async function listWorldFolders(runs: vscode.Uri): Promise<vscode.Uri[]> {
   let entries: [string, vscode.FileType][];

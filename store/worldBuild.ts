@@ -84,7 +84,7 @@ export function readDocsSource(docsDir: string, tasksFileArg: string, warn: Warn
 }
 
 /** Every .txt and .md file under `dir` (dot-files and dot-folders skipped), paths relative and '/'-separated. */
-export function readDocsFolder(dirArg: string, warn: Warn): { docs: DocFile[]; files: string[] } {
+function readDocsFolder(dirArg: string, warn: Warn): { docs: DocFile[]; files: string[] } {
   const dir = path.resolve(dirArg);
   let st: fs.Stats;
   try {

@@ -10,7 +10,7 @@ import { TeacherError } from '../../core/teachers/teacher';
 import type { Task } from '../../core/types';
 import { buildCorpus } from '../../core/world';
 import { ASST, END, SYS, USER } from '../../core/wire';
-import { summaryLines } from '../../cli/distill';
+import { summaryLines } from '../../trainer/agent/distillJob';
 import { HostileServer, Mode, hostileChatServer } from './hostileChatServer';
 
 const env = new ToolEnv(buildCorpus());

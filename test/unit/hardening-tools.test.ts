@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../cli/main';
-import { summaryLines } from '../../cli/distill';
+import { summaryLines } from '../../trainer/agent/distillJob';
 import { ToolEnv, renderPrompt } from '../../core/distill';
 import { AsyncTeacher, OFF_TOOLS, distillAsync, newDistillStats, rolloutAsync } from '../../core/distillAsync';
 import { makeHttpTeacher } from '../../core/teachers/http';
