@@ -91,6 +91,8 @@ export interface TrainBenchResult {
   adapter?: AdapterInfo;
   /** Why a better backend was not used, when one was not. */
   backend_note?: string;
+  /** wasm: what ran the matrix products (a BLAS, or XNNPACK and why). */
+  matmul?: string;
   /** Ours, data-parallel over every core (median after warm-up). */
   tokens_per_s: number;
   model: { vocab: number; d_model: number; layers: number; heads: number; kv_heads: number; mlp: number; seq: number; batch: number; params: number };
@@ -159,7 +161,7 @@ export function benchBatches(maxBatches = 16): { batches: Batch[]; vocab: number
   return { batches, vocab: tok.vocabSize };
 }
 
-function findTorchPython(): string | null {
+export function findTorchPython(): string | null {
   const candidates = [process.env['AGENT_LAB_PYTHON'], 'python3', '/usr/bin/python3', 'python'].filter((c): c is string => !!c);
   for (const c of candidates) {
     const r = spawnSync(c, ['-c', 'import torch'], { encoding: 'utf8', timeout: 60000 });
@@ -168,7 +170,7 @@ function findTorchPython(): string | null {
   return null;
 }
 
-class TorchServer {
+export class TorchServer {
   private lines: AsyncIterator<string>;
   constructor(private proc: ChildProcessWithoutNullStreams) {
     this.lines = readline.createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
@@ -202,6 +204,11 @@ class TorchServer {
     this.proc.stdin.write(`steps ${n} ${variant}\n`);
     return (await this.next()) as unknown as { step_ms: number[]; cpu_ms?: number[]; tokens: number[]; losses: number[] };
   }
+  /** bench/decode.ts: B prompts of P tokens, G tokens each (torch_train.py `decode`). */
+  async decode(B: number, P: number, G: number, mode: 'greedy' | 'sample', seed: number): Promise<{ prefill_ms: number; decode_ms: number; tokens: number[][] }> {
+    this.proc.stdin.write(`decode ${B} ${P} ${G} ${mode} ${seed}\n`);
+    return (await this.next()) as unknown as { prefill_ms: number; decode_ms: number; tokens: number[][] };
+  }
   close(): void {
     try {
       this.proc.stdin.write('quit\n');
@@ -227,6 +234,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
   const seqs = batches.map((b) => b.seq);
   const adapter = info.adapter ? ` on ${info.adapter.vendor} ${info.adapter.architecture} (${info.adapter.description}${info.adapter.software ? ', a software adapter' : ''})` : '';
   log(`bench train: ${info.used}${adapter}${info.note ? ` (${info.note})` : ''}; tiny preset, ${countParamsOf(cfg)} parameters, vocab ${vocab}`);
+  if (info.matmul) log(`  matrix products on ${info.matmul}`);
   log(`  ${batches.length} batches of 2 transcripts, seq ${Math.min(...seqs)}-${Math.max(...seqs)} (median ${median(seqs)}); ${threads} worker thread(s) + this one`);
 
   const model = StackModel.create(cfg, 0);
@@ -396,6 +404,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       backend: info.used,
       ...(info.adapter ? { adapter: info.adapter } : {}),
       ...(info.note ? { backend_note: info.note } : {}),
+      ...(info.matmul ? { matmul: info.matmul } : {}),
       tokens_per_s: all.tokens_per_s,
       model: { vocab: cfg.vocab, d_model: cfg.dModel, layers: cfg.layers, heads: cfg.heads, kv_heads: cfg.kvHeads, mlp: cfg.mlp, seq: median(seqs), batch: 2, params: countParamsOf(cfg) },
       torch_tokens_per_s: all.torch_tokens_per_s,

@@ -255,7 +255,7 @@ export async function runTrainProfile(opts: TrainProfileOptions = {}): Promise<T
   const grpoOptim = { lr: GRPO_DEFAULTS.lr, weightDecay: 0, clip: 1 };
   const reference = StackModel.fromWeights(cfg, w0);
   const profiles: StepProfile[] = [];
-  log(`bench train --profile: ${info.used}; tiny preset, vocab ${vocab}; ${o.warmup} warm-up, ${o.steps} timed and ${o.profiled} profiled steps per row`);
+  log(`bench train --profile: ${info.used}${info.matmul ? ` (matrix products on ${info.matmul})` : ''}; tiny preset, vocab ${vocab}; ${o.warmup} warm-up, ${o.steps} timed and ${o.profiled} profiled steps per row`);
   for (const kind of ['sft', 'grpo'] as const) {
     for (const n of threads > 0 ? [0, threads] : [0]) {
       const model = StackModel.fromWeights(cfg, w0);

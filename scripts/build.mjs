@@ -10,11 +10,12 @@ const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
 // A production build starts from an empty dist/, so no map or stale bundle of an earlier
 // development build lies beside what is packed.
-// Except dist/webgpu/ when scripts/package-vsix.sh staged it for the per-platform .vsix
-// (vsce runs this build as vscode:prepublish after the script has copied dawn.node there).
+// Except dist/webgpu/ and dist/koffi/ when scripts/package-vsix.sh staged them for the
+// per-platform .vsix (vsce runs this build as vscode:prepublish after the script has copied
+// dawn.node and koffi.node there).
 if (production) {
   if (process.env.AGENT_LAB_KEEP_WEBGPU === '1') {
-    for (const entry of existsSync('dist') ? readdirSync('dist') : []) if (entry !== 'webgpu') rmSync(`dist/${entry}`, { recursive: true, force: true });
+    for (const entry of existsSync('dist') ? readdirSync('dist') : []) if (entry !== 'webgpu' && entry !== 'koffi') rmSync(`dist/${entry}`, { recursive: true, force: true });
   } else rmSync('dist', { recursive: true, force: true });
 }
 

@@ -254,8 +254,14 @@ for (const backend of ['cpu', 'wasm'] as const) describe(`GRPO: the policy-gradi
     assert.ok(Math.abs(combined.stats.lossSum / combined.stats.weightSum - whole.loss) < 1e-6);
     assert.ok(Math.abs(combined.stats.pg!.klSum - whole.pg!.klSum) < 1e-5);
     let maxDiff = 0;
-    for (let i = 0; i < wholeFlat.length; i++) maxDiff = Math.max(maxDiff, Math.abs(wholeFlat[i]! - combined.flat[i]!));
-    assert.ok(maxDiff < 1e-6, `max gradient difference ${maxDiff}`);
+    let scale = 0;
+    for (let i = 0; i < wholeFlat.length; i++) {
+      maxDiff = Math.max(maxDiff, Math.abs(wholeFlat[i]! - combined.flat[i]!));
+      scale = Math.max(scale, Math.abs(wholeFlat[i]!));
+    }
+    // float32 rounding: the BLAS's products (fused multiply-adds, their own summation order) over a whole
+    // batch's rows against two shards' sums combined differ by a few units in the last place
+    assert.ok(maxDiff < 4e-6 * Math.max(1, scale), `max gradient difference ${maxDiff} (largest entry ${scale})`);
     m.dispose();
     ref.dispose();
   });

@@ -50,9 +50,9 @@ import {
 } from '../../core/protocol/grpoOptions';
 import type { MetricRecord } from '../../core/protocol/metrics';
 import type { AccuracyPoint, GrpoSummary, JobResult } from '../../core/protocol/worker';
-import { CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from '../run/jobRun';
+import { type BackendRecord, CODE_VERSION, type JobHooks, RunCheckpoints, RunClock, UserError, backendRecord, cancelRequested, openMetrics, previousRunConfig, startBackend } from '../run/jobRun';
 import { evaluateModel, loadWorldTasks } from '../run/jobEval';
-import type { AdapterInfo, BackendInfo } from '../model/backend';
+import type { BackendInfo } from '../model/backend';
 import {
   PRESCREEN_DEFAULTS,
   defaultPrescreenTasks,
@@ -191,7 +191,7 @@ interface GrpoConfig {
   model: ModelConfig;
   preset?: string;
   params: number;
-  backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
+  backend: BackendRecord;
   seed: number;
   budget: { steps?: number; minutes?: number };
   /** The option table's config.json settings (core/protocol/grpoOptions.ts GrpoConfigSettings). */

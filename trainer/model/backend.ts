@@ -26,6 +26,7 @@ import * as tf from '@tensorflow/tfjs-core';
 // dropped by the bundler and the cpu backend never registered.
 import { version_cpu } from '@tensorflow/tfjs-backend-cpu';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
+import { describeBlas, useBlasMatMul } from './blasMatMul';
 
 export type BackendName = 'tfjs-node-gpu' | 'webgpu' | 'tfjs-node' | 'wasm' | 'cpu';
 export type BackendAsk = 'auto' | BackendName;
@@ -52,6 +53,11 @@ export interface BackendInfo {
   note?: string;
   /** With webgpu: the adapter. */
   adapter?: AdapterInfo;
+  /**
+   * With wasm: what runs its matrix products, e.g. "OpenBLAS 0.3.21 ... (libopenblas.so.0)"
+   * (trainer/model/blasMatMul.ts), or "XNNPACK" with why no BLAS was used.
+   */
+  matmul?: string;
 }
 
 // A `require` the bundler does not see (esbuild would otherwise try to bundle the optional
@@ -226,6 +232,7 @@ async function tryBackend(name: BackendName, explicit: boolean): Promise<string 
         wasmPathsSet = true;
       }
       if (!(await tf.setBackend('wasm'))) return 'the wasm backend did not initialise';
+      useBlasMatMul();
       return null;
     }
     if (!(await tf.setBackend('cpu'))) return 'the cpu backend did not initialise';
@@ -261,6 +268,7 @@ export async function initBackend(asked: BackendAsk = 'auto'): Promise<BackendIn
         asked,
         ...(notes.length ? { note: notes.join('; ') } : {}),
         ...(name === 'webgpu' && webgpuAdapter ? { adapter: webgpuAdapter } : {}),
+        ...(name === 'wasm' ? { matmul: describeBlas() } : {}),
       };
       return current;
     }

@@ -206,7 +206,7 @@ export class StackModel extends ModelTraining {
       }
       const last = tf.slice(x, [c - 1, 0], [1, this.config.dModel]);
       const hf = this.rmsNorm(last, this.p1('final_norm')).y;
-      return tf.matMul(hf, this.headT());
+      return this.headLogits(hf);
     });
     cache.length = p + c;
     cache.ids.push(...ids);
@@ -326,7 +326,7 @@ export class StackModel extends ModelTraining {
         x = next;
       }
       live.push(x);
-      const out = tf.tidy(() => tf.matMul(this.rmsNorm(tf.slice(x, [c - 1, 0], [1, this.config.dModel]), this.p1('final_norm')).y, this.headT()));
+      const out = tf.tidy(() => this.headLogits(this.rmsNorm(tf.slice(x, [c - 1, 0], [1, this.config.dModel]), this.p1('final_norm')).y));
       live.push(out);
       const logits = (await out.data()) as Float32Array;
       cache.length = p + c;
@@ -373,7 +373,7 @@ export class StackModel extends ModelTraining {
         x = next;
       }
       live.push(x);
-      const out = tf.tidy(() => tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.headT()));
+      const out = tf.tidy(() => this.headLogits(this.rmsNorm(x, this.p1('final_norm')).y));
       live.push(out);
       const all = (await out.data()) as Float32Array;
       caches.forEach((c, b) => {
@@ -427,7 +427,7 @@ export class StackModel extends ModelTraining {
         }
         x = this.layerTail(x, tf.tensor2d(att, [B, H * hd]), pre);
       }
-      return tf.matMul(this.rmsNorm(x, this.p1('final_norm')).y, this.headT());
+      return this.headLogits(this.rmsNorm(x, this.p1('final_norm')).y);
     });
     caches.forEach((c, b) => {
       c.length++;

@@ -6,6 +6,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { mulberry32 } from '../../core/mulberry32';
 import { canReadSync, isLocalBackend } from './backend';
+import { type BlasAttentionSave, MASK_NEG, type RopeArrays, blasAttentionForward } from './blasAttention';
+import { activeSgemm } from './blasMatMul';
 import type { Batch, PolicyStats } from './modelBatch';
 import { IGNORE, ModelConfig, countParams, headDimOf, headWeightOf, normEpsOf, paramSpecs, prevTokensOf, ropeInvFreq, validateConfig } from './modelConfig';
 
@@ -75,7 +77,9 @@ export const NORM_EPS = 1e-5;
 export function floatOneHot(indices: tf.Tensor1D, depth: number): tf.Tensor2D {
   return tf.cast(tf.oneHot(indices, depth), 'float32') as tf.Tensor2D;
 }
-export const MASK_NEG = -1e9;
+export { MASK_NEG } from './blasAttention';
+/** Queries per causal-attention block on the BLAS path (the default when `attnBlocks` is null). */
+export const BLAS_QUERY_BLOCK = 128;
 
 export type Readable = Float32Array | Int32Array | Uint8Array;
 
@@ -154,7 +158,10 @@ export interface RowSave {
 export interface LayerSave {
   n1: NormSave;
   h1: tf.Tensor2D;
+  /** The tensor path's attention saves (empty when the BLAS path ran: `blas`). */
   rows: RowSave[];
+  /** The BLAS path's attention save (trainer/model/blasAttention.ts). */
+  blas?: BlasAttentionSave;
   o: tf.Tensor2D;
   n2: NormSave;
   h2: tf.Tensor2D;
@@ -165,12 +172,19 @@ export interface LayerSave {
 }
 
 export interface RopeTables {
+  /** Query blocks [start, end) of the causal attention (keys 0..end-1 for block [start, end)). */
+  blocks: [number, number][];
+  /** The tensor path's tables. */
+  tensors(): RopeTensors;
+  /** The BLAS path's (trainer/model/blasAttention.ts). */
+  arrays(): RopeArrays;
+}
+
+export interface RopeTensors {
   /** [(H+K)*hd, T]: cos per (head row, position), query rows scaled by 1/sqrt(hd). */
   cosT: tf.Tensor2D;
   /** The same for sin, with the rotate-half sign folded in (-1 on each head's first half). */
   sinT: tf.Tensor2D;
-  /** Query blocks [start, end) of the causal attention (keys 0..end-1 for block [start, end)). */
-  blocks: [number, number][];
   /** Per block, [rep*(end-start), end]: the additive causal mask of a kv group's stacked query heads. */
   masks: tf.Tensor2D[];
 }
@@ -189,6 +203,13 @@ export interface Prepared {
   supPg: { adv: Float32Array; old: Float32Array | null; ref: Float32Array } | null;
 }
 
+/** [rows, cols] -> [cols, rows]. */
+function transpose(x: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(x.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = x[r * cols + c]!;
+  return out;
+}
+
 /** The model's weights and its forward pass; StackModel (trainer/model/model.ts) is the class to use. */
 export abstract class ModelCore {
   readonly config: ModelConfig;
@@ -199,7 +220,7 @@ export abstract class ModelCore {
   protected readonly headWeight: 'tok_embeddings' | 'lm_head';
   private params = new Map<string, tf.Tensor>();
   private transposed = new Map<string, tf.Tensor2D>();
-  private ropeCache = new Map<string, RopeTables>();
+  private ropeCache = new Map<string, RopeTensors>();
   protected rot: tf.Tensor2D;
   private rotT: tf.Tensor2D;
   private invFreq: Float64Array;
@@ -323,6 +344,16 @@ export abstract class ModelCore {
     return this.pT(this.headWeight);
   }
 
+  /** x @ W^T for the weight `name`: on the BLAS a transposed operand (no copy), elsewhere the cached transpose. */
+  protected mulWT(x: tf.Tensor2D, name: string): tf.Tensor2D {
+    return (activeSgemm() ? tf.matMul(x, this.p2(name), false, true) : tf.matMul(x, this.pT(name))) as tf.Tensor2D;
+  }
+
+  /** The logits of rows h: h @ headT(). */
+  protected headLogits(h: tf.Tensor2D): tf.Tensor2D {
+    return this.mulWT(h, this.headWeight);
+  }
+
   /** The q/k/v projection of normed rows h: h @ wqkv (+ bqkv when the config has q/k/v biases). */
   protected qkvProj(h: tf.Tensor2D, pre: string): tf.Tensor2D {
     const y = tf.matMul(h, this.p2(pre + 'wqkv')) as tf.Tensor2D;
@@ -378,20 +409,45 @@ export abstract class ModelCore {
     return tf.tensor2d(m, [q, k]);
   }
 
-  /** Transposed RoPE tables and the causal masks for sequences of T positions (cached). */
+  /**
+   * The RoPE tables and causal masks for sequences of T positions: the query blocks, the
+   * tensor path's transposed tables and masks (built on first use, cached by length), and the
+   * BLAS path's (one table of the model's whole context, read by prefix: no work per length).
+   */
   protected tables(T: number): RopeTables {
-    const nb = Math.max(1, Math.min(T, this.attnBlocks ?? 1));
-    const key = `${T}/${nb}`;
-    let r = this.ropeCache.get(key);
-    if (r) {
-      this.ropeCache.delete(key);
-      this.ropeCache.set(key, r); // LRU order
-      return r;
+    // On the BLAS, query blocks of ~128 skip most of the masked half at little cost (a block's
+    // keys are read in place); XNNPACK repacks each block's keys, so one block wins there.
+    const nb = Math.max(1, Math.min(T, this.attnBlocks ?? (activeSgemm() ? Math.ceil(T / BLAS_QUERY_BLOCK) : 1)));
+    const size = Math.ceil(T / nb);
+    const blocks: [number, number][] = [];
+    for (let s0 = 0; s0 < T; s0 += size) blocks.push([s0, Math.min(T, s0 + size)]);
+    return {
+      blocks,
+      tensors: () => this.ropeTensors(T, blocks),
+      arrays: () => ({ ...this.ropeRows(T), width: (this.config.heads + this.config.kvHeads) * this.headDim, blocks }),
+    };
+  }
+
+  /**
+   * cos/sin per (position, column), [rows, (H+K)*hd], for at least T positions: one table read by
+   * prefix, grown (to a power of two, at most the context) when a longer sequence comes.
+   */
+  private ropeRowsCache: { rows: number; cos: Float32Array; sin: Float32Array } | null = null;
+  private ropeRows(T: number): { cos: Float32Array; sin: Float32Array } {
+    if (!this.ropeRowsCache || this.ropeRowsCache.rows < T) {
+      const rows = Math.min(this.config.maxSeq, Math.max(T, 2 ** Math.ceil(Math.log2(Math.max(T, 64)))));
+      const W1 = (this.config.heads + this.config.kvHeads) * this.headDim;
+      const { cos, sin } = this.ropeColumns(rows);
+      this.ropeRowsCache = { rows, cos: transpose(cos, W1, rows), sin: transpose(sin, W1, rows) };
     }
+    return this.ropeRowsCache;
+  }
+
+  /** cos/sin per (column, position), [(H+K)*hd, T]: q columns scaled by 1/sqrt(hd), the rotate-half sign in sin. */
+  private ropeColumns(T: number): { cos: Float32Array; sin: Float32Array } {
     const { heads: H, kvHeads: K } = this.config;
     const hd = this.headDim;
     const h2 = hd / 2;
-    const rep = H / K;
     const scale = 1 / Math.sqrt(hd);
     const W1 = (H + K) * hd;
     const cos = new Float32Array(W1 * T);
@@ -408,19 +464,31 @@ export abstract class ModelCore {
         }
       }
     }
-    const size = Math.ceil(T / nb);
-    const blocks: [number, number][] = [];
-    for (let s0 = 0; s0 < T; s0 += size) blocks.push([s0, Math.min(T, s0 + size)]);
+    return { cos, sin };
+  }
+
+  /** The tensor path's tables for T positions in these query blocks (cached, the 8 latest lengths). */
+  private ropeTensors(T: number, blocks: [number, number][]): RopeTensors {
+    const key = `${T}/${blocks.length}`;
+    let r = this.ropeCache.get(key);
+    if (r) {
+      this.ropeCache.delete(key);
+      this.ropeCache.set(key, r); // LRU order
+      return r;
+    }
+    const W1 = (this.config.heads + this.config.kvHeads) * this.headDim;
+    const rep = this.config.heads / this.config.kvHeads;
+    const { cos, sin } = this.ropeColumns(T);
     const masks = blocks.map(([b0, b1]) => {
       const n = b1 - b0;
       const m = new Float32Array(rep * n * b1);
       for (let h = 0; h < rep; h++) for (let i = 0; i < n; i++) m.fill(MASK_NEG, (h * n + i) * b1 + b0 + i + 1, (h * n + i + 1) * b1);
       return tf.keep(tf.tensor2d(m, [rep * n, b1]));
     });
-    r = { cosT: tf.keep(tf.tensor2d(cos, [W1, T])), sinT: tf.keep(tf.tensor2d(sin, [W1, T])), blocks, masks };
+    r = { cosT: tf.keep(tf.tensor2d(cos, [W1, T])), sinT: tf.keep(tf.tensor2d(sin, [W1, T])), masks };
     this.ropeCache.set(key, r);
     while (this.ropeCache.size > 8) {
-      const [oldKey, old] = this.ropeCache.entries().next().value as [string, RopeTables];
+      const [oldKey, old] = this.ropeCache.entries().next().value as [string, RopeTensors];
       old.cosT.dispose();
       old.sinT.dispose();
       for (const m of old.masks) m.dispose();
@@ -655,6 +723,12 @@ export abstract class ModelCore {
     const n1 = this.rmsNorm(x, this.p1(pre + 'attn_norm'));
     const h1 = n1.y;
     const qkv = this.qkvProj(h1, pre);
+    const sgemm = activeSgemm();
+    if (sgemm) {
+      const a = blasAttentionForward(sgemm, { heads: H, kvHeads: K, headDim: hd }, qkv, rows, T, tb.arrays(), this.stepBufs, readNow, save ? `attn.${i}` : null);
+      return this.blockRest(i, x, a.o, n1.save, h1, [], a.save ?? undefined, save);
+    }
+    const tt = tb.tensors();
     const rowSaves: RowSave[] = [];
     const rowOuts: tf.Tensor2D[] = [];
     for (let r = 0; r < rows; r++) {
@@ -662,7 +736,7 @@ export abstract class ModelCore {
       const qkvT = tf.transpose(qkvR);
       const qkRawT = tf.slice(qkvT, [0, 0], [W1, T]);
       const vT = tf.slice(qkvT, [W1, 0], [K * hd, T]);
-      const qkT = tf.add(tf.mul(qkRawT, tb.cosT), tf.mul(this.swapHalves(qkRawT), tb.sinT)) as tf.Tensor2D;
+      const qkT = tf.add(tf.mul(qkRawT, tt.cosT), tf.mul(this.swapHalves(qkRawT), tt.sinT)) as tf.Tensor2D;
       const qs: tf.Tensor2D[][] = [];
       const outs: tf.Tensor2D[][] = [];
       const probs: tf.Tensor2D[][] = [];
@@ -680,7 +754,7 @@ export abstract class ModelCore {
         tb.blocks.forEach(([b0, b1], j) => {
           const q = this.headsToRows(nb === 1 ? qT : tf.slice(qT, [0, b0], [rep * hd, b1 - b0]), rep);
           const kTj = b1 === T ? kT : tf.slice(kT, [0, 0], [hd, b1]);
-          const p = tf.softmax(tf.add(tf.matMul(q, kTj), tb.masks[j]!)) as tf.Tensor2D;
+          const p = tf.softmax(tf.add(tf.matMul(q, kTj), tt.masks[j]!)) as tf.Tensor2D;
           const vj = b1 === T ? v : tf.slice(v, [0, 0], [b1, hd]);
           const o = tf.matMul(p, vj) as tf.Tensor2D;
           gout.push(this.rowsToHeads(o, rep));
@@ -697,6 +771,12 @@ export abstract class ModelCore {
       rowSaves.push({ qkT, vT, q: qs, probs, outs });
     }
     const o = rows === 1 ? rowOuts[0]! : tf.concat(rowOuts, 0);
+    return this.blockRest(i, x, o, n1.save, h1, rowSaves, undefined, save);
+  }
+
+  /** The block after its attention: the output projection, the MLP, the residuals and the save. */
+  private blockRest(i: number, x: tf.Tensor2D, o: tf.Tensor2D, n1: NormSave, h1: tf.Tensor2D, rowSaves: RowSave[], blas: BlasAttentionSave | undefined, save: LayerSave[] | null): tf.Tensor2D {
+    const pre = `layers.${i}.`;
     const x1 = tf.add(x, tf.matMul(o, this.p2(pre + 'wo'))) as tf.Tensor2D;
     const n2 = this.rmsNorm(x1, this.p1(pre + 'mlp_norm'));
     const h2 = n2.y;
@@ -706,7 +786,7 @@ export abstract class ModelCore {
     const silu = tf.mul(gate, sig) as tf.Tensor2D;
     const act = tf.mul(silu, up) as tf.Tensor2D;
     const x2 = tf.add(x1, tf.matMul(act, this.p2(pre + 'w_down'))) as tf.Tensor2D;
-    if (save) save.push({ n1: n1.save, h1, rows: rowSaves, o, n2: n2.save, h2, sig, silu, up, act });
+    if (save) save.push({ n1, h1, rows: rowSaves, ...(blas ? { blas } : {}), o, n2: n2.save, h2, sig, silu, up, act });
     return x2;
   }
 }

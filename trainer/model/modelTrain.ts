@@ -7,6 +7,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Batch, EvalResult, Grads, LossStats, PolicyGradient, PolicyStats } from './modelBatch';
 import { IGNORE, paramSpecs } from './modelConfig';
 import { canReadSync } from './backend';
+import { blasAttentionBackward } from './blasAttention';
+import { activeSgemm } from './blasMatMul';
 import { HeadStats, LayerSave, ModelCore, Prepared, Readback, RopeTables, floatOneHot, readNow, useJs } from './modelCore';
 import { mark } from './stepClock';
 
@@ -18,6 +20,8 @@ export abstract class ModelTraining extends ModelCore {
    * fewer columns. `dyT`, when the caller has it, saves a transpose.
    */
   private weightGrad(x: tf.Tensor2D, dy: tf.Tensor2D, dyT?: tf.Tensor2D): tf.Tensor2D {
+    // The BLAS reads a transposed operand in place and packs every operand anyway.
+    if (activeSgemm()) return tf.matMul(x, dy, true, false) as tf.Tensor2D;
     if (x.shape[1] <= dy.shape[1]) return tf.transpose(tf.matMul(dyT ?? tf.transpose(dy), x)) as tf.Tensor2D;
     return tf.matMul(tf.transpose(x), dy) as tf.Tensor2D;
   }
@@ -26,23 +30,39 @@ export abstract class ModelTraining extends ModelCore {
   private blockBack(i: number, dx2: tf.Tensor2D, rows: number, T: number, tb: RopeTables, s: LayerSave, grads: Grads, want: (name: string) => boolean): tf.Tensor2D {
     const { heads: H, kvHeads: K } = this.config;
     const hd = this.headDim;
-    const rep = H / K;
     const pre = `layers.${i}.`;
     // MLP
-    const dact = tf.matMul(dx2, this.pT(pre + 'w_down'));
+    const dact = this.mulWT(dx2, pre + 'w_down');
     if (want(pre + 'w_down')) grads.set(pre + 'w_down', this.weightGrad(s.act, dx2));
     const dup = tf.mul(dact, s.silu) as tf.Tensor2D;
     // silu'(g) = sig + silu * (1 - sig)
     const dgate = tf.mul(tf.mul(dact, s.up), tf.add(s.sig, tf.mul(s.silu, tf.sub(1, s.sig)))) as tf.Tensor2D;
     if (want(pre + 'w_gate')) grads.set(pre + 'w_gate', this.weightGrad(s.h2, dgate));
     if (want(pre + 'w_up')) grads.set(pre + 'w_up', this.weightGrad(s.h2, dup)); // same right operand: XNNPACK's packing is reused
-    const dh2 = tf.add(tf.matMul(dgate, this.pT(pre + 'w_gate')), tf.matMul(dup, this.pT(pre + 'w_up'))) as tf.Tensor2D;
+    const dh2 = tf.add(this.mulWT(dgate, pre + 'w_gate'), this.mulWT(dup, pre + 'w_up')) as tf.Tensor2D;
     const nb2 = this.rmsNormBack(dh2, this.p1(pre + 'mlp_norm'), s.n2);
     if (want(pre + 'mlp_norm')) grads.set(pre + 'mlp_norm', nb2.dg);
     const dx1 = tf.add(dx2, nb2.dx) as tf.Tensor2D;
     // attention
-    const dO = tf.matMul(dx1, this.pT(pre + 'wo')) as tf.Tensor2D;
+    const dO = this.mulWT(dx1, pre + 'wo');
     if (want(pre + 'wo')) grads.set(pre + 'wo', this.weightGrad(s.o, dx1));
+    const sgemm = activeSgemm();
+    const { dqkv, dqkvT } =
+      s.blas && sgemm ? { dqkv: blasAttentionBackward(sgemm, { heads: H, kvHeads: K, headDim: hd }, dO, s.blas, tb.arrays(), this.stepBufs, readNow), dqkvT: undefined } : this.attentionBack(dO, rows, T, tb, s);
+    if (want(pre + 'wqkv')) grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, dqkvT));
+    if (this.config.qkvBias && want(pre + 'bqkv')) grads.set(pre + 'bqkv', tf.sum(dqkv, 0) as tf.Tensor1D);
+    const dh1 = this.mulWT(dqkv, pre + 'wqkv');
+    const nb1 = this.rmsNormBack(dh1, this.p1(pre + 'attn_norm'), s.n1);
+    if (want(pre + 'attn_norm')) grads.set(pre + 'attn_norm', nb1.dg);
+    return tf.add(dx1, nb1.dx) as tf.Tensor2D;
+  }
+
+  /** The tensor path's attention backward: dO -> dqkv, [rows*T, (H+2K)*hd] (and its transpose with one row). */
+  private attentionBack(dO: tf.Tensor2D, rows: number, T: number, tb: RopeTables, s: LayerSave): { dqkv: tf.Tensor2D; dqkvT?: tf.Tensor2D } {
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const tt = tb.tensors();
     const dqkvTRows: tf.Tensor2D[] = [];
     for (let r = 0; r < rows; r++) {
       const rs = s.rows[r]!;
@@ -79,22 +99,16 @@ export abstract class ModelTraining extends ModelCore {
         dVT.push(tf.transpose(dV!) as tf.Tensor2D);
       }
       const dqkT = tf.concat([...dQT, ...dKT], 0) as tf.Tensor2D;
-      const dqkRawT = tf.add(tf.mul(dqkT, tb.cosT), this.swapHalves(tf.mul(dqkT, tb.sinT) as tf.Tensor2D));
+      const dqkRawT = tf.add(tf.mul(dqkT, tt.cosT), this.swapHalves(tf.mul(dqkT, tt.sinT) as tf.Tensor2D));
       dqkvTRows.push(tf.concat([dqkRawT, ...dVT], 0) as tf.Tensor2D);
     }
-    const dqkv =
-      rows === 1
-        ? (tf.transpose(dqkvTRows[0]!) as tf.Tensor2D)
-        : (tf.concat(
-            dqkvTRows.map((t) => tf.transpose(t)),
-            0,
-          ) as tf.Tensor2D);
-    if (want(pre + 'wqkv')) grads.set(pre + 'wqkv', this.weightGrad(s.h1, dqkv, rows === 1 ? dqkvTRows[0]! : undefined));
-    if (this.config.qkvBias && want(pre + 'bqkv')) grads.set(pre + 'bqkv', tf.sum(dqkv, 0) as tf.Tensor1D);
-    const dh1 = tf.matMul(dqkv, this.pT(pre + 'wqkv')) as tf.Tensor2D;
-    const nb1 = this.rmsNormBack(dh1, this.p1(pre + 'attn_norm'), s.n1);
-    if (want(pre + 'attn_norm')) grads.set(pre + 'attn_norm', nb1.dg);
-    return tf.add(dx1, nb1.dx) as tf.Tensor2D;
+    if (rows === 1) return { dqkv: tf.transpose(dqkvTRows[0]!) as tf.Tensor2D, dqkvT: dqkvTRows[0]! };
+    return {
+      dqkv: tf.concat(
+        dqkvTRows.map((t) => tf.transpose(t)),
+        0,
+      ) as tf.Tensor2D,
+    };
   }
 
   /** Softmax cross-entropy of logits [S, V] against labels: stats, dlogits (normalised by weightSum). */
@@ -330,12 +344,12 @@ export abstract class ModelTraining extends ModelCore {
       let dEhead: tf.Tensor2D | null = null;
       if (S > 0) {
         const hs = this.gatherRows(nf.y, prep.supIdx);
-        const logits = tf.matMul(hs, this.headT()) as tf.Tensor2D;
+        const logits = this.headLogits(hs) as tf.Tensor2D;
         const dl = prep.supPg
           ? this.policyGradient(logits, prep.supLabels, prep.supPg, b.pg!, prep.weightSum, reads, stats)
           : this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, true, reads, stats)!;
         const dhs = tf.matMul(dl, E) as tf.Tensor2D;
-        if (want(this.headWeight)) dEhead = tf.matMul(tf.transpose(dl), hs) as tf.Tensor2D; // right operand hs: narrow
+        if (want(this.headWeight)) dEhead = (activeSgemm() ? tf.matMul(dl, hs, true, false) : tf.matMul(tf.transpose(dl), hs)) as tf.Tensor2D; // right operand hs: narrow
         dxf = this.scatterRows(dhs, prep.supIdx, N);
       } else {
         dxf = tf.zeros([N, this.config.dModel]);
@@ -419,12 +433,12 @@ export abstract class ModelTraining extends ModelCore {
       const hf = this.hidden(prep);
       if (prep.supIdx.length > 0) {
         const hs = this.gatherRows(hf, prep.supIdx);
-        const logits = tf.matMul(hs, this.headT()) as tf.Tensor2D;
+        const logits = this.headLogits(hs) as tf.Tensor2D;
         this.crossEntropy(logits, prep.supLabels, prep.supW, prep.weightSum, false, reads, stats);
       }
       if (opts.argmax) {
         // prep.T === b.seq here (no trimming)
-        reads.read(tf.argMax(tf.matMul(hf, this.headT()), 1), (am) => (stats.argmax = Int32Array.from(am)));
+        reads.read(tf.argMax(this.headLogits(hf), 1), (am) => (stats.argmax = Int32Array.from(am)));
       }
     });
     stats.loss = prep.weightSum > 0 ? stats.lossSum / prep.weightSum : 0;
@@ -459,7 +473,7 @@ export abstract class ModelTraining extends ModelCore {
     if (prep.supIdx.length === 0) return { logp: out, entropySum: 0, entropy };
     tf.tidy(() => {
       const hs = this.gatherRows(this.hidden(prep), prep.supIdx);
-      const logits = tf.matMul(hs, this.headT()) as tf.Tensor2D;
+      const logits = this.headLogits(hs) as tf.Tensor2D;
       const logp = tf.logSoftmax(temperature === 1 ? logits : tf.div(logits, temperature));
       const onehot = floatOneHot(tf.tensor1d(prep.supLabels, 'int32'), logits.shape[1]);
       reads.read(tf.sum(tf.mul(logp, onehot), 1), (lp) => {
@@ -480,14 +494,14 @@ export abstract class ModelTraining extends ModelCore {
   logits(inputIds: Int32Array, batch: number, seq: number): Float32Array {
     const labels = new Int32Array(batch * seq).fill(IGNORE);
     const prep = this.prepare({ inputIds, labels, batch, seq }, false);
-    return tf.tidy(() => tf.matMul(this.hidden(prep), this.headT()).dataSync() as Float32Array);
+    return tf.tidy(() => this.headLogits(this.hidden(prep)).dataSync() as Float32Array);
   }
 
   /** logits on any backend (webgpu included), read back asynchronously. */
   async logitsAsync(inputIds: Int32Array, batch: number, seq: number): Promise<Float32Array> {
     const labels = new Int32Array(batch * seq).fill(IGNORE);
     const prep = this.prepare({ inputIds, labels, batch, seq }, false);
-    const t = tf.tidy(() => tf.matMul(this.hidden(prep), this.headT()));
+    const t = tf.tidy(() => this.headLogits(this.hidden(prep)));
     try {
       return (await t.data()) as Float32Array;
     } finally {

@@ -495,7 +495,7 @@ export class Trainer {
         const flat = this.adam.flattenScratch(local.grads);
         for (const g of local.grads.values()) g.dispose();
         mark('combine shards');
-        const combined = combineFlat({ stats: local, flat }, remote);
+        const combined = combineFlat({ stats: local, flat }, remote, { inPlace: true });
         grads = combined.flat;
         stats = combined.stats;
       } else {

@@ -210,18 +210,33 @@ export function combineShardGrads(model: StackModel, local: ShardStats & { grads
   return { grads, stats };
 }
 
-/** The same combination on flat buffers: g = sum_i (W_i / W) g_i (a new buffer). */
-export function combineFlat(local: RemoteShard, remote: RemoteShard[]): { flat: Float32Array; stats: ShardStats } {
+/** The same combination on flat buffers: g = sum_i (W_i / W) g_i (a new buffer, or with `inPlace` the local shard's). */
+export function combineFlat(local: RemoteShard, remote: RemoteShard[], opts: { inPlace?: boolean } = {}): { flat: Float32Array; stats: ShardStats } {
   const all = [local, ...remote];
   const stats: ShardStats = { lossSum: 0, weightSum: 0, ceSum: 0, correct: 0, supervised: 0 };
   for (const { stats: s } of all) addStats(stats, s);
   const W = stats.weightSum;
-  const out = new Float32Array(local.flat.length);
-  for (const { stats: s, flat } of all) {
-    if (flat.length !== out.length) throw new Error('parallel gradients: shards disagree on the parameter count');
-    const c = W > 0 ? s.weightSum / W : 0;
-    if (c === 0) continue;
-    for (let i = 0; i < out.length; i++) out[i]! += c * flat[i]!;
+  const n = local.flat.length;
+  for (const { flat } of remote) if (flat.length !== n) throw new Error('parallel gradients: shards disagree on the parameter count');
+  const weight = (s: ShardStats): number => (W > 0 ? s.weightSum / W : 0);
+  // `inPlace`: the caller's own buffer (a scratch) becomes the sum, with no new 4-bytes-a-parameter array
+  // a step. Either way each sum is rounded as 0 + c0*g0 + c1*g1 + ... in float32, in that order.
+  const out = opts.inPlace ? local.flat : new Float32Array(n);
+  const c0 = weight(local.stats);
+  const first = remote.find((r) => weight(r.stats) !== 0);
+  if (first && opts.inPlace) {
+    const c1 = weight(first.stats);
+    const g0 = local.flat;
+    const g1 = first.flat;
+    for (let i = 0; i < n; i++) out[i] = Math.fround(c0 * g0[i]!) + c1 * g1[i]!;
+  } else if (c0 !== 0 || opts.inPlace) {
+    for (let i = 0; i < n; i++) out[i] = c0 * local.flat[i]!;
+  }
+  for (const r of remote) {
+    const c = weight(r.stats);
+    if (c === 0 || (opts.inPlace && r === first)) continue;
+    const g = r.flat;
+    for (let i = 0; i < n; i++) out[i]! += c * g[i]!;
   }
   return { flat: out, stats };
 }

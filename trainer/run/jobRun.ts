@@ -67,13 +67,30 @@ export async function startBackend(ask: string, hooks: Pick<JobHooks, 'started' 
   hooks.started(backend.used);
   const a = backend.adapter;
   const adapter = a ? ` on ${a.vendor} ${a.architecture} (${a.description || a.device})${a.software ? ', a software adapter: slower than wasm' : ''}` : '';
-  hooks.log('info', `backend: ${backend.used}${adapter}${backend.note ? ` (${backend.note})` : ''}`);
+  const matmul = backend.matmul ? `; matrix products on ${backend.matmul}` : '';
+  hooks.log('info', `backend: ${backend.used}${adapter}${backend.note ? ` (${backend.note})` : ''}${matmul}`);
   return backend;
 }
 
 /** config.json's record of the backend: what was asked, what runs, and why (no empty keys). */
-export function backendRecord(backend: BackendInfo): { asked: string; used: string; note?: string; adapter?: AdapterInfo } {
-  return { asked: backend.asked, used: backend.used, ...(backend.note ? { note: backend.note } : {}), ...(backend.adapter ? { adapter: backend.adapter } : {}) };
+/** config.json's `backend`. */
+export interface BackendRecord {
+  asked: string;
+  used: string;
+  note?: string;
+  adapter?: AdapterInfo;
+  /** wasm: what ran the matrix products (BackendInfo.matmul). */
+  matmul?: string;
+}
+
+export function backendRecord(backend: BackendInfo): BackendRecord {
+  return {
+    asked: backend.asked,
+    used: backend.used,
+    ...(backend.note ? { note: backend.note } : {}),
+    ...(backend.adapter ? { adapter: backend.adapter } : {}),
+    ...(backend.matmul ? { matmul: backend.matmul } : {}),
+  };
 }
 
 /** The run's metrics.jsonl: a new file, or (resuming at `resumeStep`) the old one cut back to that step. */

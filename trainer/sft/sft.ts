@@ -11,7 +11,7 @@ import { type Tokenizer, tokenizerHash, tokenizerKind } from '../../core/tokeniz
 import { TASK_KINDS, type Task } from '../../core/types';
 import { TASK_FACTS } from '../../core/world';
 import { WorldTask, allTasksOf, freshSplitTasks, splitManifest, worldName } from '../../core/worlds';
-import type { AdapterInfo, BackendInfo } from '../model/backend';
+import type { BackendInfo } from '../model/backend';
 import { type LoadedCheckpoint, latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../run/checkpoint';
 import { TrainExample, cutAfterEachTurn, firstTurnOnly, padBatch, toExample, tokenizeTrace } from './data';
 import { DataOrder, DataOrderState } from './dataOrder';
@@ -26,6 +26,7 @@ import {
   RunCheckpoints,
   RunClock,
   UserError,
+  type BackendRecord,
   backendRecord,
   cancelRequested,
   openMetrics,
@@ -64,7 +65,7 @@ interface RunConfig {
   recipe: Recipe;
   model: ModelConfig;
   params: number;
-  backend: { asked: string; used: string; note?: string; adapter?: AdapterInfo };
+  backend: BackendRecord;
   seed: number;
   budget: { steps?: number; minutes?: number };
   optimiser: Record<string, unknown>;
