@@ -1,4 +1,4 @@
-// The benchmarks' entry point: `agent-lab bench lsp|grammar|train` (cli/bench.ts) runs its
+// The benchmarks' entry point: `agent-lab bench lsp|grammar|train|decode` (cli/bench.ts) runs its
 // development bundle dist/bench.js, or this file through tsx when there is none, with the
 // checked request as one JSON argument. Figures go to stdout; with
 // --json the JSON object is the last line. Errors end the process as the CLI's do: one line,
@@ -12,6 +12,18 @@ export async function runBench(r: BenchRequest): Promise<void> {
     const { runGrammarBench } = await import('./grammar'); // loads js-tiktoken's ranks only here
     const result = runGrammarBench({ log: (line) => console.log(line) });
     if (r.json) console.log(JSON.stringify(result));
+    return;
+  }
+  if (r.target === 'decode') {
+    // `bench decode [--json] [--rounds N]`: KV-cache decoding beside PyTorch's (bench/decode.ts).
+    const { formatDecodeBench, runDecodeBench } = await import('./decode');
+    const result = await runDecodeBench({
+      ...(r.rounds !== undefined ? { rounds: r.rounds } : {}),
+      ...(r.backend !== undefined ? { backend: r.backend } : {}),
+      log: (line) => (r.json ? console.error(line) : console.log(line)),
+    });
+    if (!r.json) for (const line of formatDecodeBench(result)) console.log(line);
+    console.log(JSON.stringify(result));
     return;
   }
   if (r.target === 'train' && r.profile) {

@@ -9,6 +9,10 @@ CPU (machine noise then hits both alike):
 stdin, one command per line:     stdout, one JSON object per line:
     steps N VARIANT                  {"variant", "step_ms": [...], "cpu_ms": [...], "tokens": [...], "losses": [...]}
                                      (cpu_ms: the process's CPU time per step, every thread's)
+    decode B P G MODE SEED           {"prefill_ms", "decode_ms", "cpu_ms", "tokens": [[...] per row]}: the first
+                                     P tokens of B transcripts, then G tokens each with a KV cache,
+                                     all B rows a step; MODE greedy (argmax) or sample (softmax, T = 1)
+                                     (bench/decode.ts)
     quit                             (exits)
 The first line printed is {"ready": true, "torch", "threads", "params", "init_loss", "blas"}
 ("blas": which BLAS library the process loaded, its variant and thread count: blas_info()).
@@ -174,6 +178,71 @@ class Stack(torch.nn.Module):
             x = x + (F.silu(h @ m.w_gate) * (h @ m.w_up)) @ m.w_down
         return self.norm(x, self.final_norm)
 
+    @torch.no_grad()
+    def decode(self, prompts, G, sample, seed):
+        """KV-cache decoding of B prompts [B, P] for G tokens; a kv group's query heads stacked
+        into one product as in training's "matched" variant; the cache grows by concatenation
+        (as transformers' DynamicCache)."""
+        cfg = self.cfg
+        B, P = prompts.shape
+        H, K, hd = cfg["heads"], cfg["kvHeads"], self.hd
+        rep = H // K
+        n_prev = cfg.get("prevTokens", 0) or 0
+        gen = torch.Generator().manual_seed(seed)
+        hist = prompts
+        cache = [None] * len(self.layers)
+
+        def run(ids, start):
+            T = ids.shape[1]
+            x = F.embedding(ids, self.tok_embeddings)
+            for k in range(1, n_prev + 1):
+                pos = torch.arange(start, start + T) - k
+                prev = hist[:, pos.clamp(min=0)]
+                prev = torch.where(pos >= 0, prev, torch.full_like(prev, cfg["vocab"]))
+                x = x + F.embedding(prev, self.prev_embeddings[str(k)])
+            cos, sin = self.cos[start : start + T], self.sin[start : start + T]
+
+            def rope(t):
+                a, b = t.chunk(2, dim=-1)
+                return t * cos + torch.cat([-b, a], dim=-1) * sin
+
+            L = start + T
+            mask = None
+            if T > 1:
+                mask = torch.full((T, L), float("-inf")).triu(start + 1).repeat(rep, 1)
+            for i, m in enumerate(self.layers):
+                h = self.norm(x, m.attn_norm)
+                qkv = (h @ m.wqkv).view(B, T, H + 2 * K, hd).transpose(1, 2)
+                q = rope(qkv[:, :H])
+                k = rope(qkv[:, H : H + K])
+                v = qkv[:, H + K :]
+                if cache[i] is not None:
+                    k = torch.cat([cache[i][0], k], dim=2)
+                    v = torch.cat([cache[i][1], v], dim=2)
+                cache[i] = (k, v)
+                att = (q.reshape(B, K, rep * T, hd) @ k.transpose(-2, -1)) / math.sqrt(hd)
+                if mask is not None:
+                    att = att + mask
+                o = (att.softmax(-1) @ v).reshape(B, H, T, hd).transpose(1, 2).reshape(B, T, H * hd)
+                x = x + o @ m.wo
+                h = self.norm(x, m.mlp_norm)
+                x = x + (F.silu(h @ m.w_gate) * (h @ m.w_up)) @ m.w_down
+            return self.norm(x[:, -1], self.final_norm) @ self.tok_embeddings.t()
+
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        logits = run(prompts, 0)
+        t1 = time.perf_counter()
+        out = []
+        for g in range(G):
+            nxt = torch.multinomial(logits.softmax(-1), 1, generator=gen) if sample else logits.argmax(-1, keepdim=True)
+            out.append(nxt)
+            hist = torch.cat([hist, nxt], dim=1)
+            logits = run(nxt, P + g)
+        t2 = time.perf_counter()
+        toks = torch.cat(out, dim=1).tolist()
+        return {"prefill_ms": (t1 - t0) * 1000, "decode_ms": (t2 - t1) * 1000, "cpu_ms": (time.process_time() - c0) * 1000, "tokens": toks}
+
     def loss(self, ids, labels, variant):
         hf = self.forward(ids, variant)
         E = self.tok_embeddings
@@ -231,6 +300,12 @@ def main():
             continue
         if parts[0] == "quit":
             break
+        if parts[0] == "decode":
+            B, P, G, mode, seed = int(parts[1]), int(parts[2]), int(parts[3]), parts[4], int(parts[5])
+            rows = [b["ids"][r] for b in batches for r in range(b["ids"].shape[0])][:B]
+            prompts = torch.stack([r[:P] for r in rows])
+            print(json.dumps(model.decode(prompts, G, mode == "sample", seed)), flush=True)
+            continue
         if parts[0] != "steps":
             print(json.dumps({"error": f"unknown command {parts[0]}"}), flush=True)
             continue

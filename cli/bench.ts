@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { CliError, CommandSpec, ParsedArgs, UsageError, parseArgs } from './args';
 import { BACKEND_CHOICES, type BackendAsk } from '../trainer/model/backend';
 
-export const BENCH_TARGETS = ['lsp', 'grammar', 'train'] as const;
+export const BENCH_TARGETS = ['lsp', 'grammar', 'train', 'decode'] as const;
 export type BenchTarget = (typeof BENCH_TARGETS)[number];
 
 /** What bench/main.ts is asked to run: the CLI's options, already checked. */
@@ -74,7 +74,7 @@ export async function runBenchFromSource(request: BenchRequest): Promise<void> {
 /** `bench`'s options, which may also follow the target. */
 export const BENCH_SPEC: CommandSpec = {
   name: 'bench',
-  usage: 'agent-lab bench lsp|grammar|train [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N] [--runs N] [--profile]',
+  usage: 'agent-lab bench lsp|grammar|train|decode [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N] [--runs N] [--profile]',
   options: { json: { kind: 'flag' }, large: { kind: 'flag' }, profile: { kind: 'flag' }, runs: { kind: 'int', min: 1, max: 20 }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
   positionals: 'none',
 };
