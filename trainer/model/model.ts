@@ -57,9 +57,10 @@
 // Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
 import { canReadSync } from './backend';
+import { activeSgemm } from './blasMatMul';
 import { KvCache } from './kvCache';
 import { ModelConfig, paramSpecs, prevTokensOf } from './modelConfig';
-import { makeRng } from './modelCore';
+import { makeRng, readNow } from './modelCore';
 import { ModelTraining } from './modelTrain';
 
 // The configuration, the batch/loss types and the decoding cache live in their own files, the
@@ -136,6 +137,26 @@ export class StackModel extends ModelTraining {
     const W = K * hd;
     const keys = cache.k[layer]!;
     const vals = cache.v[layer]!;
+    const sgemm = activeSgemm();
+    if (sgemm) {
+      // On the BLAS: per kv group, its query heads' scores [rep, len] in one product over the
+      // cache's keys read in place (leading dimension W), the softmax here, then P V likewise.
+      const scores = this.scratch(rep * len);
+      for (let g = 0; g < K; g++) {
+        sgemm(101, 111, 112, rep, len, hd, 1, q.subarray(qOffset + g * rep * hd), hd, keys.subarray(g * hd), W, 0, scores, len);
+        for (let i = 0; i < rep; i++) {
+          const row = i * len;
+          let max = -Infinity;
+          for (let t = row; t < row + len; t++) if (scores[t]! > max) max = scores[t]!;
+          let sum = 0;
+          for (let t = row; t < row + len; t++) sum += scores[t] = Math.exp(scores[t]! - max);
+          const inv = 1 / sum;
+          for (let t = row; t < row + len; t++) scores[t] = scores[t]! * inv;
+        }
+        sgemm(101, 111, 111, rep, hd, len, 1, scores, len, vals.subarray(g * hd), W, 0, out.subarray(outOffset + g * rep * hd), hd);
+      }
+      return;
+    }
     const scores = this.scratch(len);
     for (let h = 0; h < H; h++) {
       const g = (h / rep) | 0;
@@ -166,7 +187,7 @@ export class StackModel extends ModelTraining {
   private scratchBuf = new Float32Array(0);
   /** A reused buffer of at least n floats (attention scores). */
   private scratch(n: number): Float32Array {
-    if (this.scratchBuf.length < n) this.scratchBuf = new Float32Array(Math.max(n, this.config.maxSeq));
+    if (this.scratchBuf.length < n) this.scratchBuf = new Float32Array(Math.max(n, this.config.maxSeq * (this.config.heads / this.config.kvHeads)));
     return this.scratchBuf;
   }
 
@@ -415,8 +436,9 @@ export class StackModel extends ModelTraining {
         const pre = `layers.${i}.`;
         const { qk, vNew } = this.layerQkv(x, pre, cosT, sinT);
         // New keys/values into each cache, then each row's attention over its own cache.
-        const qkData = qk.dataSync() as Float32Array;
-        const vData = vNew.dataSync() as Float32Array;
+        // In place on wasm (readNow): no tensor is made until the attention below is done.
+        const qkData = readNow(qk);
+        const vData = readNow(vNew);
         const att = new Float32Array(B * H * hd);
         for (let b = 0; b < B; b++) {
           const cache = caches[b]!;
@@ -433,8 +455,9 @@ export class StackModel extends ModelTraining {
       c.length++;
       c.ids.push(ids[b]!);
     });
-    const all = out.dataSync() as Float32Array;
+    const all = readNow(out);
+    const rows = Array.from({ length: B }, (_, b) => all.slice(b * V, (b + 1) * V));
     out.dispose();
-    return Array.from({ length: B }, (_, b) => all.slice(b * V, (b + 1) * V));
+    return rows;
   }
 }
