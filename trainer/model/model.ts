@@ -57,7 +57,7 @@
 // Decoding: `prefill` / `step` / `stepBatch` with a KvCache (keys after RoPE, transposed).
 import * as tf from '@tensorflow/tfjs-core';
 import { canReadSync } from './backend';
-import { activeSgemm } from './blasMatMul';
+import { type Sgemm, activeSgemm } from './blasMatMul';
 import { KvCache } from './kvCache';
 import { ModelConfig, paramSpecs, prevTokensOf } from './modelConfig';
 import { makeRng, readNow } from './modelCore';
@@ -407,6 +407,92 @@ export class StackModel extends ModelTraining {
     }
   }
 
+  /**
+   * stepBatch on the BLAS (wasm with trainer/model/blasMatMul.ts): the whole step in JS and
+   * sgemm calls on the weights read in place from the wasm heap, no tfjs kernel (a decoding
+   * step's ~60 small kernels cost more than their arithmetic). The same maths as the tensor
+   * path: RMSNorm, the projections, rotate-half RoPE, attendOne, SwiGLU, the head.
+   */
+  private stepBatchBlas(sgemm: Sgemm, ids: readonly number[], caches: readonly KvCache[]): Float32Array[] {
+    const { heads: H, kvHeads: K, vocab: V, layers: L, dModel: d, mlp } = this.config;
+    const hd = this.headDim;
+    const B = ids.length;
+    const W1 = (H + K) * hd;
+    const Wq = (H + 2 * K) * hd;
+    const KW = K * hd;
+    const half = hd / 2;
+    const buf = (key: string, n: number): Float32Array => this.stepBufs.get(`decode.${key}`, n);
+    // The embedding first (it reads tables back); from here on no tensor is made or freed, so
+    // the weights' heap views below stay valid.
+    const x = buf('x', B * d);
+    x.set(this.embedRows(Int32Array.from(ids), this.prevIdsAfter(caches, null)));
+    const h = buf('h', B * d);
+    const qkv = buf('qkv', B * Wq);
+    const att = buf('att', B * H * hd);
+    const gate = buf('gate', B * mlp);
+    const up = buf('up', B * mlp);
+    const cos = buf('cos', B * W1);
+    const sin = buf('sin', B * W1);
+    for (let b = 0; b < B; b++) this.fillAngles(cos, sin, b * W1, caches[b]!.length);
+    const eps = this.normEps;
+    const norm = (g: Float32Array): void => {
+      for (let b = 0; b < B; b++) {
+        const o = b * d;
+        let ss = 0;
+        for (let j = 0; j < d; j++) ss += x[o + j]! * x[o + j]!;
+        const r = 1 / Math.sqrt(ss / d + eps);
+        for (let j = 0; j < d; j++) h[o + j] = x[o + j]! * r * g[j]!;
+      }
+    };
+    for (let i = 0; i < L; i++) {
+      const pre = `layers.${i}.`;
+      norm(readNow(this.p1(pre + 'attn_norm')));
+      sgemm(101, 111, 111, B, Wq, d, 1, h, d, readNow(this.p2(pre + 'wqkv')), Wq, 0, qkv, Wq);
+      if (this.config.qkvBias) {
+        const bias = readNow(this.p1(pre + 'bqkv'));
+        for (let b = 0; b < B; b++) for (let j = 0; j < Wq; j++) qkv[b * Wq + j] = qkv[b * Wq + j]! + bias[j]!;
+      }
+      for (let b = 0; b < B; b++) {
+        const row = b * Wq;
+        const tab = b * W1;
+        // rotate-half RoPE of the q and k columns, in place: y = x cos + rot(x) sin, rot([x1, x2]) = [-x2, x1]
+        for (let c0 = 0; c0 < W1; c0 += hd) {
+          for (let j = 0; j < half; j++) {
+            const a = row + c0 + j;
+            const x1 = qkv[a]!;
+            const x2 = qkv[a + half]!;
+            qkv[a] = x1 * cos[tab + c0 + j]! - x2 * sin[tab + c0 + j]!;
+            qkv[a + half] = x2 * cos[tab + c0 + j + half]! + x1 * sin[tab + c0 + j + half]!;
+          }
+        }
+        const cache = caches[b]!;
+        const at = cache.length;
+        cache.k[i]!.set(qkv.subarray(row + H * hd, row + W1), at * KW);
+        cache.v[i]!.set(qkv.subarray(row + W1, row + Wq), at * KW);
+        this.attendOne(qkv, row, cache, i, at + 1, att, b * H * hd);
+      }
+      // x += att Wo; then the MLP
+      sgemm(101, 111, 111, B, d, H * hd, 1, att, H * hd, readNow(this.p2(pre + 'wo')), d, 1, x, d);
+      norm(readNow(this.p1(pre + 'mlp_norm')));
+      sgemm(101, 111, 111, B, mlp, d, 1, h, d, readNow(this.p2(pre + 'w_gate')), mlp, 0, gate, mlp);
+      sgemm(101, 111, 111, B, mlp, d, 1, h, d, readNow(this.p2(pre + 'w_up')), mlp, 0, up, mlp);
+      for (let j = 0; j < B * mlp; j++) {
+        const g = gate[j]!;
+        gate[j] = (g / (1 + Math.exp(-g))) * up[j]!;
+      }
+      sgemm(101, 111, 111, B, d, mlp, 1, gate, mlp, readNow(this.p2(pre + 'w_down')), d, 1, x, d);
+    }
+    norm(readNow(this.p1('final_norm')));
+    const logits = buf('logits', B * V);
+    // logits = h E^T (E: [vocab, d], the tied embedding or lm_head)
+    sgemm(101, 111, 112, B, V, d, 1, h, d, readNow(this.p2(this.headWeight)), d, 0, logits, V);
+    caches.forEach((c, b) => {
+      c.length++;
+      c.ids.push(ids[b]!);
+    });
+    return Array.from({ length: B }, (_, b) => logits.slice(b * V, (b + 1) * V));
+  }
+
   /** Feed one token; the logits of its position. */
   step(id: number, cache: KvCache): Float32Array {
     return this.prefill([id], cache);
@@ -421,6 +507,8 @@ export class StackModel extends ModelTraining {
     const B = ids.length;
     if (B === 0) return [];
     this.checkStepBatch(ids, caches);
+    const sgemm = activeSgemm();
+    if (sgemm) return this.stepBatchBlas(sgemm, ids, caches);
     const { heads: H, kvHeads: K, vocab: V, layers: L } = this.config;
     const hd = this.headDim;
     const W1 = (H + K) * hd;

@@ -641,6 +641,23 @@ export abstract class ModelCore {
     return tf.gather(E, tf.tensor1d(ids, 'int32')) as tf.Tensor2D;
   }
 
+  /** embed's rows in JS, [ids.length * d] (a reused buffer: read it before the next call). */
+  protected embedRows(ids: Int32Array, prev: readonly Int32Array[]): Float32Array {
+    const d = this.config.dModel;
+    const out = this.stepBufs.get('rows', ids.length * d);
+    const e = this.tableData('tok_embeddings');
+    for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
+    prev.forEach((p, k) => {
+      const pe = this.tableData(`prev_embeddings.${k + 1}`);
+      for (let i = 0; i < p.length; i++) {
+        const o = i * d;
+        const src = p[i]! * d;
+        for (let j = 0; j < d; j++) out[o + j] = out[o + j]! + pe[src + j]!;
+      }
+    });
+    return out;
+  }
+
   /**
    * Input rows for ids: [ids.length, d]. With previous-token embeddings (config.prevTokens)
    * `prev[k-1][i]` is the id k positions before ids[i] (config.vocab: before the start), and
@@ -649,23 +666,9 @@ export abstract class ModelCore {
   protected embed(ids: Int32Array, prev: readonly Int32Array[] = []): tf.Tensor2D {
     const n = prevTokensOf(this.config);
     if (prev.length !== n) throw new Error(`embed: ${prev.length} previous-token id arrays for a model with prevTokens ${n}`);
-    if (useJs() && prev.length > 0) {
-      // the tables' rows summed in JS (the same float32 sums, in the same order, as the adds
-      // below): one tensor instead of 1 + prevTokens and their adds
-      const d = this.config.dModel;
-      const out = this.stepBufs.get('rows', ids.length * d);
-      const e = this.tableData('tok_embeddings');
-      for (let i = 0; i < ids.length; i++) out.set(e.subarray(ids[i]! * d, ids[i]! * d + d), i * d);
-      prev.forEach((p, k) => {
-        const pe = this.tableData(`prev_embeddings.${k + 1}`);
-        for (let i = 0; i < p.length; i++) {
-          const o = i * d;
-          const src = p[i]! * d;
-          for (let j = 0; j < d; j++) out[o + j] = out[o + j]! + pe[src + j]!;
-        }
-      });
-      return tf.tensor2d(out, [ids.length, d]);
-    }
+    // the tables' rows summed in JS (the same float32 sums, in the same order, as the adds
+    // below): one tensor instead of 1 + prevTokens and their adds
+    if (useJs() && prev.length > 0) return tf.tensor2d(this.embedRows(ids, prev), [ids.length, this.config.dModel]);
     let x = this.tableRows('tok_embeddings', ids);
     prev.forEach((p, k) => (x = tf.add(x, this.tableRows(`prev_embeddings.${k + 1}`, p)) as tf.Tensor2D));
     return x;
