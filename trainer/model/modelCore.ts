@@ -228,10 +228,10 @@ export abstract class ModelCore {
   version = 0;
   /**
    * Query blocks of the causal attention (training and evaluate): block j of T/n positions
-   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: 1,
-   * because on wasm XNNPACK repacks each block's keys and the extra column slices cost more
-   * than the matMul saved (docs/results.md, "Causal attention in query blocks"); on a backend
-   * with cheap slices and batched matMuls more blocks may pay.
+   * only meets keys up to its end, so n blocks do (n+1)/(2n) of the score work. null: blocks
+   * of BLAS_QUERY_BLOCK queries where the products run on the BLAS (a block's keys are read in
+   * place), else 1, because XNNPACK repacks each block's keys and the extra column slices cost
+   * more than the matMul saved (docs/results.md, "Causal attention in query blocks").
    */
   attnBlocks: number | null = null;
 
@@ -415,8 +415,6 @@ export abstract class ModelCore {
    * BLAS path's (one table of the model's whole context, read by prefix: no work per length).
    */
   protected tables(T: number): RopeTables {
-    // On the BLAS, query blocks of ~128 skip most of the masked half at little cost (a block's
-    // keys are read in place); XNNPACK repacks each block's keys, so one block wins there.
     const nb = Math.max(1, Math.min(T, this.attnBlocks ?? (activeSgemm() ? Math.ceil(T / BLAS_QUERY_BLOCK) : 1)));
     const size = Math.ceil(T / nb);
     const blocks: [number, number][] = [];
