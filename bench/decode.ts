@@ -14,11 +14,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { HF_WEIGHTS_FILE } from '../core/protocol/folders';
 import { initBackend, type BackendAsk } from '../trainer/model/backend';
 import { StackModel, makeRng, paramSpecs, presetConfig } from '../trainer/model/model';
-import { encodeSafetensors, type SafeTensor } from '../trainer/run/checkpoint';
-import { TorchServer, benchBatches, findTorchPython, median } from './train';
+import { TorchServer, benchBatches, findTorchPython, median, writeTorchPeerFiles } from './train';
 
 export interface DecodeBenchOptions {
   backend?: BackendAsk;
@@ -124,21 +122,10 @@ export async function runDecodeBench(opts: DecodeBenchOptions = {}): Promise<Dec
       const python = findTorchPython();
       if (!python) note = 'PyTorch not found (apt-get install python3-torch libopenblas0-pthread, or set AGENT_LAB_PYTHON): no side-by-side figure. ';
       else {
-        const dataFile = path.join(tmp, 'data.json');
-        // the prompts in torch_train.py's batch format: one row each, as many as asked
-        fs.writeFileSync(
-          dataFile,
-          JSON.stringify({
-            model: cfg,
-            optim: { lr: 1e-3, betas: [0.9, 0.95], weightDecay: 0, clip: 1, eps: 1e-8 },
-            batches: rows.slice(0, maxB).map((ids) => ({ batch: 1, seq: P, inputIds: ids, labels: ids.map((id, i) => (i ? id : -100)) })),
-          }),
-        );
-        const weightsFile = path.join(tmp, HF_WEIGHTS_FILE);
-        const w = model.exportWeights();
-        const st: Record<string, SafeTensor> = {};
-        for (const s of paramSpecs(cfg)) st[s.name] = { dtype: 'F32', shape: s.shape, data: w[s.name]! };
-        fs.writeFileSync(weightsFile, encodeSafetensors(st));
+        // the prompts as torch_train.py's batches: one row each, as many as asked
+        const prompts = rows.slice(0, maxB).map((ids) => ({ batch: 1, seq: P, inputIds: Int32Array.from(ids), labels: Int32Array.from(ids, (id, i) => (i ? id : -100)) }));
+        const optim = { lr: 1e-3, betas: [0.9, 0.95], weightDecay: 0, clip: 1, eps: 1e-8 };
+        const { dataFile, weightsFile } = writeTorchPeerFiles(tmp, cfg, optim, prompts, model.exportWeights());
         torchOne = TorchServer.start(python, dataFile, weightsFile, 1);
         torchTwo = TorchServer.start(python, dataFile, weightsFile, 2, 1);
         const ready = await torchOne.next();

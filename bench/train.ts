@@ -30,7 +30,7 @@ import { buildExample } from '../core/sftFormat';
 import { defaultWorldTexts, trainDefaultTokenizer } from '../core/tokenizer';
 import { AdapterInfo, BackendAsk, initBackend } from '../trainer/model/backend';
 import { encodeSafetensors, SafeTensor } from '../trainer/run/checkpoint';
-import { Batch, IGNORE, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model/model';
+import { Batch, IGNORE, type ModelConfig, PRESETS, StackModel, presetConfig, paramSpecs } from '../trainer/model/model';
 import { Trainer, effectiveTokens } from '../trainer/model/optim';
 import { autoThreads } from '../trainer/model/parallel';
 import { HF_WEIGHTS_FILE } from '../core/protocol/folders';
@@ -161,6 +161,30 @@ export function benchBatches(maxBatches = 16): { batches: Batch[]; vocab: number
   return { batches, vocab: tok.vocabSize };
 }
 
+/** torch_train.py's inputs in `dir`: the model, optimiser and batches (data.json) and the weights (model.safetensors). */
+export function writeTorchPeerFiles(
+  dir: string,
+  cfg: ModelConfig,
+  optim: { lr: number; betas: readonly number[]; weightDecay: number; clip: number; eps: number },
+  batches: readonly Batch[],
+  weights: Record<string, Float32Array>,
+): { dataFile: string; weightsFile: string } {
+  const dataFile = path.join(dir, 'data.json');
+  fs.writeFileSync(
+    dataFile,
+    JSON.stringify({
+      model: cfg,
+      optim,
+      batches: batches.map((b) => ({ batch: b.batch, seq: b.seq, inputIds: Array.from(b.inputIds), labels: Array.from(b.labels) })),
+    }),
+  );
+  const weightsFile = path.join(dir, HF_WEIGHTS_FILE);
+  const st: Record<string, SafeTensor> = {};
+  for (const s of paramSpecs(cfg)) st[s.name] = { dtype: 'F32', shape: s.shape, data: weights[s.name]! };
+  fs.writeFileSync(weightsFile, encodeSafetensors(st));
+  return { dataFile, weightsFile };
+}
+
 export function findTorchPython(): string | null {
   const candidates = [process.env['AGENT_LAB_PYTHON'], 'python3', '/usr/bin/python3', 'python'].filter((c): c is string => !!c);
   for (const c of candidates) {
@@ -255,20 +279,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       python = findTorchPython();
       if (!python) note = 'PyTorch not found (apt-get install python3-torch libopenblas0-pthread, or set AGENT_LAB_PYTHON): no side-by-side figure. ';
       else {
-        const dataFile = path.join(tmp, 'data.json');
-        fs.writeFileSync(
-          dataFile,
-          JSON.stringify({
-            model: cfg,
-            optim,
-            batches: batches.map((b) => ({ batch: b.batch, seq: b.seq, inputIds: Array.from(b.inputIds), labels: Array.from(b.labels) })),
-          }),
-        );
-        const weightsFile = path.join(tmp, HF_WEIGHTS_FILE);
-        const w = await model.exportWeightsAsync();
-        const st: Record<string, SafeTensor> = {};
-        for (const s of paramSpecs(cfg)) st[s.name] = { dtype: 'F32', shape: s.shape, data: w[s.name]! };
-        fs.writeFileSync(weightsFile, encodeSafetensors(st));
+        const { dataFile, weightsFile } = writeTorchPeerFiles(tmp, cfg, optim, batches, await model.exportWeightsAsync());
             servers.n = TorchServer.start(python, dataFile, weightsFile, threads + 1);
         // The same thread count with OpenBLAS single-threaded: torch's threads call it, so
         // nothing is oversubscribed (with one thread the two settings are the same).
