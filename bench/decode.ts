@@ -66,11 +66,13 @@ function argmax(x: Float32Array, V: number): number {
   return best;
 }
 
+let sampleBuf = new Float64Array(0);
 function sample(x: Float32Array, V: number, u: number): number {
   let max = -Infinity;
   for (let i = 0; i < V; i++) if (x[i]! > max) max = x[i]!;
   let sum = 0;
-  const p = new Float64Array(V);
+  if (sampleBuf.length < V) sampleBuf = new Float64Array(V);
+  const p = sampleBuf;
   for (let i = 0; i < V; i++) sum += p[i] = Math.exp(x[i]! - max);
   let r = u * sum;
   for (let i = 0; i < V; i++) if ((r -= p[i]!) <= 0) return i;
