@@ -47,6 +47,7 @@ export async function runBench(r: BenchRequest): Promise<void> {
       ...(r.backend !== undefined ? { backend: r.backend } : {}),
       ...(r.rounds !== undefined ? { rounds: r.rounds } : {}),
       ...(r.warmup !== undefined ? { warmup: r.warmup } : {}),
+      ...(r.model !== undefined ? { model: r.model } : {}),
       log: (line: string) => (r.json ? console.error(line) : console.log(line)),
     };
     if (r.runs !== undefined && r.runs > 1) {

@@ -138,9 +138,8 @@ class Stack(torch.nn.Module):
             for name, p in self.named_parameters():
                 p.copy_(weights[name])
 
-    @staticmethod
-    def norm(x, g):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * g
+    def norm(self, x, g):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.cfg.get("normEps", 1e-5)) * g
 
     def rope(self, x, T):  # x [..., T, hd]
         a, b = x.chunk(2, dim=-1)

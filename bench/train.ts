@@ -35,8 +35,23 @@ import { Trainer, effectiveTokens } from '../trainer/model/optim';
 import { autoThreads } from '../trainer/model/parallel';
 import { HF_WEIGHTS_FILE } from '../core/protocol/folders';
 
+/**
+ * The models `bench train` times: the default preset (tiny: previous-token tables), or a
+ * generated Llama-shaped model as a Hugging Face base model is (issue 29: no previous-token
+ * tables, GQA 3:1, SwiGLU, tied head, eps 1e-6; bench/lora.ts's shape).
+ */
+export const BENCH_MODELS = ['tiny', 'llama'] as const;
+export type BenchModel = (typeof BENCH_MODELS)[number];
+
+export function benchModelConfig(model: BenchModel, vocab: number): ModelConfig {
+  if (model === 'llama') return { vocab: Math.max(vocab, 2048), dModel: 192, layers: 6, heads: 6, kvHeads: 2, mlp: 512, maxSeq: 512, ropeBase: 10000, normEps: 1e-6 };
+  return presetConfig('tiny', vocab);
+}
+
 export interface TrainBenchOptions {
   backend?: BackendAsk;
+  /** Which model (default tiny). */
+  model?: BenchModel;
   /** Our worker threads (besides the calling thread); default 'auto'. */
   threads?: number | 'auto';
   rounds?: number;
@@ -95,7 +110,7 @@ export interface TrainBenchResult {
   matmul?: string;
   /** Ours, data-parallel over every core (median after warm-up). */
   tokens_per_s: number;
-  model: { vocab: number; d_model: number; layers: number; heads: number; kv_heads: number; mlp: number; seq: number; batch: number; params: number };
+  model: { name: BenchModel; vocab: number; d_model: number; layers: number; heads: number; kv_heads: number; mlp: number; seq: number; batch: number; params: number };
   /** PyTorch with as many threads (median after warm-up; the better of its two variants). */
   torch_tokens_per_s: number | null;
   ratio: number | null;
@@ -253,11 +268,12 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
   const { batches, vocab } = benchBatches();
   if (batches.length === 0) throw new Error('no transcripts of 380-450 tokens in the default world');
   const preset = PRESETS.tiny;
-  const cfg = presetConfig('tiny', vocab);
+  const benchModel = opts.model ?? 'tiny';
+  const cfg = benchModelConfig(benchModel, vocab);
   const threads = opts.threads === undefined || opts.threads === 'auto' ? autoThreads() : opts.threads;
   const seqs = batches.map((b) => b.seq);
   const adapter = info.adapter ? ` on ${info.adapter.vendor} ${info.adapter.architecture} (${info.adapter.description}${info.adapter.software ? ', a software adapter' : ''})` : '';
-  log(`bench train: ${info.used}${adapter}${info.note ? ` (${info.note})` : ''}; tiny preset, ${countParamsOf(cfg)} parameters, vocab ${vocab}`);
+  log(`bench train: ${info.used}${adapter}${info.note ? ` (${info.note})` : ''}; ${benchModel === 'tiny' ? 'tiny preset' : 'a generated Llama-shaped model'}, ${countParamsOf(cfg)} parameters, vocab ${cfg.vocab}`);
   if (info.matmul) log(`  matrix products on ${info.matmul}`);
   log(`  ${batches.length} batches of 2 transcripts, seq ${Math.min(...seqs)}-${Math.max(...seqs)} (median ${median(seqs)}); ${threads} worker thread(s) + this one`);
 
@@ -417,7 +433,7 @@ export async function runTrainBench(opts: TrainBenchOptions = {}): Promise<Train
       ...(info.note ? { backend_note: info.note } : {}),
       ...(info.matmul ? { matmul: info.matmul } : {}),
       tokens_per_s: all.tokens_per_s,
-      model: { vocab: cfg.vocab, d_model: cfg.dModel, layers: cfg.layers, heads: cfg.heads, kv_heads: cfg.kvHeads, mlp: cfg.mlp, seq: median(seqs), batch: 2, params: countParamsOf(cfg) },
+      model: { name: benchModel, vocab: cfg.vocab, d_model: cfg.dModel, layers: cfg.layers, heads: cfg.heads, kv_heads: cfg.kvHeads, mlp: cfg.mlp, seq: median(seqs), batch: 2, params: countParamsOf(cfg) },
       torch_tokens_per_s: all.torch_tokens_per_s,
       ratio: all.ratio,
       threads: threads + 1,
@@ -541,7 +557,7 @@ function countParamsOf(cfg: ReturnType<typeof presetConfig>): number {
 /** Human-readable lines for a result. */
 export function formatTrainBench(r: TrainBenchResult): string[] {
   const lines = [
-    `model: tiny, ${r.model.params} parameters (d ${r.model.d_model}, ${r.model.layers} layers, ${r.model.heads}/${r.model.kv_heads} heads, mlp ${r.model.mlp}, vocab ${r.model.vocab}); batch ${r.model.batch} x seq ~${r.model.seq}`,
+    `model: ${r.model.name}, ${r.model.params} parameters (d ${r.model.d_model}, ${r.model.layers} layers, ${r.model.heads}/${r.model.kv_heads} heads, mlp ${r.model.mlp}, vocab ${r.model.vocab}); batch ${r.model.batch} x seq ~${r.model.seq}`,
   ];
   for (const c of [r.all_threads, r.one_thread]) {
     if (!c) continue;

@@ -28,6 +28,8 @@ export interface BenchRequest {
   profile?: boolean;
   /** bench train: repeat the whole comparison this many times and report the medians. */
   runs?: number;
+  /** bench train: the model timed (tiny, the default preset; llama, a generated Llama-shaped model). */
+  model?: 'tiny' | 'llama';
 }
 
 export function checkBenchTarget(target: string): BenchTarget {
@@ -74,8 +76,8 @@ export async function runBenchFromSource(request: BenchRequest): Promise<void> {
 /** `bench`'s options, which may also follow the target. */
 export const BENCH_SPEC: CommandSpec = {
   name: 'bench',
-  usage: 'agent-lab bench lsp|grammar|train|decode [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N] [--runs N] [--profile]',
-  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, profile: { kind: 'flag' }, runs: { kind: 'int', min: 1, max: 20 }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 } },
+  usage: 'agent-lab bench lsp|grammar|train|decode [--json] [--large] [--iterations N] [--backend B] [--rounds N] [--warmup N] [--runs N] [--profile] [--model tiny|llama]',
+  options: { json: { kind: 'flag' }, large: { kind: 'flag' }, profile: { kind: 'flag' }, runs: { kind: 'int', min: 1, max: 20 }, iterations: { kind: 'int', min: 1, max: 1000 }, backend: { kind: 'string', choices: BACKEND_CHOICES }, rounds: { kind: 'int', min: 1, max: 100 }, warmup: { kind: 'int', min: 0, max: 100 }, model: { kind: 'string', choices: ['tiny', 'llama'] } },
   positionals: 'none',
 };
 
@@ -97,5 +99,6 @@ export async function cmdBench(a: ParsedArgs): Promise<void> {
     ...(num('warmup') !== undefined ? { warmup: num('warmup') } : {}),
     ...(opt('profile') === true ? { profile: true } : {}),
     ...(num('runs') !== undefined ? { runs: num('runs') } : {}),
+    ...(opt('model') === 'tiny' || opt('model') === 'llama' ? { model: opt('model') as 'tiny' | 'llama' } : {}),
   });
 }
