@@ -156,7 +156,7 @@ export function useBlasMatMul(): BlasInfo | null {
     register(sgemm);
     return installed;
   }
-  refusal = `no BLAS library loaded (${tried.join('; ')})`;
+  refusal = `no BLAS library loaded (${tried.join('; ')}); on Debian: apt-get install libopenblas0-pthread`;
   return null;
 }
 
