@@ -60,7 +60,7 @@ import { canReadSync } from './backend';
 import { type Sgemm, activeSgemm } from './blasMatMul';
 import { KvCache } from './kvCache';
 import { ModelConfig, paramSpecs, prevTokensOf } from './modelConfig';
-import { makeRng, readNow } from './modelCore';
+import { MASK_NEG, makeRng, readNow } from './modelCore';
 import { ModelTraining } from './modelTrain';
 
 // The configuration, the batch/loss types and the decoding cache live in their own files, the
@@ -408,6 +408,49 @@ export class StackModel extends ModelTraining {
   }
 
   /**
+   * One new query per row over its own cache (the new position included), every row at once:
+   * each kv group's query heads' scores over the keys read in place, into one [B*H, longest]
+   * matrix (a shorter cache's columns masked), one softmax for all of it (XNNPACK's vectorised
+   * exp: V8's Math.exp is ~10x slower per element, and the exps are most of this), then P V.
+   * The only tensors: the scores in and the probabilities out, read in place.
+   */
+  private attendRows(sgemm: Sgemm, qkv: Float32Array, Wq: number, caches: readonly KvCache[], layer: number, att: Float32Array): void {
+    const { heads: H, kvHeads: K } = this.config;
+    const hd = this.headDim;
+    const rep = H / K;
+    const W = K * hd;
+    const B = caches.length;
+    let longest = 0;
+    for (const c of caches) longest = Math.max(longest, c.length + 1);
+    const scores = this.stepBufs.get('decode.scores', B * H * longest);
+    for (let b = 0; b < B; b++) {
+      const len = caches[b]!.length + 1;
+      const keys = caches[b]!.k[layer]!;
+      for (let g = 0; g < K; g++) {
+        const r0 = (b * H + g * rep) * longest;
+        sgemm(101, 111, 112, rep, len, hd, 1, qkv.subarray(b * Wq + g * rep * hd), hd, keys.subarray(g * hd), W, 0, scores.subarray(r0), longest);
+        if (len < longest) for (let i = 0; i < rep; i++) scores.fill(MASK_NEG, r0 + i * longest + len, r0 + (i + 1) * longest);
+      }
+    }
+    const s = tf.tensor2d(scores, [B * H, longest]);
+    const p = tf.softmax(s);
+    s.dispose();
+    try {
+      const probs = readNow(p);
+      for (let b = 0; b < B; b++) {
+        const len = caches[b]!.length + 1;
+        const vals = caches[b]!.v[layer]!;
+        for (let g = 0; g < K; g++) {
+          const r0 = (b * H + g * rep) * longest;
+          sgemm(101, 111, 111, rep, hd, len, 1, probs.subarray(r0), longest, vals.subarray(g * hd), W, 0, att.subarray((b * H + g * rep) * hd), hd);
+        }
+      }
+    } finally {
+      p.dispose();
+    }
+  }
+
+  /**
    * stepBatch on the BLAS (wasm with trainer/model/blasMatMul.ts): the whole step in JS and
    * sgemm calls on the weights read in place from the wasm heap, no tfjs kernel (a decoding
    * step's ~60 small kernels cost more than their arithmetic). The same maths as the tensor
@@ -422,8 +465,8 @@ export class StackModel extends ModelTraining {
     const KW = K * hd;
     const half = hd / 2;
     const buf = (key: string, n: number): Float32Array => this.stepBufs.get(`decode.${key}`, n);
-    // The embedding first (it reads tables back); from here on no tensor is made or freed, so
-    // the weights' heap views below stay valid.
+    // Weights are read in place at each use (the attention's softmax makes tensors, which may
+    // move the heap under an older view).
     const x = buf('x', B * d);
     x.set(this.embedRows(Int32Array.from(ids), this.prevIdsAfter(caches, null)));
     const h = buf('h', B * d);
@@ -469,8 +512,8 @@ export class StackModel extends ModelTraining {
         const at = cache.length;
         cache.k[i]!.set(qkv.subarray(row + H * hd, row + W1), at * KW);
         cache.v[i]!.set(qkv.subarray(row + W1, row + Wq), at * KW);
-        this.attendOne(qkv, row, cache, i, at + 1, att, b * H * hd);
       }
+      this.attendRows(sgemm, qkv, Wq, caches, i, att);
       // x += att Wo; then the MLP
       sgemm(101, 111, 111, B, d, H * hd, 1, att, H * hd, readNow(this.p2(pre + 'wo')), d, 1, x, d);
       norm(readNow(this.p1(pre + 'mlp_norm')));
