@@ -3,7 +3,7 @@
 // the products with P in plain Float32Arrays and `cblas_sgemm` calls whose leading dimensions
 // read each head where it lies, instead of tfjs's per-row, per-group transposes, slices and
 // concats (a third of a step's kernels on wasm). The softmax itself stays XNNPACK's kernel
-// (a vectorised exp: V8's Math.exp is ~10x slower per element).
+// (a vectorised exp; V8's Math.exp is far slower per element).
 //
 // The arithmetic is the tensor path's (trainer/model/modelCore.ts `block`, modelTrain.ts
 // `blockBack`): the same RoPE tables (q rows scaled by 1/sqrt(hd), the rotate-half sign in the

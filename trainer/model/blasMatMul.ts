@@ -3,7 +3,7 @@
 //
 // Why: a training step's time is three quarters XNNPACK's BatchMatMul, which runs 128-bit
 // wasm SIMD without FMA; a native sgemm runs the CPU's own widest kernels (AVX2/AVX-512 with
-// FMA), 4-10x faster on the model's shapes (docs/results.md, "Training at the hardware's
+// FMA), several times faster on the model's shapes (docs/results.md, "Training at the hardware's
 // speed"). Everything else stays tfjs-wasm: the same tensors, the same kernels, the same
 // checkpoints; only BatchMatMul is re-registered, and it falls back to XNNPACK's kernel for
 // any case it does not take (another dtype, a broadcast it does not cover).

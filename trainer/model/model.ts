@@ -411,7 +411,7 @@ export class StackModel extends ModelTraining {
    * One new query per row over its own cache (the new position included), every row at once:
    * each kv group's query heads' scores over the keys read in place, into one [B*H, longest]
    * matrix (a shorter cache's columns masked), one softmax for all of it (XNNPACK's vectorised
-   * exp: V8's Math.exp is ~10x slower per element, and the exps are most of this), then P V.
+   * exp, where V8's Math.exp is far slower per element and the exps are most of this), then P V.
    * The only tensors: the scores in and the probabilities out, read in place.
    */
   private attendRows(sgemm: Sgemm, qkv: Float32Array, Wq: number, caches: readonly KvCache[], layer: number, att: Float32Array): void {
