@@ -1,7 +1,7 @@
 // The wasm backend's matrix products through the machine's BLAS (OpenBLAS, or Apple's
 // Accelerate), called in place on the wasm heap.
 //
-// Why: a training step's time is three quarters XNNPACK's BatchMatMul, which runs 128-bit
+// Why: most of a training step's time was XNNPACK's BatchMatMul, which runs 128-bit
 // wasm SIMD without FMA; a native sgemm runs the CPU's own widest kernels (AVX2/AVX-512 with
 // FMA), several times faster on the model's shapes (docs/results.md, "Training at the hardware's
 // speed"). Everything else stays tfjs-wasm: the same tensors, the same kernels, the same
